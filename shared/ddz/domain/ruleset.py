@@ -111,7 +111,16 @@ class RuleSet:
     show_card_factors: tuple[tuple[str, int], ...] = field(
         default=(("before_deal", 5), ("during_deal", 4), ("after_deal", 2))
     )
+    # §6 "during the deal x4..x3" (Decision): "during_deal" above applies while the
+    # shower holds at most half a hand; with more cards it falls to this factor.
+    show_during_deal_late: int = 3
     scoring: Scoring = Scoring.POINTS
+
+    def __hash__(self) -> int:
+        # The rules engine caches per rule set, so a rule set is hashed on every engine
+        # call; hashing all fields (nested tuples of tiers) costs more than the look-up.
+        # Equal rule sets have equal names, so hashing the name keeps hash/eq consistent.
+        return hash(self.name)
 
     @property
     def deck_size(self) -> int:

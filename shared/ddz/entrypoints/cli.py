@@ -14,6 +14,13 @@ from collections.abc import Sequence
 # Modules under ddz.entrypoints that add subcommands, in help order.
 COMMAND_MODULES = (
     "rules_cmd",
+    "settle_cmd",
+    "selfplay_cmd",
+    "serve_cmd",
+    "up_cmd",
+    "simulate_cmd",
+    "demo_cmd",
+    "bench_cmd",
 )
 
 

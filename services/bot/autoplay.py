@@ -1,0 +1,200 @@
+"""Plays the seats the bot is responsible for: bot seats, and disconnected seats (托管).
+
+Follows every hand through a ``HandFeed`` (a durable consumer of all hand events,
+internal included, so it knows each seat's cards). Whenever the seat to act is one of
+its seats, it decides from that seat's ``view_for(state, seat)`` only -- never the
+full state -- and sends the move to ``RulesService.Decide`` with the hand's stream
+version as ``expected_version``.
+
+Races are expected and harmless: a move sent on a stale version comes back ABORTED
+(VERSION_CONFLICT) and is decided again once the feed has caught up; the rules never
+apply it twice. One task per hand acts at a time; moves of one hand never overlap.
+
+Scaling out (docs/OPERATIONS.md): hands are partitioned by a hash of the hand id;
+instance ``i`` of ``n`` has its own durable consumer and plays only its partition's
+hands, so every hand has exactly one player and sees its events in order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+import uuid
+import zlib
+from typing import Any
+
+import grpc
+import structlog
+from ddz.adapters import codec
+from ddz.adapters.grpc_client import error_reason
+from ddz.adapters.hand_feed import HandFeed, HandFold, entry_of
+from ddz.domain.hand import Bid, Command, HandState, Pass, Phase, PlayerView, view_for
+from ddz.domain.players import Player, play_of
+from ddz.v1 import rules_pb2, rules_pb2_grpc
+
+from .stats import MoveStats
+
+log = structlog.get_logger("ddz.bot")
+
+RETRY_DELAYS = (0.05, 0.2, 0.5, 1.0)
+"""Pauses before sending a move again after a transport error (unavailable, timeout)."""
+RECHECK_AFTER = 1.0
+"""After a version conflict, look again this much later if the feed brought nothing."""
+
+
+def seat_to_act(state: HandState) -> int | None:
+    """The seat the bot plays now: the seat on turn if it is a bot seat or disconnected."""
+    if state.phase not in (Phase.BIDDING, Phase.PLAYING) or not 0 <= state.turn < len(state.seats):
+        return None
+    seat = state.turn
+    if state.seats[seat].is_bot or seat in state.disconnected:
+        return seat
+    return None
+
+
+def fallback_move(view: PlayerView) -> Command:
+    """A move the rules always accept: pass when allowed, else the first legal play."""
+    if view.phase is Phase.BIDDING:
+        return Bid.pass_(view.seat)
+    if view.can_pass:
+        return Pass(view.seat)
+    return play_of(view.seat, view.legal_moves()[0])
+
+
+def in_partition(hand_id: str, partition: int, partitions: int) -> bool:
+    return partitions <= 1 or zlib.crc32(hand_id.encode()) % partitions == partition
+
+
+class AutoPlay:
+    def __init__(self, rules: rules_pb2_grpc.RulesServiceStub, player: Player) -> None:
+        self.rules = rules
+        self.player = player
+        self.stats = MoveStats()
+        self.feed: HandFeed | None = None
+        self._tasks: dict[str, asyncio.Task[None]] = {}
+        self._dirty: set[str] = set()
+        self._rechecks: set[asyncio.Task[None]] = set()
+
+    def attach(self, feed: HandFeed) -> None:
+        self.feed = feed
+
+    # -- the feed's callback -------------------------------------------------------------
+
+    def on_change(self, fold: HandFold, applied: list[Any]) -> None:
+        if seat_to_act(fold.state) is not None:
+            self.kick(fold.hand_id)
+
+    def kick(self, hand_id: str) -> None:
+        """Make sure the hand's task looks at it (again)."""
+        task = self._tasks.get(hand_id)
+        if task is not None:
+            self._dirty.add(hand_id)
+            return
+        self._tasks[hand_id] = asyncio.create_task(self._run(hand_id), name=f"bot:{hand_id}")
+
+    # -- acting --------------------------------------------------------------------------
+
+    async def _run(self, hand_id: str) -> None:
+        try:
+            while True:
+                self._dirty.discard(hand_id)
+                fold = self.feed.get(hand_id) if self.feed is not None else None
+                seat = None if fold is None else seat_to_act(fold.state)
+                if fold is None or seat is None:
+                    return
+                before = fold.version
+                await self._act(fold, seat)
+                if fold.version == before and hand_id not in self._dirty:
+                    return  # the feed will bring what happened, and kick again
+        except Exception:
+            log.exception("autoplay_failed", hand_id=hand_id)
+        finally:
+            del self._tasks[hand_id]
+
+    async def _act(self, fold: HandFold, seat: int) -> None:
+        view = view_for(fold.state, seat)
+        command = self.player.act(view)
+        answer = await self._decide(fold, seat, command)
+        if answer is not None and not answer.accepted:
+            log.warning("bot_move_refused", hand_id=fold.hand_id, seat=seat,
+                        reason=answer.reason, move=repr(command))  # fmt: skip
+            fallback = fallback_move(view)
+            if fallback != command and seat_to_act(fold.state) == seat:
+                await self._decide(fold, seat, fallback)
+
+    async def _decide(
+        self, fold: HandFold, seat: int, command: Command
+    ) -> rules_pb2.DecideResponse | None:
+        request = rules_pb2.DecideRequest(
+            hand_id=fold.hand_id,
+            seat=seat,
+            expected_version=fold.version,
+            request_id=str(uuid.uuid4()),
+        )
+        codec.set_command(request, command)
+        for delay in (*RETRY_DELAYS, None):
+            started = time.perf_counter()
+            try:
+                answer: rules_pb2.DecideResponse = await self.rules.Decide(request)
+            except grpc.aio.AioRpcError as exc:
+                if exc.code() is grpc.StatusCode.ABORTED:
+                    self.stats.conflicts += 1
+                    self._recheck_later(fold.hand_id, fold.version)
+                    return None
+                if exc.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+                    self.stats.errors += 1
+                    if delay is not None:
+                        await asyncio.sleep(delay)
+                        continue
+                    self._recheck_later(fold.hand_id, fold.version)
+                    return None
+                log.error(
+                    "bot_move_failed", hand_id=fold.hand_id, seat=seat, code=exc.code().name,
+                    reason=error_reason(exc), details=exc.details(),
+                )  # fmt: skip
+                self.stats.errors += 1
+                return None
+            self.stats.record_latency(time.perf_counter() - started)
+            if answer.accepted:
+                self.stats.accepted += 1
+            else:
+                self.stats.refused += 1
+            await self._learn(fold, answer)
+            return answer
+        return None  # pragma: no cover - the loop always returns
+
+    async def _learn(self, fold: HandFold, answer: rules_pb2.DecideResponse) -> None:
+        """Fold the answer's events now rather than wait for the consumer to bring them
+        (the consumer's copies are then duplicates, ignored): the next bot seat can
+        act at once. Hidden events are not in the answer; a gap waits for the feed."""
+        if self.feed is not None:
+            await self.feed.learn(fold.hand_id, [entry_of(e) for e in answer.events])
+
+    def _recheck_later(self, hand_id: str, version: int) -> None:
+        async def recheck() -> None:
+            await asyncio.sleep(RECHECK_AFTER)
+            if self.feed is None:
+                return
+            fold = self.feed.get(hand_id)
+            if fold is not None and fold.version == version:
+                await self.feed.load(hand_id)  # nothing came: read the hand from the bus
+            self.kick(hand_id)
+
+        task = asyncio.create_task(recheck())
+        self._rechecks.add(task)
+        task.add_done_callback(self._rechecks.discard)
+
+    @property
+    def hands_in_play(self) -> int:
+        if self.feed is None:
+            return 0
+        return sum(1 for fold in self.feed.hands.values() if not fold.over)
+
+    async def close(self) -> None:
+        tasks = [*self._tasks.values(), *self._rechecks]
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task

@@ -1,0 +1,48 @@
+"""The dealer service, wired: NATS bus + seed vault + servicer."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import grpc
+from ddz.adapters.bus import EventBus
+from ddz.adapters.grpc_server import full_service_name
+from ddz.adapters.service_db import upgrade_service_db
+from ddz.adapters.service_runner import nats_url, producer_name
+from ddz.adapters.store import make_engine
+from ddz.config import Settings
+from ddz.v1 import dealer_pb2, dealer_pb2_grpc
+
+from .seeds import SeedVault
+from .servicer import DealerServicer
+
+NAME = "dealer"
+
+
+class DealerApp:
+    full_names: Sequence[str] = (full_service_name(dealer_pb2, "DealerService"),)
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.engine = make_engine(settings.database_url)
+        self.bus: EventBus | None = None
+        self.servicer: DealerServicer | None = None
+
+    async def start(self) -> None:
+        upgrade_service_db(self.engine)
+        self.bus = await EventBus.connect(nats_url(self.settings), name=NAME)
+        await self.bus.ensure_stream()
+        self.servicer = DealerServicer(self.bus, SeedVault(self.engine), producer_name(NAME))
+
+    def add_to_server(self, server: grpc.aio.Server) -> None:
+        assert self.servicer is not None, "start() first"
+        dealer_pb2_grpc.add_DealerServiceServicer_to_server(self.servicer, server)  # type: ignore[no-untyped-call]
+
+    async def close(self) -> None:
+        if self.bus is not None:
+            await self.bus.close()
+        self.engine.dispose()
+
+
+async def build(settings: Settings) -> DealerApp:
+    return DealerApp(settings)

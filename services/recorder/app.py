@@ -1,0 +1,71 @@
+"""The recorder service, wired: event store + durable consumer + servicer."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+import grpc
+import structlog
+from ddz.adapters.bus import EventBus
+from ddz.adapters.grpc_server import full_service_name
+from ddz.adapters.service_runner import nats_url
+from ddz.adapters.store import SqlRecorder, create_store
+from ddz.config import Settings
+from ddz.v1 import recorder_pb2, recorder_pb2_grpc
+
+from .consumer import StoreConsumer
+from .servicer import RecorderServicer
+
+NAME = "recorder"
+
+log = structlog.get_logger("ddz.recorder")
+
+
+class RecorderApp:
+    full_names: Sequence[str] = (full_service_name(recorder_pb2, "RecorderService"),)
+
+    def __init__(self, settings: Settings, durable: str, sign_heads: bool) -> None:
+        self.settings = settings
+        self.durable = durable
+        self.sign_heads = sign_heads
+        self.store: SqlRecorder | None = None
+        self.bus: EventBus | None = None
+        self.consumer: StoreConsumer | None = None
+
+    async def start(self) -> None:
+        self.store = await asyncio.to_thread(create_store, self.settings.database_url, upgrade=True)
+        self.bus = await EventBus.connect(nats_url(self.settings), name=NAME)
+        await self.bus.ensure_stream()
+        self.consumer = StoreConsumer(
+            self.bus, self.store, self.durable,
+            sign_head=self._sign_head if self.sign_heads else None,
+        )  # fmt: skip
+        await self.consumer.start()
+
+    def _sign_head(self, stream_id: str) -> None:
+        """Issue 5: a finished hand's chain head, signed with the operator's key."""
+        assert self.store is not None
+        self.store.sign_head(
+            stream_id, self.settings.require_audit_key(), self.settings.audit_key_id
+        )
+
+    def add_to_server(self, server: grpc.aio.Server) -> None:
+        assert self.store is not None, "start() first"
+        recorder_pb2_grpc.add_RecorderServiceServicer_to_server(  # type: ignore[no-untyped-call]
+            RecorderServicer(self.store), server
+        )
+
+    async def close(self) -> None:
+        if self.consumer is not None:
+            await self.consumer.stop()
+        if self.bus is not None:
+            await self.bus.close()
+        if self.store is not None:
+            self.store.close()
+
+
+async def build(
+    settings: Settings, *, durable: str = "recorder", sign_heads: bool = True
+) -> RecorderApp:
+    return RecorderApp(settings, durable, sign_heads)

@@ -1,0 +1,50 @@
+"""The rules service, wired: NATS bus + a channel to the dealer (for seeds) + servicer."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import grpc
+from ddz.adapters.bus import EventBus
+from ddz.adapters.grpc_client import make_channel
+from ddz.adapters.grpc_server import full_service_name
+from ddz.adapters.service_runner import nats_url, producer_name
+from ddz.config import Settings
+from ddz.v1 import dealer_pb2_grpc, rules_pb2, rules_pb2_grpc
+
+from .servicer import RulesServicer
+
+NAME = "rules"
+
+
+class RulesApp:
+    full_names: Sequence[str] = (full_service_name(rules_pb2, "RulesService"),)
+
+    def __init__(self, settings: Settings, dealer_target: str | None) -> None:
+        self.settings = settings
+        self.dealer_target = dealer_target
+        self.bus: EventBus | None = None
+        self.channel: grpc.aio.Channel | None = None
+        self.servicer: RulesServicer | None = None
+
+    async def start(self) -> None:
+        self.bus = await EventBus.connect(nats_url(self.settings), name=NAME)
+        await self.bus.ensure_stream()
+        self.channel = make_channel(self.settings, "dealer", target=self.dealer_target)
+        dealer = dealer_pb2_grpc.DealerServiceStub(self.channel)  # type: ignore[no-untyped-call]
+        self.servicer = RulesServicer(self.bus, dealer, producer_name(NAME))
+
+    def add_to_server(self, server: grpc.aio.Server) -> None:
+        assert self.servicer is not None, "start() first"
+        rules_pb2_grpc.add_RulesServiceServicer_to_server(self.servicer, server)  # type: ignore[no-untyped-call]
+
+    async def close(self) -> None:
+        if self.channel is not None:
+            await self.channel.close()
+        if self.bus is not None:
+            await self.bus.close()
+
+
+async def build(settings: Settings, *, dealer_target: str | None = None) -> RulesApp:
+    """``dealer_target``: where the dealer listens (default: its configured address)."""
+    return RulesApp(settings, dealer_target)

@@ -1,0 +1,54 @@
+"""The settlement service, wired: projection tables + durable consumer + servicer."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+import grpc
+from ddz.adapters.bus import EventBus
+from ddz.adapters.grpc_server import full_service_name
+from ddz.adapters.service_db import upgrade_service_db
+from ddz.adapters.service_db.balances import BalanceProjection
+from ddz.adapters.service_runner import nats_url
+from ddz.adapters.store import SqlRecorder, make_engine
+from ddz.config import Settings
+from ddz.v1 import settlement_pb2, settlement_pb2_grpc
+
+from .consumer import DURABLE, SettlementConsumer
+from .servicer import SettlementServicer
+
+NAME = "settlement"
+
+
+class SettlementApp:
+    full_names: Sequence[str] = (full_service_name(settlement_pb2, "SettlementService"),)
+
+    def __init__(self, settings: Settings, durable: str) -> None:
+        self.settings = settings
+        self.durable = durable
+        self.engine = make_engine(settings.database_url)
+        self.projection = BalanceProjection(self.engine)
+        self.bus: EventBus | None = None
+        self.consumer: SettlementConsumer | None = None
+
+    async def start(self) -> None:
+        await asyncio.to_thread(upgrade_service_db, self.engine)
+        self.bus = await EventBus.connect(nats_url(self.settings), name=NAME)
+        await self.bus.ensure_stream()
+        self.consumer = SettlementConsumer(self.bus, self.projection, SqlRecorder(self.engine))
+        await self.consumer.start(self.durable)
+
+    def add_to_server(self, server: grpc.aio.Server) -> None:
+        settlement_pb2_grpc.add_SettlementServiceServicer_to_server(  # type: ignore[no-untyped-call]
+            SettlementServicer(self.projection), server
+        )
+
+    async def close(self) -> None:
+        if self.bus is not None:
+            await self.bus.close()  # stops the durable subscription first
+        self.engine.dispose()
+
+
+async def build(settings: Settings, *, durable: str = DURABLE) -> SettlementApp:
+    return SettlementApp(settings, durable)

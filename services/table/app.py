@@ -1,0 +1,82 @@
+"""The table service, wired: NATS bus + hand feed (durable consumer, with each hand's
+log for streams) + turn clock + channels to the dealer, rules and bot services."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import grpc
+from ddz.adapters.bus import EventBus
+from ddz.adapters.grpc_client import make_channel
+from ddz.adapters.grpc_server import full_service_name
+from ddz.adapters.hand_feed import HandFeed, HandFold
+from ddz.adapters.service_runner import nats_url
+from ddz.config import Settings
+from ddz.v1 import bot_pb2_grpc, dealer_pb2_grpc, rules_pb2_grpc, table_pb2, table_pb2_grpc
+
+from .clock import TurnClock
+from .servicer import TableServicer
+from .tables import Tables
+
+NAME = "table"
+KEEP_ENDED = 1000
+"""Finished hands kept in memory for late views and streams (older ones are read back
+from the bus on demand)."""
+
+
+class TableApp:
+    full_names: Sequence[str] = (full_service_name(table_pb2, "TableService"),)
+
+    def __init__(self, settings: Settings, *, targets: dict[str, str] | None = None) -> None:
+        self.settings = settings
+        self.targets = dict(targets or {})  # service -> "host:port" (tests)
+        self.tables = Tables()
+        self.bus: EventBus | None = None
+        self.feed: HandFeed | None = None
+        self.clock: TurnClock | None = None
+        self.channels: list[grpc.aio.Channel] = []
+        self.servicer: TableServicer | None = None
+
+    def _channel(self, service: str) -> grpc.aio.Channel:
+        channel = make_channel(self.settings, service, target=self.targets.get(service))
+        self.channels.append(channel)
+        return channel
+
+    async def start(self) -> None:
+        self.bus = await EventBus.connect(nats_url(self.settings), name=NAME)
+        await self.bus.ensure_stream()
+        self.feed = HandFeed(
+            self.bus, keep_log=True, keep_ended=KEEP_ENDED, on_change=self._changed
+        )
+        self.servicer = TableServicer(
+            self.tables,
+            self.feed,
+            dealer_pb2_grpc.DealerServiceStub(self._channel("dealer")),  # type: ignore[no-untyped-call]
+            rules_pb2_grpc.RulesServiceStub(self._channel("rules")),  # type: ignore[no-untyped-call]
+            bot_pb2_grpc.BotServiceStub(self._channel("bot")),  # type: ignore[no-untyped-call]
+        )
+        self.clock = TurnClock(self.settings.turn_timeout, self.servicer.disconnect)
+        await self.feed.follow(NAME)
+
+    def _changed(self, fold: HandFold, applied: object) -> None:
+        # Deadlines apply to the hands dealt at this service's tables.
+        if self.clock is not None and self.tables.table_of(fold.hand_id) is not None:
+            self.clock.update(fold)
+
+    def add_to_server(self, server: grpc.aio.Server) -> None:
+        assert self.servicer is not None, "start() first"
+        table_pb2_grpc.add_TableServiceServicer_to_server(self.servicer, server)  # type: ignore[no-untyped-call]
+
+    async def close(self) -> None:
+        if self.clock is not None:
+            await self.clock.close()
+        if self.feed is not None:
+            await self.feed.close()  # acks what it handled: before the connection closes
+        if self.bus is not None:
+            await self.bus.close()
+        for channel in self.channels:
+            await channel.close()
+
+
+async def build(settings: Settings, **overrides: object) -> TableApp:
+    return TableApp(settings, **overrides)  # type: ignore[arg-type]

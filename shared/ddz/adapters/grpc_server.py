@@ -1,0 +1,253 @@
+"""What every gRPC service of the suite shares on the server side.
+
+``serve()`` runs a ``grpc.aio`` server with the standard health service (SERVING for
+each service and for ""), server reflection (so ``grpcurl`` can list and call it), a
+request size limit (bigger requests get RESOURCE_EXHAUSTED from gRPC itself), an
+interceptor that binds request and hand ids to the structlog context and writes one
+log line per call, and a graceful stop on SIGTERM/SIGINT. ``abort()`` ends a call with
+a rich status whose ``google.rpc.ErrorInfo`` carries a ``ddz.v1.Reason`` name.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import signal
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, NoReturn
+
+import grpc
+import structlog
+from google.protobuf import any_pb2
+from google.rpc import error_details_pb2, status_pb2
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_health.v1._async import HealthServicer
+from grpc_reflection.v1alpha import reflection
+from grpc_status import rpc_status
+
+from ddz.config import Settings
+from ddz.v1 import errors_pb2
+
+ERROR_DOMAIN = "ddz.v1"
+REQUEST_ID_HEADER = "x-request-id"
+# Request fields whose value is bound to the log context when a request has them.
+CONTEXT_FIELDS = ("hand_id", "table_id", "stream_id")
+
+log = structlog.get_logger("ddz.grpc")
+
+
+def full_service_name(pb2_module: Any, service: str) -> str:
+    """``"ddz.v1.RecorderService"`` from the generated module, never a string literal."""
+    name: str = pb2_module.DESCRIPTOR.services_by_name[service].full_name
+    return name
+
+
+async def abort(
+    context: grpc.aio.ServicerContext[Any, Any],
+    code: grpc.StatusCode,
+    reason: str | int,
+    message: str,
+    **metadata: str,
+) -> NoReturn:
+    """End the call with ``code`` and an ErrorInfo(reason, domain="ddz.v1", metadata).
+
+    ``reason`` is a ``ddz.v1.Reason`` name (``"NOT_YOUR_TURN"``) or value; an unknown
+    name is a programming error (ValueError), caught here rather than by a client.
+    """
+    name = errors_pb2.Reason.Name(reason) if isinstance(reason, int) else reason
+    errors_pb2.Reason.Value(name)  # raises ValueError for a reason that does not exist
+    detail = any_pb2.Any()
+    detail.Pack(error_details_pb2.ErrorInfo(reason=name, domain=ERROR_DOMAIN, metadata=metadata))
+    status = status_pb2.Status(code=code.value[0], message=message, details=[detail])
+    structlog.contextvars.bind_contextvars(reason=name)
+    await context.abort_with_status(rpc_status.to_status(status))
+    raise AssertionError("unreachable: abort_with_status raises")  # pragma: no cover
+
+
+class ContextInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
+    """Binds ``request_id``/``rpc`` (and ``hand_id`` etc. when the request has them) to
+    structlog's context for the duration of each call, logs one line per call, and
+    turns unexpected exceptions into INTERNAL without leaking their text to clients."""
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
+        details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler:
+        handler = await continuation(details)
+        if handler is None:
+            return None
+        method: str = details.method
+        request_id = next(
+            (value for key, value in details.invocation_metadata or () if key == REQUEST_ID_HEADER),
+            None,
+        )
+        kind, behaviour = _behaviour(handler)
+        factory = getattr(grpc, f"{kind}_rpc_method_handler")
+        wrapper = _wrap_stream if handler.response_streaming else _wrap_unary
+        return factory(
+            wrapper(behaviour, method, request_id),
+            request_deserializer=handler.request_deserializer,
+            response_serializer=handler.response_serializer,
+        )
+
+
+def _behaviour(handler: grpc.RpcMethodHandler) -> tuple[str, Any]:
+    for kind in ("unary_unary", "unary_stream", "stream_unary", "stream_stream"):
+        behaviour = getattr(handler, kind)
+        if behaviour is not None:
+            return kind, behaviour
+    raise ValueError("gRPC handler without a behaviour")
+
+
+def _begin(method: str, request_id: str | None, request: Any) -> float:
+    structlog.contextvars.clear_contextvars()
+    structlog.contextvars.bind_contextvars(
+        request_id=request_id or uuid.uuid4().hex, rpc=method.rsplit("/", 1)[-1]
+    )
+    if hasattr(request, "DESCRIPTOR"):  # a unary request message (not a stream)
+        fields = request.DESCRIPTOR.fields_by_name
+        bound = {name: getattr(request, name) for name in CONTEXT_FIELDS if name in fields}
+        structlog.contextvars.bind_contextvars(**{k: v for k, v in bound.items() if v})
+    return time.perf_counter()
+
+
+def _finish(started: float, context: grpc.aio.ServicerContext[Any, Any], error: bool) -> None:
+    elapsed_ms = round((time.perf_counter() - started) * 1000, 3)
+    code = context.code()
+    name = code.name if isinstance(code, grpc.StatusCode) else ("UNKNOWN" if error else "OK")
+    if name == "OK":
+        log.debug("rpc", code=name, ms=elapsed_ms)
+    else:
+        log.info("rpc", code=name, ms=elapsed_ms, details=context.details() or None)
+    structlog.contextvars.clear_contextvars()
+
+
+async def _internal(context: grpc.aio.ServicerContext[Any, Any]) -> NoReturn:
+    log.exception("rpc_failed")
+    request_id = structlog.contextvars.get_contextvars().get("request_id", "")
+    await context.abort(grpc.StatusCode.INTERNAL, f"internal error (request id {request_id})")
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _wrap_unary(behaviour: Any, method: str, request_id: str | None) -> Any:
+    async def call(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
+        started = _begin(method, request_id, request)
+        try:
+            return await behaviour(request, context)
+        except grpc.aio.AbortError:
+            raise
+        except Exception:
+            await _internal(context)
+        finally:
+            _finish(started, context, error=False)
+
+    return call
+
+
+def _wrap_stream(behaviour: Any, method: str, request_id: str | None) -> Any:
+    if inspect.isasyncgenfunction(behaviour):
+
+        async def generate(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
+            started = _begin(method, request_id, request)
+            try:
+                async for response in behaviour(request, context):
+                    yield response
+            except (grpc.aio.AbortError, asyncio.CancelledError):
+                raise
+            except Exception:
+                await _internal(context)
+            finally:
+                _finish(started, context, error=False)
+
+        return generate
+    # Streaming handlers that write with ``context.write`` are plain coroutines.
+    return _wrap_unary(behaviour, method, request_id)
+
+
+@dataclass
+class RunningServer:
+    """A started server; ``port`` is the bound port (useful with port 0)."""
+
+    server: grpc.aio.Server
+    port: int
+    health: HealthServicer
+
+    async def stop(self, grace: float = 5.0) -> None:
+        """Report NOT_SERVING, refuse new calls, let calls in flight finish for ``grace`` s."""
+        await self.health.enter_graceful_shutdown()
+        await self.server.stop(grace)
+
+
+async def start_server(
+    service_name: str,
+    add_servicers: Callable[[grpc.aio.Server], None],
+    service_full_names: Sequence[str],
+    settings: Settings,
+    port: int | None = None,
+) -> RunningServer:
+    """Build, bind and start the server (``port=None``: the service's configured port)."""
+    server = grpc.aio.server(
+        interceptors=[ContextInterceptor()],
+        options=[
+            ("grpc.max_receive_message_length", settings.max_message_bytes),
+            # Without this, Linux lets a second server bind the same port silently.
+            ("grpc.so_reuseport", 0),
+        ],
+    )
+    add_servicers(server)
+    health = HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health, server)
+    for name in ("", *service_full_names):
+        await health.set(name, health_pb2.HealthCheckResponse.SERVING)
+    reflection.enable_server_reflection(
+        (*service_full_names, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
+         reflection.SERVICE_NAME),
+        server,
+    )  # fmt: skip
+    wanted = settings.port(service_name) if port is None else port
+    address = f"{settings.host}:{wanted}"
+    try:
+        bound = server.add_insecure_port(address)
+    except RuntimeError as exc:
+        raise OSError(f"{service_name}: cannot listen on {address}: {exc}") from None
+    if bound == 0:
+        raise OSError(f"{service_name}: cannot listen on {address}")
+    await server.start()
+    log.info("listening", service=service_name, address=f"{settings.host}:{bound}")
+    return RunningServer(server, bound, health)
+
+
+async def serve(
+    service_name: str,
+    add_servicers: Callable[[grpc.aio.Server], None],
+    service_full_names: Sequence[str],
+    settings: Settings,
+    port: int | None = None,
+    *,
+    stop: asyncio.Event | None = None,
+    grace: float = 5.0,
+    on_started: Callable[[RunningServer], Awaitable[None] | None] | None = None,
+) -> None:
+    """Run a service until SIGTERM/SIGINT (or ``stop`` is set), then stop gracefully."""
+    running = await start_server(service_name, add_servicers, service_full_names, settings, port)
+    stop = stop or asyncio.Event()
+    loop = asyncio.get_running_loop()
+    signals = (signal.SIGTERM, signal.SIGINT)
+    for signum in signals:
+        loop.add_signal_handler(signum, stop.set)
+    try:
+        if on_started is not None:
+            result = on_started(running)
+            if inspect.isawaitable(result):
+                await result
+        await stop.wait()
+        log.info("stopping", service=service_name, grace_s=grace)
+    finally:
+        for signum in signals:
+            loop.remove_signal_handler(signum)
+        await running.stop(grace)
+    log.info("stopped", service=service_name)

@@ -1,0 +1,191 @@
+"""A hand's stream on the bus: publish its events as its single writer, read it back.
+
+A hand is the stream ``hand-<hand_id>``; its public events go to
+``ddz.v1.hand.<hand_id>.<type>`` and hidden ones (``CardsDealt``) to
+``ddz.v1.internal.hand.<hand_id>.<type>`` (``ddz.adapters.bus``).
+
+Single writer per hand (issue 4). Every publish sets ``Nats-Msg-Id`` = the event id,
+and ``Nats-Expected-Last-Subject-Sequence`` over the filter of the event's own side
+(``ddz.v1.hand.<id>.*`` or ``ddz.v1.internal.hand.<id>.*``, via
+``Nats-Expected-Last-Subject-Sequence-Subject``; nats-server 2.15 honours a wildcard
+there, ``tests/integration/test_services_core.py`` proves it). One filter cannot cover
+both sides with these subjects, so the guarantee rests on one more fact, checked in
+``publish``: the first event of every decision is public (a hidden deal always follows
+``HandStarted`` or ``Redealt``). Two writers that start from the same state therefore
+race on the public filter, and exactly one wins; the loser gets ``HandConflict`` and
+has published nothing. The store's unique (stream, version) is the second line: a fork
+could never be recorded.
+
+JetStream checks the expected sequence before it deduplicates, so a publish retried
+after a lost acknowledgement fails the check; ``publish`` then looks at the last
+message on the filter, and if it is this very event id the retry was a success.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import nats.errors
+import nats.js.errors
+
+from ddz.adapters.bus import (
+    MSG_ID,
+    EventBus,
+    WrongLastSequence,
+    stream_filter,
+    stream_id_for,
+    subject_for,
+)
+from ddz.adapters.codec import Recorded, decode_envelope, envelope_for, new_event_id
+from ddz.v1 import envelope_pb2
+
+HAND = "hand"
+PUBLISH_ATTEMPTS = 3
+
+
+class HandConflict(Exception):
+    """Another writer extended the hand first (reason VERSION_CONFLICT)."""
+
+
+def hand_stream_id(hand_id: str) -> str:
+    """``hand-<hand_id>``; ``ValueError`` when ``hand_id`` is not a subject token."""
+    return stream_id_for(HAND, hand_id)
+
+
+@dataclass(frozen=True, slots=True)
+class HandCursor:
+    """Where a hand's stream stands: its version (every recorded event, rejections
+    included) and the JetStream sequence of the last public and last hidden message."""
+
+    version: int = 0
+    public_seq: int = 0
+    internal_seq: int = 0
+
+    def after(self, hidden: bool, seq: int) -> HandCursor:
+        side = "internal_seq" if hidden else "public_seq"
+        return replace(self, version=self.version + 1, **{side: seq})
+
+
+@dataclass(frozen=True, slots=True)
+class PublishedEvent:
+    event: Recorded
+    event_id: str
+    version: int
+    envelope: bytes
+    hidden: bool
+    seq: int
+
+
+async def publish(
+    bus: EventBus,
+    hand_id: str,
+    cursor: HandCursor,
+    events: Sequence[Recorded],
+    *,
+    causation_id: str,
+    correlation_id: str,
+    producer: str,
+    timeout: float = 5.0,
+) -> tuple[HandCursor, list[PublishedEvent]]:
+    """Publish ``events`` as the next versions of the hand, each checked against the
+    sequence the writer last saw. ``HandConflict`` if someone else got there first."""
+    if events and events[0].HIDDEN:
+        raise ValueError("a decision's first event must be public (see module docstring)")
+    stream_id = hand_stream_id(hand_id)
+    published: list[PublishedEvent] = []
+    for event in events:
+        version = cursor.version + 1
+        event_id = new_event_id()
+        data = envelope_for(
+            stream_id, version, event, causation_id, correlation_id, producer, event_id=event_id
+        )
+        hidden = event.HIDDEN
+        expected = cursor.internal_seq if hidden else cursor.public_seq
+        seq = await _publish_checked(
+            bus,
+            subject_for(stream_id, event.TYPE, internal=hidden),
+            data,
+            event_id,
+            expected,
+            stream_filter(stream_id, internal=hidden),
+            timeout,
+        )
+        cursor = cursor.after(hidden, seq)
+        published.append(PublishedEvent(event, event_id, version, data, hidden, seq))
+    return cursor, published
+
+
+async def _publish_checked(
+    bus: EventBus,
+    subject: str,
+    data: bytes,
+    event_id: str,
+    expected: int,
+    subject_filter: str,
+    timeout: float,
+) -> int:
+    for attempt in range(1, PUBLISH_ATTEMPTS + 1):
+        try:
+            ack = await bus.publish(
+                subject, data, event_id, expected, expected_subject=subject_filter, timeout=timeout
+            )
+            return ack.seq
+        except WrongLastSequence as exc:
+            seq = await _last_if_ours(bus, subject_filter, event_id)
+            if seq is not None:
+                return seq
+            raise HandConflict(str(exc)) from exc
+        except (TimeoutError, nats.errors.TimeoutError, nats.js.errors.NoStreamResponseError):
+            if attempt == PUBLISH_ATTEMPTS:
+                raise
+            await asyncio.sleep(0.05 * attempt)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+async def _last_if_ours(bus: EventBus, subject_filter: str, event_id: str) -> int | None:
+    """The sequence of the last message on ``subject_filter`` if it is ``event_id``."""
+    try:
+        msg = await bus.js.get_last_msg(bus.stream, subject_filter)
+    except nats.js.errors.NotFoundError:
+        return None
+    if (msg.headers or {}).get(MSG_ID) == event_id:
+        return int(msg.seq or 0)
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class ReadEvent:
+    envelope: envelope_pb2.EventEnvelope
+    event: Recorded
+    data: bytes
+    seq: int
+    hidden: bool
+
+
+async def read(bus: EventBus, hand_id: str) -> tuple[list[ReadEvent], HandCursor]:
+    """Every event of the hand in stream order, straight from JetStream (the writer's
+    source of truth; the store may lag behind it), and the cursor after the last."""
+    stream_id = hand_stream_id(hand_id)
+    found: list[ReadEvent] = []
+    cursor = HandCursor()
+    for hidden in (False, True):
+        subject_filter = stream_filter(stream_id, internal=hidden)
+        seq = 1
+        while True:
+            try:
+                msg = await bus.js.get_msg(bus.stream, seq, subject=subject_filter, next=True)
+            except nats.js.errors.NotFoundError:
+                break
+            data = msg.data or b""
+            envelope, event = decode_envelope(data)
+            found.append(ReadEvent(envelope, event, data, int(msg.seq or 0), hidden))
+            seq = int(msg.seq or 0) + 1
+        last = max((e.seq for e in found if e.hidden == hidden), default=0)
+        cursor = replace(cursor, **{"internal_seq" if hidden else "public_seq": last})
+    found.sort(key=lambda e: e.seq)
+    versions = [e.envelope.stream_version for e in found]
+    if versions != list(range(1, len(found) + 1)):
+        raise ValueError(f"hand {hand_id}: stream versions on the bus are {versions}")
+    return found, replace(cursor, version=len(found))

@@ -1,0 +1,205 @@
+"""The settlement projection: balances and settled hands, from ``HandSettled`` events.
+
+``apply_settled`` folds one event in one transaction, together with its event id in
+``processed_events``: applying the same event twice (a redelivery, a duplicate, a
+second instance) changes nothing. Balances start at 0 and are the sum of a player's
+ledger deltas. Shared by the settlement service and anything that rebuilds the
+projection from the store (issue 5's ``ddz rebuild``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Connection, Engine
+
+from ddz.adapters.service_db.schema import (
+    balances,
+    processed_events,
+    settled_hands,
+    settled_seats,
+)
+from ddz.domain.hand.events import HandSettled
+
+_BEGIN_OPTION = "ddz_sqlite_begin"  # honoured by engines from ddz.adapters.store.make_engine
+
+
+@dataclass(frozen=True, slots=True)
+class Balance:
+    player_id: str
+    balance: int
+    hands: int
+
+
+@dataclass(frozen=True, slots=True)
+class SettledHand:
+    id: int
+    hand_id: str
+    event_id: str
+    landlord: int
+    base: int
+    payload: bytes  # the HandSettled payload as published
+    players: tuple[str, ...]
+    deltas: tuple[int, ...]
+
+
+class BalanceProjection:
+    """Synchronous and thread-safe (call it through ``asyncio.to_thread``)."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def apply_settled(
+        self,
+        event_id: str,
+        hand_id: str,
+        players: Sequence[str],
+        settled: HandSettled,
+        payload: bytes,
+    ) -> bool:
+        """Fold one HandSettled; False when this event id was already applied."""
+        if len(players) != 3:
+            raise ValueError(f"a hand has three players, got {len(players)}")
+        deltas = settled.ledger.deltas
+        with self._write() as conn:
+            if conn.execute(
+                sa.select(processed_events.c.event_id).where(
+                    processed_events.c.event_id == event_id
+                )
+            ).first():
+                return False
+            conn.execute(sa.insert(processed_events), {"event_id": event_id})
+            settled_id = conn.execute(
+                sa.insert(settled_hands).returning(settled_hands.c.id),
+                {
+                    "hand_id": hand_id,
+                    "event_id": event_id,
+                    "landlord": settled.landlord,
+                    "base": settled.base,
+                    "payload": payload,
+                },
+            ).scalar_one()
+            conn.execute(
+                sa.insert(settled_seats),
+                [
+                    {"hand_id": hand_id, "seat": seat, "player_id": player,
+                     "delta": delta, "settled_id": settled_id}
+                    for seat, (player, delta) in enumerate(zip(players, deltas, strict=True))
+                ],
+            )  # fmt: skip
+            for player, delta in _per_player(players, deltas).items():
+                conn.execute(_add_to_balance(conn, player, delta))
+        return True
+
+    def balance(self, player_id: str) -> Balance:
+        with self.engine.connect() as conn:
+            row = conn.execute(
+                sa.select(balances.c.balance, balances.c.hands).where(
+                    balances.c.player_id == player_id
+                )
+            ).first()
+        return Balance(player_id, *(row or (0, 0)))
+
+    def all_balances(self) -> dict[str, int]:
+        with self.engine.connect() as conn:
+            rows = conn.execute(sa.select(balances.c.player_id, balances.c.balance)).all()
+        return {player: balance for player, balance in rows}
+
+    def settled_hand(self, hand_id: str) -> SettledHand | None:
+        with self.engine.connect() as conn:
+            row = conn.execute(
+                sa.select(settled_hands).where(settled_hands.c.hand_id == hand_id)
+            ).first()
+            if row is None:
+                return None
+            return self._with_seats(conn, [row])[0]
+
+    def player_hands(self, player_id: str, limit: int) -> list[SettledHand]:
+        """The player's settled hands, newest first."""
+        with self.engine.connect() as conn:
+            ids = (
+                sa.select(settled_seats.c.settled_id)
+                .where(settled_seats.c.player_id == player_id)
+                .order_by(settled_seats.c.settled_id.desc())
+                .limit(limit)
+                .scalar_subquery()
+            )
+            rows = conn.execute(
+                sa.select(settled_hands)
+                .where(settled_hands.c.id.in_(ids))
+                .order_by(settled_hands.c.id.desc())
+            ).all()
+            return self._with_seats(conn, rows)
+
+    @staticmethod
+    def _with_seats(
+        conn: Connection, rows: Sequence[sa.Row[tuple[object, ...]]]
+    ) -> list[SettledHand]:
+        hand_ids = [row.hand_id for row in rows]
+        seats: dict[str, list[tuple[int, str, int]]] = {h: [] for h in hand_ids}
+        for hand_id, seat, player, delta in conn.execute(
+            sa.select(
+                settled_seats.c.hand_id, settled_seats.c.seat,
+                settled_seats.c.player_id, settled_seats.c.delta,
+            ).where(settled_seats.c.hand_id.in_(hand_ids))
+        ):  # fmt: skip
+            seats[hand_id].append((seat, player, delta))
+        out = []
+        for row in rows:
+            ordered = sorted(seats[row.hand_id])
+            out.append(
+                SettledHand(
+                    id=row.id,
+                    hand_id=row.hand_id,
+                    event_id=row.event_id,
+                    landlord=row.landlord,
+                    base=row.base,
+                    payload=bytes(row.payload),
+                    players=tuple(player for _, player, _ in ordered),
+                    deltas=tuple(delta for _, _, delta in ordered),
+                )
+            )
+        return out
+
+    @contextmanager
+    def _write(self) -> Iterator[Connection]:
+        """A transaction that takes SQLite's write lock at BEGIN (no upgrade deadlocks)."""
+        with self.engine.connect() as conn:
+            if conn.dialect.name == "sqlite":
+                conn.execution_options(**{_BEGIN_OPTION: "BEGIN IMMEDIATE"})
+            with conn.begin():
+                yield conn
+
+
+def _per_player(players: Sequence[str], deltas: Sequence[int]) -> dict[str, int]:
+    """Deltas summed per player (one player may hold two seats, e.g. in tests)."""
+    out: dict[str, int] = {}
+    for player, delta in zip(players, deltas, strict=True):
+        out[player] = out.get(player, 0) + delta
+    return out
+
+
+def _add_to_balance(conn: Connection, player_id: str, delta: int) -> sa.Executable:
+    """An upsert that adds ``delta`` atomically (safe with concurrent writers)."""
+    dialect = conn.dialect.name
+    insert: Any
+    if dialect == "postgresql":
+        insert = postgresql.insert(balances)
+    elif dialect == "sqlite":
+        insert = sqlite.insert(balances)
+    else:  # pragma: no cover - the store supports these two only
+        raise NotImplementedError(dialect)
+    statement = insert.values(player_id=player_id, balance=delta, hands=1)
+    upsert: sa.Executable = statement.on_conflict_do_update(
+        index_elements=[balances.c.player_id],
+        set_={
+            "balance": balances.c.balance + statement.excluded.balance,
+            "hands": balances.c.hands + 1,
+        },
+    )
+    return upsert

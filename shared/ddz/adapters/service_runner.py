@@ -1,0 +1,145 @@
+"""One way to start a service: ``python -m services.NAME``, ``ddz serve NAME`` and the
+in-process tests all go through here.
+
+Each service package has ``services/<name>/app.py`` with ``async def build(settings,
+**overrides) -> Service``. A ``Service`` knows its gRPC servicers, and has ``start``
+(connect to NATS, start durable consumers: everything that must run before the first
+call is served) and ``close`` (stop consumers, close connections: after the last call
+has finished). The runner wraps that in the shared gRPC server of
+``ddz.adapters.grpc_server`` (health, reflection, request-size limit, logging
+interceptor, graceful SIGTERM):
+
+    main("rules")                                      # a process: settings, logging, serve
+    running = await start_service("rules", settings, port=0)   # in-process, e.g. tests
+    ...; await running.stop()
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import os
+import socket
+import sys
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import grpc
+import nats.errors
+import structlog
+
+from ddz.adapters.grpc_server import RunningServer, serve, start_server
+from ddz.adapters.logging import configure_logging
+from ddz.config import SERVICE_PORTS, Settings
+
+DEFAULT_NATS_URL = "nats://127.0.0.1:4222"
+
+log = structlog.get_logger("ddz.service")
+
+
+class Service(Protocol):
+    """What ``services.<name>.app.build`` returns."""
+
+    @property
+    def full_names(self) -> Sequence[str]:
+        """Full gRPC service names (``ddz.v1.RulesService``) for health and reflection."""
+        ...
+
+    def add_to_server(self, server: grpc.aio.Server) -> None: ...
+
+    async def start(self) -> None: ...
+
+    async def close(self) -> None: ...
+
+
+Factory = Callable[..., Awaitable[Service]]
+
+
+def nats_url(settings: Settings) -> str:
+    """``DDZ_NATS_URL``, or the default local server when it is not set."""
+    return settings.nats_url or DEFAULT_NATS_URL
+
+
+def producer_name(service: str) -> str:
+    """``EventEnvelope.producer``: the service and this instance of it."""
+    return f"{service}@{socket.gethostname()}:{os.getpid()}"
+
+
+def factory_for(name: str) -> Factory:
+    """``services.<name>.app.build``; ``ValueError`` for a service that does not exist."""
+    if name not in SERVICE_PORTS:
+        raise ValueError(f"unknown service {name!r}; known: {', '.join(SERVICE_PORTS)}")
+    module = importlib.import_module(f"services.{name}.app")
+    build: Factory = module.build
+    return build
+
+
+@dataclass
+class RunningService:
+    """A service started in this process; ``port`` is the bound gRPC port."""
+
+    name: str
+    service: Service
+    server: RunningServer
+
+    @property
+    def port(self) -> int:
+        return self.server.port
+
+    async def stop(self, grace: float = 1.0) -> None:
+        try:
+            await self.server.stop(grace)
+        finally:
+            await self.service.close()
+
+
+async def start_service(
+    name: str, settings: Settings, *, port: int | None = None, **overrides: Any
+) -> RunningService:
+    """Build, start and serve ``name`` in this process (``port=0``: any free port).
+
+    ``overrides`` go to the service's ``build`` (e.g. a channel to a dealer started
+    on a random port)."""
+    service = await factory_for(name)(settings, **overrides)
+    await service.start()
+    try:
+        server = await start_server(name, service.add_to_server, service.full_names, settings, port)
+    except BaseException:
+        await service.close()
+        raise
+    return RunningService(name, service, server)
+
+
+async def run_service(
+    name: str, settings: Settings, *, stop: asyncio.Event | None = None, **overrides: Any
+) -> None:
+    """Run ``name`` until SIGTERM/SIGINT (or ``stop``), then shut down gracefully:
+    stop taking calls, let calls in flight finish, then stop consumers."""
+    service = await factory_for(name)(settings, **overrides)
+    await service.start()
+    try:
+        await serve(name, service.add_to_server, service.full_names, settings, stop=stop)
+    finally:
+        await service.close()
+
+
+def main(name: str) -> int:
+    """The whole of a service process: settings, logging, serve. Exit code 2 on bad
+    configuration (one line on stderr), 1 when a dependency cannot be reached."""
+    try:
+        settings = Settings.from_env()
+        factory_for(name)
+    except ValueError as exc:
+        print(f"ddz: error: {exc}", file=sys.stderr)
+        return 2
+    configure_logging(settings, service=name)
+    try:
+        asyncio.run(run_service(name, settings))
+    except KeyboardInterrupt:
+        return 130
+    except (OSError, TimeoutError, nats.errors.Error) as exc:
+        log.error("cannot_start", service=name, error=str(exc) or type(exc).__name__)
+        print(f"ddz: error: {name}: {exc or type(exc).__name__}", file=sys.stderr)
+        return 1
+    return 0

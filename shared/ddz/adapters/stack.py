@@ -1,0 +1,297 @@
+"""The whole suite on one machine: a NATS server and the six services as child processes.
+
+    with Stack(Settings.from_env()) as stack:      # ``ddz up``, simulate, bench, e2e tests
+        channel = make_channel(stack.settings, "table")
+
+``start()`` starts ``nats-server`` with JetStream under the data directory (unless
+``DDZ_NATS_URL`` names a server; on a random port when 4222 is taken), migrates the
+store and the services' tables once, starts every service as ``python -m
+services.<name>`` with the environment rebuilt from the one ``Settings`` object, and
+returns when every service's health check answers SERVING. Each service logs (JSON
+lines, and anything it prints) to ``<data dir>/logs/<name>.log``.
+
+``stop()`` sends SIGTERM to every service and waits (SIGKILL after ``grace`` seconds),
+then stops NATS: children first, so they can finish and ack what is in flight. Every
+child runs in its own session, so a terminal's Ctrl-C reaches only the supervisor,
+which then stops everything in that order.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType, TracebackType
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from ddz.adapters.nats_server import NatsServer, start_nats_server
+from ddz.config import SERVICE_PORTS, Settings
+
+SERVICES: tuple[str, ...] = ("recorder", "settlement", "dealer", "rules", "bot", "table")
+"""Every service of the suite, in start order (consumers of events before producers)."""
+
+SERVING = health_pb2.HealthCheckResponse.SERVING
+
+
+class StackError(RuntimeError):
+    """A part of the stack did not start (the message names it and its log)."""
+
+
+def settings_env(settings: Settings) -> dict[str, str]:
+    """The ``DDZ_*`` variables that make ``Settings.from_env()`` return ``settings``."""
+    env = {
+        "DDZ_DATA_DIR": str(settings.data_dir),
+        "DDZ_DATABASE_URL": settings.database_url,
+        "DDZ_HOST": settings.host,
+        "DDZ_LOG_LEVEL": settings.log_level,
+        "DDZ_LOG_FORMAT": settings.log_format,
+        "DDZ_LOG_TO_FILE": "true" if settings.log_to_file else "false",
+        "DDZ_AUDIT_KEY_ID": settings.audit_key_id,
+        "DDZ_RPC_TIMEOUT": repr(settings.rpc_timeout),
+        "DDZ_TURN_TIMEOUT": repr(settings.turn_timeout),
+        "DDZ_MAX_MESSAGE_BYTES": str(settings.max_message_bytes),
+    }
+    if settings.nats_url:
+        env["DDZ_NATS_URL"] = settings.nats_url
+    if settings.audit_key:
+        env["DDZ_AUDIT_KEY"] = settings.audit_key.decode("utf-8")
+    for service, port in settings.ports.items():
+        env[f"DDZ_{service.upper()}_PORT"] = str(port)
+    return env
+
+
+def free_port(host: str) -> int:
+    """A port that is free on ``host`` right now (the OS picks it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind((host, 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def health_status(address: str, timeout: float = 1.0, service: str = "") -> int | None:
+    """The health status at ``address`` (``SERVING`` = 1), or None if nothing answers."""
+    with grpc.insecure_channel(address) as channel:
+        stub = health_pb2_grpc.HealthStub(channel)
+        try:
+            reply = stub.Check(health_pb2.HealthCheckRequest(service=service), timeout=timeout)
+        except grpc.RpcError:
+            return None
+    status: int = reply.status
+    return status
+
+
+def stack_answers(settings: Settings, service: str = "table", timeout: float = 1.0) -> bool:
+    """True when ``service`` at its configured address reports SERVING."""
+    return bool(health_status(settings.address(service), timeout) == SERVING)
+
+
+@dataclass
+class ServiceProcess:
+    name: str
+    process: subprocess.Popen[bytes]
+    address: str
+    log_file: Path
+
+    def running(self) -> bool:
+        return self.process.poll() is None
+
+    def log_tail(self, chars: int = 1500) -> str:
+        try:
+            text = self.log_file.read_text(encoding="utf-8", errors="replace")
+        except FileNotFoundError:
+            return ""
+        return text[-chars:].strip()
+
+
+class Stack:
+    """NATS plus the services as child processes; a context manager.
+
+    ``ephemeral_ports=True`` gives every service a free port (tests, a second stack
+    next to a running one); otherwise the configured ``DDZ_<SERVICE>_PORT`` are used.
+    ``nats_port``: None = 4222 if free else random; 0 = random.
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        services: Sequence[str] = SERVICES,
+        ephemeral_ports: bool = False,
+        nats_port: int | None = None,
+        ready_timeout: float = 60.0,
+        grace: float = 10.0,
+        extra_env: Mapping[str, str] | None = None,
+        profile_dir: Path | None = None,
+    ) -> None:
+        unknown = set(services) - set(SERVICE_PORTS)
+        if unknown:
+            raise ValueError(f"unknown services: {', '.join(sorted(unknown))}")
+        self.settings = settings
+        self.services = tuple(services)
+        self.ephemeral_ports = ephemeral_ports
+        self.nats_port = nats_port
+        self.ready_timeout = ready_timeout
+        self.grace = grace
+        self.extra_env = dict(extra_env or {})
+        self.profile_dir = profile_dir  # cProfile each service into <dir>/<name>.prof
+        self.nats: NatsServer | None = None
+        self.processes: dict[str, ServiceProcess] = {}
+
+    # -- lifecycle -------------------------------------------------------------------
+
+    def start(self) -> Stack:
+        try:
+            self._start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _start(self) -> None:
+        settings = self.settings
+        settings.log_dir.mkdir(parents=True, exist_ok=True)
+        if not settings.nats_url:
+            self.nats = start_nats_server(
+                settings.nats_store_dir,
+                log_file=settings.log_dir / "nats-server.log",
+                host=settings.host,
+                port=self.nats_port,
+            )
+            settings = dataclasses.replace(settings, nats_url=self.nats.url)
+        if self.ephemeral_ports:
+            ports = dict(settings.ports)
+            ports.update({name: free_port(settings.host) for name in self.services})
+            settings = dataclasses.replace(settings, ports=MappingProxyType(ports))
+        self.settings = settings = dataclasses.replace(settings, log_to_file=True)
+        _migrate(settings)
+        env = self.child_env()
+        for name in self.services:
+            self.processes[name] = self._spawn(name, env)
+        self._wait_ready()
+
+    def child_env(self) -> dict[str, str]:
+        """The environment of every child: ours without ``DDZ_*``, then the settings."""
+        env = {k: v for k, v in os.environ.items() if not k.startswith("DDZ_")}
+        env.update(settings_env(self.settings))
+        env["PYTHONUNBUFFERED"] = "1"
+        env.update(self.extra_env)
+        return env
+
+    def _spawn(self, name: str, env: Mapping[str, str]) -> ServiceProcess:
+        log_file = self.settings.log_dir / f"{name}.log"
+        command = [sys.executable, "-m", f"services.{name}"]
+        if self.profile_dir is not None:
+            self.profile_dir.mkdir(parents=True, exist_ok=True)
+            profile = str(self.profile_dir / f"{name}.prof")
+            command[1:1] = ["-m", "cProfile", "-o", profile]
+        with log_file.open("ab") as out:
+            process = subprocess.Popen(
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=dict(env),
+                start_new_session=True,  # Ctrl-C goes to the supervisor only (see stop)
+            )
+        return ServiceProcess(name, process, self.settings.address(name), log_file)
+
+    def _wait_ready(self) -> None:
+        deadline = time.monotonic() + self.ready_timeout
+        waiting = dict(self.processes)
+        while waiting:
+            for name, child in list(waiting.items()):
+                if not child.running():
+                    raise StackError(
+                        f"service {name} exited with code {child.process.returncode} "
+                        f"(log: {child.log_file}):\n{child.log_tail()}"
+                    )
+                if health_status(child.address, timeout=0.5) == SERVING:
+                    del waiting[name]
+            if waiting and time.monotonic() > deadline:
+                names = ", ".join(sorted(waiting))
+                raise StackError(
+                    f"not SERVING after {self.ready_timeout:g}s: {names} "
+                    f"(logs in {self.settings.log_dir})"
+                )
+            if waiting:
+                time.sleep(0.05)
+
+    def failed(self) -> list[ServiceProcess]:
+        """Services whose process has exited."""
+        return [child for child in self.processes.values() if not child.running()]
+
+    def stop(self) -> None:
+        """SIGTERM every service, wait up to ``grace`` s (then SIGKILL), then stop NATS."""
+        children = list(self.processes.values())
+        for child in children:
+            if child.running():
+                with contextlib.suppress(ProcessLookupError):
+                    child.process.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + self.grace
+        for child in children:
+            try:
+                child.process.wait(max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                child.process.kill()
+                child.process.wait()
+        if self.nats is not None:
+            self.nats.stop()
+
+    def pids(self) -> list[int]:
+        """Every child's process id (services, then NATS when we started it)."""
+        pids = [child.process.pid for child in self.processes.values()]
+        if self.nats is not None:
+            pids.append(self.nats.process.pid)
+        return pids
+
+    def __enter__(self) -> Stack:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+def _migrate(settings: Settings) -> None:
+    """Create or upgrade the store's and the services' tables once, before the services
+    start, so they do not all race to do it."""
+    from ddz.adapters.service_db import upgrade_service_db
+    from ddz.adapters.store import make_engine, upgrade_store
+
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    engine = make_engine(settings.database_url)
+    try:
+        upgrade_store(engine)
+        upgrade_service_db(engine)
+    finally:
+        engine.dispose()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m ddz.adapters.stack health NAME``: exit 0 when the service NAME at its
+    configured address answers SERVING (container health checks), else 1."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if len(args) != 2 or args[0] != "health" or args[1] not in SERVICE_PORTS:
+        print(f"usage: python -m ddz.adapters.stack health {{{','.join(SERVICE_PORTS)}}}",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    settings = Settings.from_env()
+    return 0 if health_status(settings.address(args[1]), timeout=2.0) == SERVING else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

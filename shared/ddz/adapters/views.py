@@ -1,0 +1,156 @@
+"""One seat's view on the wire: domain ``PlayerView`` -> ``ddz.v1.PlayerView``, and a
+suggested command -> ``ddz.v1.SuggestedMove``.
+
+``view_to_pb`` reads nothing but the domain ``PlayerView`` (which has no field for
+another seat's hidden cards) and the public events in its history, so the message it
+builds cannot carry more than the seat may see.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from ddz.adapters import codec
+from ddz.domain.cards import Rank, format_counts
+from ddz.domain.hand import Bid, BidAction, Command, Pass, Play, PlayerView, ShowCards
+from ddz.domain.hand import events as ev
+from ddz.domain.hand.state import Phase
+from ddz.domain.multipliers import Side
+from ddz.domain.ruleset import RuleSet
+from ddz.domain.settlement import RoomSettings
+from ddz.v1 import hand_events_pb2 as pb
+from ddz.v1 import rules_pb2, table_pb2
+
+PHASES = {
+    Phase.NOT_STARTED: rules_pb2.HAND_PHASE_NOT_STARTED,
+    Phase.BIDDING: rules_pb2.HAND_PHASE_BIDDING,
+    Phase.PLAYING: rules_pb2.HAND_PHASE_PLAYING,
+    Phase.ENDED: rules_pb2.HAND_PHASE_ENDED,
+}
+
+
+@lru_cache(maxsize=64)
+def _rules_bytes(rules: RuleSet) -> bytes:
+    # A rule set is the biggest part of a view and rarely changes: encode it once.
+    return bytes(codec.ruleset_to_pb(rules).SerializeToString())
+
+
+@lru_cache(maxsize=64)
+def _room_bytes(room: RoomSettings) -> bytes:
+    return bytes(codec.room_to_pb(room).SerializeToString())
+
+
+def view_to_pb(view: PlayerView, *, version: int, table_id: str = "") -> table_pb2.PlayerView:
+    """The ``PlayerView`` message of ``view`` at stream version ``version``."""
+    msg = table_pb2.PlayerView(
+        hand_id=view.hand_id,
+        table_id=table_id,
+        seat=view.seat,
+        version=version,
+        phase=PHASES[view.phase],
+        cards=[codec.card_to_pb(card) for card in view.cards],
+        cards_text=format_counts(view.counts),
+        card_counts=list(view.card_counts),
+        bottom=[codec.card_to_pb(card) for card in view.bottom or ()],
+        bids=[codec.event_to_pb(bid) for bid in view.bids],
+        base=view.base,
+        wild=[_rank(rank) for rank in view.wild],
+        shown=[
+            table_pb2.SeatCards(seat=seat, cards=[codec.card_to_pb(c) for c in cards])
+            for seat, cards in enumerate(view.shown)
+            if cards is not None
+        ],
+        multiplier=codec.multiplier_to_pb(view.multiplier),
+        multiplier_total=view.multiplier.total,
+        passes=view.passes,
+        plays_made=list(view.plays_made),
+        bomb_limits=[
+            pb.BombLimit() if limit is None else pb.BombLimit(limit=limit)
+            for limit in view.bomb_limits
+        ],
+        bombs_made=list(view.bombs_made),
+        disconnected=sorted(view.disconnected),
+        my_turn=view.my_turn,
+        can_pass=view.can_pass,
+        can_show=view.can_show,
+        legal_bids=[_bid_command(bid) for bid in view.legal_bids()],
+    )
+    if view.phase is not Phase.NOT_STARTED:
+        msg.rules.MergeFromString(_rules_bytes(view.rules))
+    if view.turn >= 0:
+        msg.turn = view.turn
+    if view.golden_card is not None:
+        msg.golden_card.CopyFrom(codec.card_to_pb(view.golden_card))
+    if view.golden_receiver is not None:
+        msg.golden_receiver = view.golden_receiver
+    if view.first_bidder >= 0:
+        msg.first_bidder = view.first_bidder
+    if view.landlord is not None:
+        msg.landlord = view.landlord
+    if view.trick is not None:
+        msg.trick.CopyFrom(codec.event_to_pb(view.trick))
+    _public_history(view, msg)
+    return msg
+
+
+def _public_history(view: PlayerView, msg: table_pb2.PlayerView) -> None:
+    """Fields that only public events carry: seats, room, deal round, the end."""
+    for event in view.history:
+        match event:
+            case ev.HandStarted():
+                msg.room.MergeFromString(_room_bytes(event.room))
+                msg.seats.extend(codec.seat_to_pb(seat) for seat in event.seats)
+            case ev.Redealt():
+                msg.round = event.round
+            case ev.HandEnded():
+                msg.winner = _side(event.winner)
+                msg.final_hands.extend(
+                    pb.CardList(cards=[codec.card_to_pb(c) for c in hand])
+                    for hand in event.final_hands
+                )
+            case ev.HandSettled():
+                msg.ledger.CopyFrom(codec.ledger_to_pb(event.ledger))
+            case ev.SeedRevealed():
+                msg.seed = event.seed
+
+
+def _rank(rank: Rank) -> str:
+    return "RANK_" + rank.name  # the proto enum's value name (codec's mapping)
+
+
+def _side(side: Side | None) -> pb.Side:
+    value: pb.Side = pb.Side.Value("SIDE_UNSPECIFIED" if side is None else "SIDE_" + side.name)
+    return value
+
+
+def _bid_command(bid: Bid) -> pb.BidCommand:
+    _name, body = codec.command_to_pb(bid)
+    assert isinstance(body, pb.BidCommand)
+    return body
+
+
+def move_text(command: Command) -> str:
+    """A command in words: ``"play 33344456 (plane_singles)"``, ``"call 2"``, ``"pass"``."""
+    match command:
+        case Bid(action=BidAction.CALL, score=score) if score:
+            return f"call {score}"
+        case Bid():
+            return command.action.value
+        case ShowCards():
+            return "show cards"
+        case Play():
+            kind = f" ({command.declared.type.value})" if command.declared is not None else ""
+            return f"play {format_counts(command.cards)}{kind}"
+        case Pass():
+            return "pass"
+    return type(command).__name__.lower()
+
+
+def move_to_pb(command: Command) -> table_pb2.SuggestedMove:
+    """A seat's command as a ``SuggestedMove`` (bid, show cards, play or pass)."""
+    name, body = codec.command_to_pb(command)
+    if name not in ("bid", "show_cards", "play", "pass"):
+        raise ValueError(f"{name} is not a move a seat is suggested")
+    move = table_pb2.SuggestedMove(text=move_text(command))
+    getattr(move, name).CopyFrom(body)
+    return move

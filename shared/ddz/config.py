@@ -1,0 +1,203 @@
+"""All settings of the suite, read once from ``DDZ_*`` environment variables.
+
+``Settings.from_env()`` is the only place that reads the environment; everything else
+receives a ``Settings``. Every variable is documented in ``docs/CONFIG.md``. A bad value
+raises ``ValueError`` naming the variable, so the CLI prints one clear line.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Literal
+
+LogFormat = Literal["json", "console", "auto"]
+
+SERVICE_PORTS: Mapping[str, int] = MappingProxyType(
+    {
+        "dealer": 50051,
+        "rules": 50052,
+        "bot": 50053,
+        "settlement": 50054,
+        "table": 50055,
+        "recorder": 50056,
+    }
+)
+"""The services of the suite and their default gRPC ports (``DDZ_<SERVICE>_PORT``)."""
+
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+LOG_FORMATS: tuple[LogFormat, ...] = ("json", "console", "auto")
+AUDIT_KEY_FILE = "audit.key"
+
+
+def sqlite_url(path: Path) -> str:
+    """The SQLAlchemy URL of a SQLite database file."""
+    return f"sqlite:///{path.resolve()}"
+
+
+def normalize_database_url(url: str) -> str:
+    """Map the plain PostgreSQL URL forms to the psycopg (v3) driver that we install."""
+    for prefix in ("postgresql://", "postgres://"):
+        if url.startswith(prefix):
+            return "postgresql+psycopg://" + url[len(prefix) :]
+    return url
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """One immutable snapshot of the configuration. Build it with ``from_env``."""
+
+    data_dir: Path = Path(".ddz")
+    database_url: str = ""
+    nats_url: str = ""
+    host: str = "127.0.0.1"
+    ports: Mapping[str, int] = field(default_factory=lambda: SERVICE_PORTS)
+    log_level: str = "INFO"
+    log_format: LogFormat = "auto"
+    log_to_file: bool = False
+    audit_key: bytes = field(default=b"", repr=False)
+    audit_key_id: str = "k1"
+    rpc_timeout: float = 5.0
+    turn_timeout: float = 20.0
+    max_message_bytes: int = 1024 * 1024
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        """Read every ``DDZ_*`` variable (from ``os.environ`` unless given)."""
+        env = os.environ if environ is None else environ
+        data_dir = Path(env.get("DDZ_DATA_DIR", "").strip() or ".ddz").expanduser().resolve()
+        database_url = env.get("DDZ_DATABASE_URL", "").strip() or sqlite_url(
+            data_dir / "ddz.sqlite3"
+        )
+        if "://" not in database_url:
+            raise ValueError(
+                f"DDZ_DATABASE_URL must be a SQLAlchemy URL such as sqlite:///path or "
+                f"postgresql://user@host/db, got {database_url!r}"
+            )
+        nats_url = env.get("DDZ_NATS_URL", "").strip()
+        if nats_url and not nats_url.startswith(("nats://", "tls://", "ws://", "wss://")):
+            raise ValueError(
+                f"DDZ_NATS_URL must start with nats:// (or be empty), got {nats_url!r}"
+            )
+        ports = {
+            service: _int(env, f"DDZ_{service.upper()}_PORT", default, low=0, high=65535)
+            for service, default in SERVICE_PORTS.items()
+        }
+        log_level = env.get("DDZ_LOG_LEVEL", "INFO").strip().upper() or "INFO"
+        if log_level not in LOG_LEVELS:
+            raise ValueError(
+                f"DDZ_LOG_LEVEL must be one of {', '.join(LOG_LEVELS)}, got {log_level!r}"
+            )
+        log_format = env.get("DDZ_LOG_FORMAT", "auto").strip().lower() or "auto"
+        if log_format not in LOG_FORMATS:
+            raise ValueError(
+                f"DDZ_LOG_FORMAT must be one of {', '.join(LOG_FORMATS)}, got {log_format!r}"
+            )
+        audit_key_id = env.get("DDZ_AUDIT_KEY_ID", "k1").strip() or "k1"
+        if not audit_key_id.isascii() or not audit_key_id.isprintable():
+            raise ValueError("DDZ_AUDIT_KEY_ID must be printable ASCII")
+        return cls(
+            data_dir=data_dir,
+            database_url=normalize_database_url(database_url),
+            nats_url=nats_url,
+            host=env.get("DDZ_HOST", "").strip() or "127.0.0.1",
+            ports=MappingProxyType(ports),
+            log_level=log_level,
+            log_format=log_format,  # checked against LOG_FORMATS above
+            log_to_file=_bool(env, "DDZ_LOG_TO_FILE", False),
+            audit_key=env.get("DDZ_AUDIT_KEY", "").encode("utf-8"),
+            audit_key_id=audit_key_id,
+            rpc_timeout=_float(env, "DDZ_RPC_TIMEOUT", 5.0),
+            turn_timeout=_float(env, "DDZ_TURN_TIMEOUT", 20.0),
+            max_message_bytes=_int(
+                env, "DDZ_MAX_MESSAGE_BYTES", 1024 * 1024, low=1024, high=64 * 1024 * 1024
+            ),
+        )
+
+    def port(self, service: str) -> int:
+        """The gRPC port of ``service`` (one of ``SERVICE_PORTS``)."""
+        try:
+            return self.ports[service]
+        except KeyError:
+            raise ValueError(
+                f"unknown service {service!r}; known: {', '.join(SERVICE_PORTS)}"
+            ) from None
+
+    def address(self, service: str) -> str:
+        """``host:port`` where ``service`` listens (and where clients dial it)."""
+        return f"{self.host}:{self.port(service)}"
+
+    @property
+    def log_dir(self) -> Path:
+        return self.data_dir / "logs"
+
+    @property
+    def nats_store_dir(self) -> Path:
+        """JetStream's file store when the suite starts its own nats-server."""
+        return self.data_dir / "jetstream"
+
+    def require_audit_key(self) -> bytes:
+        """The HMAC key that signs chain heads.
+
+        ``DDZ_AUDIT_KEY`` when set; otherwise a random key kept in
+        ``<data dir>/audit.key`` (created on first use, mode 0600), so a fresh local
+        stack signs without setup while an operator can supply their own key.
+        """
+        if self.audit_key:
+            return self.audit_key
+        path = self.data_dir / AUDIT_KEY_FILE
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                # O_EXCL: when several services start at once, exactly one creates it.
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            except FileExistsError:
+                pass
+            else:
+                with os.fdopen(fd, "w", encoding="ascii") as out:
+                    out.write(secrets.token_hex(32) + "\n")
+        key = path.read_text(encoding="ascii").strip().encode("ascii")
+        if not key:
+            raise ValueError(f"audit key file {path} is empty; delete it or set DDZ_AUDIT_KEY")
+        return key
+
+
+def _float(env: Mapping[str, str], name: str, default: float) -> float:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(f"{name} must be a number of seconds, got {raw!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise ValueError(f"{name} must be a positive number of seconds, got {raw!r}")
+    return value
+
+
+def _int(env: Mapping[str, str], name: str, default: int, *, low: int, high: int) -> int:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValueError(f"{name} must be an integer, got {raw!r}") from None
+    if not low <= value <= high:
+        raise ValueError(f"{name} must be between {low} and {high}, got {value}")
+    return value
+
+
+def _bool(env: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = env.get(name, "").strip().lower()
+    if not raw:
+        return default
+    if raw in ("1", "true", "yes", "on"):
+        return True
+    if raw in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"{name} must be true or false, got {raw!r}")

@@ -1,0 +1,34 @@
+"""Every legal reading of a multiset of cards (RULES.md §3-§5)."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from ddz.domain.cards import Rank, RankCounts
+from ddz.domain.natural import natural_readings
+from ddz.domain.readings import Reading
+from ddz.domain.ruleset import RuleSet
+from ddz.domain.tables import sort_key, tables_for
+from ddz.domain.wild import wild_moves
+
+
+def classify(play: RankCounts, rules: RuleSet, wild: frozenset[Rank] = frozenset()) -> list[Reading]:
+    """Every legal reading of the multiset (deduplicated by ``Reading.key()``), sorted
+    highest first (bomb-class above non-bomb; then by ladder tier, then main rank), each
+    with ``tier`` set from ``rules.bomb_ladder`` (-1 for non-bombs) and ``substitutes``
+    = sorted ranks the wildcards stand for. An empty list: not a legal play."""
+    return list(_classify(tuple(play), rules, wild))
+
+
+@lru_cache(maxsize=1 << 16)
+def _classify(play: RankCounts, rules: RuleSet, wild: frozenset[Rank]) -> tuple[Reading, ...]:
+    tb = tables_for(rules)
+    held = tuple(int(w) for w in sorted(wild) if play[w])
+    if held:
+        found = [reading for _, reading in wild_moves(play, tb, held, None, sum(play))]
+    else:
+        found = natural_readings(play, tb)
+    unique: dict[object, Reading] = {}
+    for reading in found:
+        unique.setdefault(reading.key(), reading)
+    return tuple(sorted(unique.values(), key=sort_key, reverse=True))

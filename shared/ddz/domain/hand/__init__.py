@@ -1,0 +1,53 @@
+"""One hand of Dou Dizhu as an event-sourced aggregate (issue 3; RULES.md §2, §5-§10).
+
+``decide(state, command)`` -> events or a ``Rejection``; ``evolve(state, event)``
+folds; ``replay(events)`` rebuilds; ``view_for(state, seat)`` is what one seat sees.
+"""
+
+from .aggregate import Hand
+from .commands import (
+    Bid,
+    BidAction,
+    Command,
+    Disconnect,
+    Escape,
+    Pass,
+    Play,
+    Reconnect,
+    SeatInfo,
+    ShowCards,
+    StartHand,
+)
+from .decide import Rejection, RejectReason, SeedRequired, decide, unplayed_bombs
+from .events import EVENT_TYPES, Event
+from .state import HandState, Phase, evolve, next_first_bidder, replay
+from .view import PlayerView, view_for
+
+__all__ = [
+    "EVENT_TYPES",
+    "Bid",
+    "BidAction",
+    "Command",
+    "Disconnect",
+    "Escape",
+    "Event",
+    "Hand",
+    "HandState",
+    "Pass",
+    "Phase",
+    "Play",
+    "PlayerView",
+    "Reconnect",
+    "RejectReason",
+    "Rejection",
+    "SeatInfo",
+    "SeedRequired",
+    "ShowCards",
+    "StartHand",
+    "decide",
+    "evolve",
+    "next_first_bidder",
+    "replay",
+    "unplayed_bombs",
+    "view_for",
+]

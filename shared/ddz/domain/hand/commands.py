@@ -1,0 +1,119 @@
+"""What a hand can be asked to do (issue 3). Commands are requests: ``decide`` turns
+each into events or a ``Rejection``; a command never changes anything by itself."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import TypeAlias
+
+from ddz.domain.cards import RankCounts
+from ddz.domain.readings import Reading
+from ddz.domain.ruleset import RuleSet
+from ddz.domain.settlement import RoomSettings
+
+
+@dataclass(frozen=True, slots=True)
+class SeatInfo:
+    """Who sits in a seat, and whether the table's bot plays it from the start."""
+
+    player_id: str
+    is_bot: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class StartHand:
+    """Deal a new hand from a server seed (``ddz-shuffle-v1``, docs/SHUFFLE.md).
+
+    ``first_bidder`` None: the golden card's receiver bids first (§2, first hand at a
+    table); the table passes the rotated seat for later hands (``next_first_bidder``).
+    ``show_before_deal``: seats that chose to play open before the deal (§6, x5).
+    ``balances``: bean balances at the hand's start (§10.3 balance limits).
+    """
+
+    hand_id: str
+    rules: RuleSet
+    room: RoomSettings
+    seats: tuple[SeatInfo, SeatInfo, SeatInfo]
+    seed: bytes
+    first_bidder: int | None = None
+    client_seeds: tuple[bytes, ...] = ()
+    balances: tuple[int, int, int] | None = None
+    show_before_deal: frozenset[int] = field(default_factory=frozenset)
+
+
+class BidAction(StrEnum):
+    """A bid in either scheme of §6: call score uses CALL with a score, or PASS;
+    grab landlord uses CALL (first yes), GRAB (each later yes), or PASS."""
+
+    PASS = "pass"
+    CALL = "call"
+    GRAB = "grab"
+
+
+@dataclass(frozen=True, slots=True)
+class Bid:
+    seat: int
+    action: BidAction
+    score: int = 0  # call score 1..3 (CALL in the call-score scheme); 0 otherwise
+
+    @classmethod
+    def call(cls, seat: int, score: int = 0) -> Bid:
+        return cls(seat, BidAction.CALL, score)
+
+    @classmethod
+    def grab(cls, seat: int) -> Bid:
+        return cls(seat, BidAction.GRAB)
+
+    @classmethod
+    def pass_(cls, seat: int) -> Bid:
+        return cls(seat, BidAction.PASS)
+
+
+@dataclass(frozen=True, slots=True)
+class ShowCards:
+    """Show one's hand to everyone (§6). ``cards_held`` is given only while the deal is
+    still being dealt out (before the first bid): how many cards the seat had seen."""
+
+    seat: int
+    cards_held: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Play:
+    """Play ``cards`` (rank counts; the hand picks the physical cards). ``declared``:
+    the reading meant, for an ambiguous wildcard play (§3); None = the highest legal."""
+
+    seat: int
+    cards: RankCounts
+    declared: Reading | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Pass:
+    seat: int
+
+
+@dataclass(frozen=True, slots=True)
+class Disconnect:
+    """The seat dropped: the table's bot plays for it until it comes back (§10.2)."""
+
+    seat: int
+
+
+@dataclass(frozen=True, slots=True)
+class Reconnect:
+    seat: int
+
+
+@dataclass(frozen=True, slots=True)
+class Escape:
+    """The seat left for good. Bean rooms: the hand ends and §10.3 applies; elsewhere
+    it is a disconnect that never comes back (the bot plays on, §10.2)."""
+
+    seat: int
+
+
+Command: TypeAlias = (
+    StartHand | Bid | ShowCards | Play | Pass | Disconnect | Reconnect | Escape
+)

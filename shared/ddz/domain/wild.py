@@ -1,0 +1,457 @@
+"""Plays that use wildcards, with every reading they allow (RULES.md §5).
+
+A wildcard stands for any rank 3..2 (its own included), never for a joker. For each
+combination type and main part the generator chooses which main cards are natural and
+which are wildcards (every split is a different play: the hand keeps different cards),
+then the kickers: natural ones, and wildcards. In tiandi the wildcards come in two
+ranks; each way of taking them from the hand is its own play, with the same reading.
+
+Plays made only of wildcards follow their own rule (§5): one rank reads as that rank
+(``77`` is a pair of 7s, ``7777`` the pure bomb); in tiandi four wildcards of both ranks
+are the mixed bomb, and any other two-rank play reads by its own ranks.
+
+Kicker wildcards (**Decision**, docs/DECISIONS.md): a wildcard used as a kicker stands
+for its own rank when the kicker rules allow it, otherwise for the lowest rank that
+they allow; the reading's ``substitutes`` record that choice. A kicker's rank never
+changes the reading, so this only fixes which substitution is recorded.
+"""
+
+from __future__ import annotations
+
+from itertools import chain, combinations, product
+
+from ddz.domain.cards import RankCounts
+from ddz.domain.compare import beats
+from ddz.domain.natural import natural_readings
+from ddz.domain.readings import BombClass, ComboType, Reading
+from ddz.domain.tables import ACE, BJ, CHAIN_TYPES, RJ, TWO, Tables
+
+_KICKED: tuple[tuple[ComboType, int, bool, int], ...] = (
+    # (type, copies per main rank, pair kickers, kickers per main rank)
+    (ComboType.TRIPLE_SINGLE, 3, False, 1),
+    (ComboType.TRIPLE_PAIR, 3, True, 1),
+    (ComboType.FOUR_TWO_SINGLES, 4, False, 2),
+    (ComboType.FOUR_TWO_PAIRS, 4, True, 2),
+    (ComboType.PLANE_SINGLES, 3, False, 1),
+    (ComboType.PLANE_PAIRS, 3, True, 1),
+)
+_PLANES = (ComboType.PLANE_SINGLES, ComboType.PLANE_PAIRS)
+_SIMPLE = {2: ComboType.PAIR, 3: ComboType.TRIPLE}
+_SOFT = BombClass.SOFT
+
+Play = tuple[RankCounts, Reading]
+# A kicker choice: the natural kickers as counts and as ranks (one entry per card),
+# wildcards whose rank is forced (a natural card completed to a pair), free places for
+# wildcards (singles, or pairs of two wildcards), cards per free place, places the
+# natural kickers already took from ranks 3..2, and the wildcards it uses in all.
+_Kick = tuple[list[int], tuple[int, ...], tuple[int, ...], int, int, int, int]
+
+
+def wild_moves(
+    hand: RankCounts,
+    tb: Tables,
+    wild_ranks: tuple[int, ...],
+    over: Reading | None,
+    size: int | None,
+) -> list[Play]:
+    """Every (cards, reading) that uses at least one of the hand's wildcards: all of
+    them (``over`` None) or those that beat ``over``; all sizes or only ``size``."""
+    natural = list(hand)
+    for w in wild_ranks:
+        natural[w] = 0
+    counts = [hand[w] for w in wild_ranks]
+    out: list[Play] = []
+    if not sum(counts):
+        return out
+    _all_wild(tb, wild_ranks, counts, over, size, out)
+    if any(natural):
+        _Mixed(tb, natural, wild_ranks, counts, over, size, out).run()
+    return out
+
+
+def _all_wild(
+    tb: Tables,
+    wild_ranks: tuple[int, ...],
+    counts: list[int],
+    over: Reading | None,
+    size: int | None,
+    out: list[Play],
+) -> None:
+    for split in product(*(range(n + 1) for n in counts)):
+        total = sum(split)
+        if not total or (size is not None and total != size):
+            continue
+        cards_list = [0] * 15
+        for w, n in zip(wild_ranks, split, strict=True):
+            cards_list[w] = n
+        cards = tuple(cards_list)
+        own = tuple(r for r in range(15) for _ in range(cards[r]))
+        readings: list[Reading | None] = []
+        for natural in natural_readings(cards, tb):
+            cls = BombClass.PURE if natural.type is ComboType.BOMB else None
+            readings.append(
+                tb.reading(natural.type, natural.main, natural.length, natural.size, cls, own)
+            )
+        used = [w for w, n in zip(wild_ranks, split, strict=True) if n]
+        if len(used) >= 2 and total == 4:
+            top = max(used)
+            readings.append(tb.reading(ComboType.BOMB, top, 1, 4, BombClass.MIXED, (top,) * 4))
+        for reading in readings:
+            if reading is not None and (over is None or beats(reading, over)):
+                out.append((cards, reading))
+
+
+def _fills(
+    natural: list[int], lo: int, hi: int, copies: int, budget: int
+) -> list[tuple[tuple[int, ...], int]]:
+    """Every way to make ``copies`` cards of each rank lo..hi-1 from natural cards and at
+    most ``budget`` wildcards: (natural cards per rank, wildcards used), naturals first."""
+    ways: list[tuple[tuple[int, ...], int]] = [((), 0)]
+    for r in range(lo, hi):
+        have = min(copies, natural[r])
+        grown = []
+        for nats, used in ways:
+            least = max(0, copies - (budget - used))
+            for a in range(have, least - 1, -1):
+                grown.append((nats + (a,), used + copies - a))
+        if not grown:
+            return []
+        ways = grown
+    return ways
+
+
+def _place(room: list[int], free: int, unit: int, preferred: tuple[int, ...]) -> list[int]:
+    """Ranks for ``free`` kicker places of wildcards: their own rank where the caps allow,
+    else the lowest rank that does."""
+    left = list(room)
+    placed: list[int] = []
+    order = list(preferred) + [r for r in range(TWO + 1) if r not in preferred]
+    for _ in range(free):
+        for r in order:
+            if left[r] > 0:
+                left[r] -= 1
+                placed.extend([r] * unit)
+                break
+    return placed
+
+
+class _Mixed:
+    """Plays of natural cards and wildcards together."""
+
+    def __init__(
+        self,
+        tb: Tables,
+        natural: list[int],
+        wild_ranks: tuple[int, ...],
+        counts: list[int],
+        over: Reading | None,
+        size: int | None,
+        out: list[Play],
+    ) -> None:
+        self.tb = tb
+        self.natural = natural
+        self.wild_ranks = wild_ranks
+        self.budget = sum(counts)
+        self.over = over
+        self.size = size
+        self.out = out
+        self.above = int(over.main) if over is not None and not over.is_bomb else -1
+        # Per number of wildcards: each way to take them from the hand, as
+        # (counts per wild rank added to a card list, wild ranks used).
+        self.splits: list[list[tuple[tuple[tuple[int, int], ...], tuple[int, ...]]]] = []
+        for k in range(self.budget + 1):
+            ways = []
+            for split in product(*(range(min(n, k) + 1) for n in counts)):
+                if sum(split) == k:
+                    pairs = tuple((w, n) for w, n in zip(wild_ranks, split, strict=True) if n)
+                    ways.append((pairs, tuple(w for w, _ in pairs)))
+            self.splits.append(ways)
+        self.presents = sorted({present for ways in self.splits for _, present in ways})
+        self.seen: set[tuple[RankCounts, object]] | None = set() if tb.may_repeat else None
+
+    def wants(self, ctype: ComboType, length: int, size: int) -> bool:
+        if self.size is not None and size != self.size:
+            return False
+        over = self.over
+        if over is None or over.is_bomb or ctype.is_bomb_class:
+            return True
+        return ctype is over.type and length == over.length and size == over.size
+
+    def add(self, cards: list[int], k: int, reading: Reading) -> None:
+        """Emit ``cards`` plus each way of taking ``k`` wildcards, read as ``reading``."""
+        for split, _ in self.splits[k]:
+            full = cards.copy()
+            for w, n in split:
+                full[w] += n
+            play = tuple(full)
+            if self.seen is not None:
+                key = (play, reading.key())
+                if key in self.seen:
+                    continue
+                self.seen.add(key)
+            self.out.append((play, reading))
+
+    def run(self) -> None:
+        tb = self.tb
+        types = tb.types
+        over = self.over
+        if over is None or not over.is_bomb:
+            for copies, ctype in _SIMPLE.items():
+                if ctype in types and self.wants(ctype, 1, copies):
+                    self.one_rank(ctype, copies, None)
+            for copies in tb.chain_min:
+                self.chains(copies)
+            for ctype, copies, pairs, per_rank in _KICKED:
+                if ctype in types:
+                    self.kicked(ctype, copies, pairs, per_rank)
+        for btype, bsize in tb.rank_bombs:
+            if self.wants(btype, 1, bsize):
+                self.one_rank(btype, bsize, _SOFT)
+
+    # -- plays without kickers ----------------------------------------------------------
+
+    def one_rank(self, ctype: ComboType, copies: int, cls: BombClass | None) -> None:
+        """Pairs, triples and bombs: natural cards of one rank completed with wildcards."""
+        tb = self.tb
+        over = self.over
+        for r in range(self.above + 1, TWO + 1):
+            for a in range(min(copies - 1, self.natural[r]), max(1, copies - self.budget) - 1, -1):
+                k = copies - a
+                reading = tb.reading(ctype, r, 1, copies, cls, (r,) * k)
+                if reading is None or (over is not None and not beats(reading, over)):
+                    continue
+                cards = [0] * 15
+                cards[r] = a
+                self.add(cards, k, reading)
+
+    def chains(self, copies: int) -> None:
+        tb = self.tb
+        ctype = CHAIN_TYPES[copies]
+        minimum = tb.chain_min[copies]
+        natural = self.natural
+        budget = self.budget
+        for lo in range(ACE + 1):
+            need = 0
+            for hi in range(lo, ACE + 1):
+                need += copies - min(copies, natural[hi])
+                if need > budget:
+                    break
+                length = hi - lo + 1
+                size = copies * length
+                if length < minimum or hi <= self.above or not self.wants(ctype, length, size):
+                    continue
+                for nats, used in _fills(natural, lo, hi + 1, copies, budget):
+                    if not used or not any(nats):
+                        continue
+                    cards = [0] * 15
+                    subs: list[int] = []
+                    for i, a in enumerate(nats):
+                        cards[lo + i] = a
+                        if a < copies:
+                            subs.extend([lo + i] * (copies - a))
+                    reading = tb.reading(ctype, hi, length, size, None, tuple(subs))
+                    assert reading is not None
+                    self.add(cards, used, reading)
+
+    # -- plays with kickers -------------------------------------------------------------
+
+    def kicked(self, ctype: ComboType, copies: int, pairs: bool, per_rank: int) -> None:
+        tb = self.tb
+        natural = self.natural
+        unit = 2 if pairs else 1
+        if ctype in _PLANES:
+            spans = [
+                (lo, length)
+                for length in range(tb.plane_min, ACE + 2)
+                for lo in range(ACE + 2 - length)
+            ]
+        else:
+            spans = [(r, 1) for r in range(TWO + 1)]
+        total = sum(natural) + self.budget
+        for lo, length in spans:
+            hi = lo + length
+            kickers = per_rank * length
+            size = copies * length + unit * kickers
+            if size > total or hi - 1 <= self.above or not self.wants(ctype, length, size):
+                continue
+            fills = _fills(natural, lo, hi, copies, self.budget)
+            if not fills:
+                continue
+            main = range(lo, hi)
+            caps = tb.pair_caps(main, copies) if pairs else tb.single_caps(main, copies, length > 1)
+            # Without the main-rank flag the main ranks take no kickers, so the kicker
+            # choices are the same for every split of the main part.
+            shared = None if tb.kicker_of_main_rank else self.kick_choices(natural, caps, pairs, kickers)
+            for nats, used in fills:
+                subs: list[int] = []
+                for i, a in enumerate(nats):
+                    if a < copies:
+                        subs.extend([lo + i] * (copies - a))
+                choices = shared
+                if choices is None:
+                    rest = natural.copy()
+                    for i, a in enumerate(nats):
+                        rest[lo + i] -= a
+                    choices = self.kick_choices(rest, caps, pairs, kickers)
+                self.with_kickers(ctype, lo, length, size, nats, subs, caps, choices)
+
+    def kick_choices(self, rest: list[int], caps: list[int], pairs: bool, kickers: int) -> list[_Kick]:
+        """Every legal choice of natural kickers, with the wildcards that complete it."""
+        tb = self.tb
+        budget = self.budget
+        found: list[_Kick] = []
+        if not pairs:
+            pool: list[int] = []
+            for r in range(15):
+                have = min(rest[r], caps[r])
+                if have > 0:
+                    pool.extend([r] * have)
+            split_jokers = not tb.jokers_as_kickers and BJ in pool and RJ in pool
+            no_red = [r for r in pool if r != RJ]
+            no_black = [r for r in pool if r != BJ]
+            for free in range(min(kickers, budget) + 1):
+                n = kickers - free
+                if n > len(pool):
+                    continue
+                if split_jokers:
+                    picks = dict.fromkeys(chain(combinations(no_red, n), combinations(no_black, n)))
+                else:
+                    picks = dict.fromkeys(combinations(pool, n))
+                for pick in picks:
+                    counts = [0] * 15
+                    for r in pick:
+                        counts[r] += 1
+                    low = n - counts[BJ] - counts[RJ]
+                    found.append((counts, pick, (), free, 1, low, free))
+            return found
+        # Pairs: per rank, how many pairs and how many natural cards (at least one; the
+        # others are wildcards standing for that rank, never for a joker).
+        options: list[tuple[int, list[tuple[int, int]]]] = []
+        for r in range(15):
+            if not caps[r] or not rest[r]:
+                continue
+            opts = [
+                (u, x)
+                for u in range(1, caps[r] + 1)
+                for x in range(min(2 * u, rest[r]), 0, -1)
+                if x == 2 * u or (r <= TWO and 2 * u - x <= budget)
+            ]
+            if opts:
+                options.append((r, opts))
+        nat: list[int] = []
+        forced: list[int] = []
+        ranks: list[int] = []
+
+        def walk(i: int, left: int, low: int) -> None:
+            if i == len(options) or not left:
+                if left * 2 + len(forced) <= budget and (
+                    tb.jokers_as_kickers or not (BJ in ranks and RJ in ranks)
+                ):
+                    counts = [0] * 15
+                    for r in nat:
+                        counts[r] += 1
+                    found.append(
+                        (counts, tuple(nat), tuple(forced), left, 2, low, len(forced) + 2 * left)
+                    )
+                return
+            walk(i + 1, left, low)
+            r, opts = options[i]
+            for u, x in opts:
+                if u <= left:
+                    nat.extend([r] * x)
+                    forced.extend([r] * (2 * u - x))
+                    ranks.append(r)
+                    walk(i + 1, left - u, low + (u if r <= TWO else 0))
+                    ranks.pop()
+                    del forced[len(forced) - (2 * u - x) :]
+                    del nat[len(nat) - x :]
+
+        walk(0, kickers, 0)
+        return found
+
+    def with_kickers(
+        self,
+        ctype: ComboType,
+        lo: int,
+        length: int,
+        size: int,
+        nats: tuple[int, ...],
+        subs: list[int],
+        caps: list[int],
+        choices: list[_Kick],
+    ) -> None:
+        """One split of a main part with every kicker choice, as plays."""
+        tb = self.tb
+        budget = self.budget
+        hi = lo + length
+        main = hi - 1
+        wm = len(subs)
+        main_natural = any(nats)
+        room_low = sum(caps[: TWO + 1])
+        own_room = {present: sum(caps[w] for w in present) for present in self.presents}
+        readings: dict[object, Reading] = {}
+        splits = self.splits
+        overlay = tb.kicker_of_main_rank
+        out = self.out
+        seen = self.seen
+        for counts, nat, forced, free, unit, low, kick_wilds in choices:
+            k = wm + kick_wilds
+            if not k or k > budget or (not nat and not main_natural):
+                continue  # natural plays and all-wildcard plays are made elsewhere
+            if free and room_low - low < free:
+                continue
+            for split, present in splits[k]:
+                # Free wildcards take their own rank first; that rank has no natural
+                # kicker (its cards are all wild), so only an overflow depends on ``nat``.
+                if free <= own_room[present]:
+                    memo = (forced, free, present)
+                    reading = readings.get(memo)
+                    if reading is None:
+                        reading = readings[memo] = self.kicked_reading(
+                            ctype, main, length, size, subs, forced, caps, free, unit, present
+                        )
+                else:
+                    room = caps.copy()
+                    if unit == 1:
+                        for r in nat:
+                            room[r] -= 1
+                    else:
+                        for r in set(nat):
+                            room[r] -= (nat.count(r) + forced.count(r)) // 2
+                    reading = self.kicked_reading(
+                        ctype, main, length, size, subs, forced, room, free, unit, present
+                    )
+                full = counts.copy()
+                if overlay:
+                    for i, a in enumerate(nats):
+                        full[lo + i] += a
+                else:
+                    full[lo:hi] = nats
+                for w, n in split:
+                    full[w] += n
+                play = tuple(full)
+                if seen is not None:
+                    key = (play, reading.key())
+                    if key in seen:
+                        continue
+                    seen.add(key)
+                out.append((play, reading))
+
+    def kicked_reading(
+        self,
+        ctype: ComboType,
+        main: int,
+        length: int,
+        size: int,
+        subs: list[int],
+        forced: tuple[int, ...],
+        room: list[int],
+        free: int,
+        unit: int,
+        present: tuple[int, ...],
+    ) -> Reading:
+        placed = _place(room, free, unit, present)
+        substitutes = tuple(sorted([*subs, *forced, *placed]))
+        reading = self.tb.reading(ctype, main, length, size, None, substitutes)
+        assert reading is not None
+        return reading

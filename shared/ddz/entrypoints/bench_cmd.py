@@ -1,0 +1,280 @@
+"""``ddz bench e2e``: bots at T tables at once through the local stack (issue 4).
+
+    ddz bench e2e [--tables T] [--hands N] [--variant V] [--json] [--profile DIR]
+
+What is measured, and where:
+
+* **hands/s, events/s**: hands dealt and played to the end by the bot service, divided
+  by the time from the first deal until the recorder has stored every event of every
+  hand (``ReadAll``'s max position) -- "with every event stored".
+* **play latency p50/p99**: from a play's submission to its acceptance, measured where
+  plays are submitted: in the bot service, around each ``RulesService.Decide`` call
+  (``BotService.GetStats`` histogram, read before and after the run; 10% buckets).
+  The rules service answers after every event of the move is in JetStream.
+* **in-process self-play**: the same number of hands of the same variant with the same
+  player (``ddz.autoplay``) in this process (``ddz.domain.selfplay.play_hand``): what
+  the rules cost without the distribution. The ratio shows what the distribution costs.
+
+Uses the suite at the ``DDZ_*`` addresses if one answers, else starts a stack for the
+run (then the services' CPU time per hand is reported too, and ``--profile DIR``
+writes a cProfile of each service there).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import grpc
+
+from ddz.adapters.driver import Driver
+from ddz.adapters.grpc_client import make_channel
+from ddz.adapters.stack import Stack, StackError, stack_answers
+from ddz.autoplay import DEFAULT_PLAYER, make_player
+from ddz.config import Settings
+from ddz.domain.ruleset import ruleset_for
+from ddz.domain.selfplay import hand_seed, play_hand, run_seed
+from ddz.domain.settlement import RoomSettings
+from ddz.entrypoints.cli import UsageError
+from ddz.entrypoints.simulate_cmd import check_variant, whole
+from ddz.v1 import bot_pb2, bot_pb2_grpc, recorder_pb2, recorder_pb2_grpc
+
+DRAIN_TIMEOUT = 120.0
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "bench", help="benchmarks of the running suite", description="Benchmarks."
+    )
+    kinds = parser.add_subparsers(dest="bench", required=True, metavar="BENCH")
+    e2e = kinds.add_parser(
+        "e2e",
+        help="T bot tables at once through the local stack: hands/s, latency",
+        description="T concurrent bot tables through the local stack with every event "
+        "stored: hands/s, events/s, p50/p99 play latency, and the in-process rate.",
+    )
+    e2e.add_argument("--tables", default="8", help="tables playing at once (default 8)")
+    e2e.add_argument("--hands", default="200", help="hands in all (default 200)")
+    e2e.add_argument("--variant", default="classic", help="variant (default classic)")
+    e2e.add_argument("--json", action="store_true", help="print one JSON object")
+    e2e.add_argument(
+        "--profile", default=None, metavar="DIR",
+        help="cProfile each service into DIR (only for a stack started here)",
+    )  # fmt: skip
+    e2e.set_defaults(handler=run_e2e)
+
+
+@dataclass
+class E2EResult:
+    variant: str
+    tables: int
+    hands: int = 0
+    events: int = 0
+    stored_events: int = 0
+    play_seconds: float = 0.0
+    seconds: float = 0.0  # until every event is stored
+    latency_us: list[tuple[int, int]] = field(default_factory=list)  # (bucket bound, count)
+    decisions: int = 0
+    conflicts: int = 0
+    refused: int = 0
+    selfplay_hands_per_s: float = 0.0
+    cpu_ms_per_hand: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def hands_per_s(self) -> float:
+        return self.hands / self.seconds if self.seconds else 0.0
+
+    def percentile_ms(self, q: float) -> float:
+        total = sum(count for _bound, count in self.latency_us)
+        seen = 0
+        for bound, count in self.latency_us:
+            seen += count
+            if total and seen >= q * total:
+                return bound / 1000
+        return 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "variant": self.variant,
+            "player": DEFAULT_PLAYER,
+            "tables": self.tables,
+            "hands": self.hands,
+            "seconds": round(self.seconds, 3),
+            "hands_per_s": round(self.hands_per_s, 2),
+            "events": self.events,
+            "events_per_s": round(self.events / self.seconds, 1) if self.seconds else 0.0,
+            "stored_events": self.stored_events,
+            "play_latency_ms": {
+                "p50": self.percentile_ms(0.50),
+                "p99": self.percentile_ms(0.99),
+                "samples": self.decisions,
+            },
+            "conflicts": self.conflicts,
+            "refused": self.refused,
+            "selfplay_hands_per_s": round(self.selfplay_hands_per_s, 2),
+            "ratio": round(self.hands_per_s / self.selfplay_hands_per_s, 4)
+            if self.selfplay_hands_per_s
+            else None,
+            "cpu_ms_per_hand": self.cpu_ms_per_hand,
+        }
+
+
+@contextmanager
+def bench_stack(
+    settings: Settings, profile: Path | None
+) -> Iterator[tuple[Settings, Stack | None]]:
+    if stack_answers(settings):
+        if profile is not None:
+            raise UsageError("--profile needs a stack started by the bench: stop `ddz up` first")
+        yield settings, None
+        return
+    try:
+        stack = Stack(settings, ephemeral_ports=True, profile_dir=profile).start()
+    except StackError as exc:
+        raise UsageError(f"cannot start the stack: {exc}") from None
+    try:
+        yield stack.settings, stack
+    finally:
+        stack.stop()
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process (Linux ``/proc``; 0 elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def stack_cpu(stack: Stack | None) -> dict[str, float]:
+    if stack is None:
+        return {}
+    out = {name: cpu_seconds(child.process.pid) for name, child in stack.processes.items()}
+    if stack.nats is not None:
+        out["nats-server"] = cpu_seconds(stack.nats.process.pid)
+    return out
+
+
+async def _bot_stats(settings: Settings) -> bot_pb2.GetStatsResponse:
+    channel = make_channel(settings, "bot")
+    try:
+        stub = bot_pb2_grpc.BotServiceStub(channel)  # type: ignore[no-untyped-call]
+        stats: bot_pb2.GetStatsResponse = await stub.GetStats(bot_pb2.GetStatsRequest())
+        return stats
+    finally:
+        await channel.close()
+
+
+async def _store_position(stub: recorder_pb2_grpc.RecorderServiceStub) -> int:
+    page = await stub.ReadAll(recorder_pb2.ReadAllRequest(after_position=0, limit=1))
+    return int(page.max_position)
+
+
+async def e2e(settings: Settings, stack: Stack | None, variant: str, hands: int,
+              tables: int) -> E2EResult:  # fmt: skip
+    result = E2EResult(variant, tables)
+    channel = make_channel(settings, "recorder")
+    recorder = recorder_pb2_grpc.RecorderServiceStub(channel)  # type: ignore[no-untyped-call]
+    try:
+        async with Driver(settings) as driver:
+            await driver.play(variant, tables, tables)  # warm up every table's path
+            before = await _bot_stats(settings)
+            start_position = await _store_position(recorder)
+            cpu_before = stack_cpu(stack)
+            started = time.perf_counter()
+            results = await driver.play(variant, hands, tables)
+            result.play_seconds = time.perf_counter() - started
+            result.events = sum(r.events for r in results)
+            deadline = time.monotonic() + DRAIN_TIMEOUT
+            while await _store_position(recorder) < start_position + result.events:
+                if time.monotonic() > deadline:
+                    break
+                await asyncio.sleep(0.01)
+            result.seconds = time.perf_counter() - started
+            cpu_after = stack_cpu(stack)
+            after = await _bot_stats(settings)
+            result.hands = len(results)
+            result.stored_events = await driver.stored_events(results)
+    finally:
+        await channel.close()
+    result.decisions = (after.accepted + after.refused) - (before.accepted + before.refused)
+    result.conflicts = after.conflicts - before.conflicts
+    result.refused = after.refused - before.refused
+    earlier = {b.le_us: b.count for b in before.latency}
+    result.latency_us = [
+        (b.le_us, b.count - earlier.get(b.le_us, 0))
+        for b in after.latency
+        if b.count > earlier.get(b.le_us, 0)
+    ]
+    result.cpu_ms_per_hand = {
+        name: round((cpu_after[name] - cpu_before.get(name, 0.0)) * 1000 / max(1, result.hands), 1)
+        for name in cpu_after
+    }
+    return result
+
+
+def selfplay_rate(variant: str, hands: int) -> float:
+    """In-process hands/s with the bot service's player in every seat."""
+    rules = ruleset_for(variant)
+    players = [make_player(DEFAULT_PLAYER, seed) for seed in range(3)]
+    master = run_seed("bench-e2e")
+    started = time.perf_counter()
+    for index in range(hands):
+        play_hand(rules, RoomSettings(), players, hand_seed(master, index), hand_id=f"b{index}")
+    return hands / (time.perf_counter() - started)
+
+
+def run_e2e(args: argparse.Namespace) -> int:
+    variant = check_variant(args.variant)
+    hands = whole(args.hands, "--hands", 1_000_000)
+    tables = whole(args.tables, "--tables", 1024)
+    profile = Path(args.profile).resolve() if args.profile else None
+    settings = Settings.from_env()
+    with bench_stack(settings, profile) as (live, stack):
+        try:
+            result = asyncio.run(e2e(live, stack, variant, hands, tables))
+        except grpc.aio.AioRpcError as exc:
+            raise UsageError(f"the suite failed during the run: {exc.code().name}: "
+                             f"{exc.details()}") from None  # fmt: skip
+    result.selfplay_hands_per_s = selfplay_rate(variant, hands)
+    if args.json:
+        print(json.dumps(result.to_json()))
+    else:
+        print_result(result)
+    return 0
+
+
+def print_result(result: E2EResult) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    data = result.to_json()
+    table = Table(title=f"ddz bench e2e: {result.variant}, {result.tables} tables, "
+                        f"{DEFAULT_PLAYER} bots")  # fmt: skip
+    table.add_column("figure")
+    table.add_column("value", justify="right")
+    latency = data["play_latency_ms"]
+    rows = [
+        ("hands (every event stored)", f"{result.hands} in {result.seconds:.2f} s"),
+        ("hands/s end to end", f"{result.hands_per_s:.1f}"),
+        ("events/s", f"{data['events_per_s']:.0f}"),
+        ("events / stored", f"{result.events} / {result.stored_events}"),
+        ("play latency p50 / p99 (ms)", f"{latency['p50']:.2f} / {latency['p99']:.2f}"),
+        ("plays measured", f"{result.decisions}"),
+        ("stale-version retries", f"{result.conflicts}"),
+        ("in-process self-play hands/s", f"{result.selfplay_hands_per_s:.1f}"),
+        ("end to end / in-process", f"{data['ratio']}"),
+    ]
+    rows += [(f"CPU ms/hand: {name}", f"{ms:.1f}") for name, ms in result.cpu_ms_per_hand.items()]
+    for name, value in rows:
+        table.add_row(name, value)
+    Console().print(table)

@@ -1,0 +1,206 @@
+"""``ddz simulate``: bots play N hands through the running services (issue 4).
+
+    ddz simulate --variant V --hands N [--tables T] [--json]
+
+Connects to the suite at the addresses of the ``DDZ_*`` settings; when no table
+service answers there, it starts a stack of its own for the run (NATS and the six
+services, data in ``DDZ_DATA_DIR``) and stops it afterwards. T tables play at once,
+each opened with three bot seats; a progress bar runs on stderr. Prints hands/s, the
+landlord win rate and the settlement totals (read from the settlement service);
+``--json`` prints ``{"hands": N, "hands_per_s": x, "events": k, "stored_events": k}``
+where ``events`` counts every event of those hands (internal ones included) and
+``stored_events`` how many of them the recorder has stored.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from ddz.adapters.driver import Driver, HandResult, SettlementTotals
+from ddz.adapters.stack import Stack, StackError, stack_answers
+from ddz.config import Settings
+from ddz.domain.ruleset import VARIANTS
+from ddz.entrypoints.cli import UsageError
+
+MAX_HANDS = 1_000_000
+MAX_TABLES = 256
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "simulate",
+        help="bots play N hands through the running services",
+        description="Bots play N hands through the services (starting a local stack "
+        "when none answers) and print hands/s, landlord win rate and settlement totals.",
+    )
+    parser.add_argument("--variant", default="classic", help=f"one of {', '.join(VARIANTS)}")
+    parser.add_argument("--hands", default="20", help="how many hands (default 20)")
+    parser.add_argument("--tables", default="1", help="tables playing at once (default 1)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.set_defaults(handler=run)
+
+
+def whole(text: str, name: str, high: int) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise UsageError(f"{name} must be a whole number, got {text!r}") from None
+    if not 1 <= value <= high:
+        raise UsageError(f"{name} must be 1..{high}, got {value}")
+    return value
+
+
+def check_variant(variant: str) -> str:
+    if variant not in VARIANTS:
+        raise UsageError(f"unknown variant {variant!r} (expected one of {', '.join(VARIANTS)})")
+    return variant
+
+
+@contextlib.contextmanager
+def running_stack(settings: Settings, *, quiet: bool = False) -> Iterator[Settings]:
+    """The settings of a suite that answers: the one already running at the configured
+    addresses, or a stack started here (ephemeral ports) and stopped on exit."""
+    if stack_answers(settings):
+        yield settings
+        return
+    if not quiet:
+        print(
+            f"ddz: no table service at {settings.address('table')}: starting a local stack "
+            f"(data in {settings.data_dir})...",
+            file=sys.stderr,
+        )
+    try:
+        stack = Stack(settings, ephemeral_ports=True).start()
+    except StackError as exc:
+        raise UsageError(f"cannot start the stack: {exc}") from None
+    try:
+        yield stack.settings
+    finally:
+        stack.stop()
+
+
+@dataclass
+class Report:
+    variant: str
+    tables: int
+    results: list[HandResult] = field(default_factory=list)
+    seconds: float = 0.0
+    stored_events: int = 0
+    totals: SettlementTotals = field(default_factory=SettlementTotals)
+
+    @property
+    def hands(self) -> int:
+        return len(self.results)
+
+    @property
+    def events(self) -> int:
+        return sum(r.events for r in self.results)
+
+    @property
+    def hands_per_s(self) -> float:
+        return self.hands / self.seconds if self.seconds else 0.0
+
+    @property
+    def landlord_win_rate(self) -> float:
+        return sum(r.landlord_won for r in self.results) / max(1, self.hands)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "hands": self.hands,
+            "hands_per_s": round(self.hands_per_s, 2),
+            "events": self.events,
+            "stored_events": self.stored_events,
+        }
+
+
+async def simulate(
+    settings: Settings,
+    variant: str,
+    hands: int,
+    tables: int,
+    on_hand: Callable[[HandResult], None] | None = None,
+) -> Report:
+    """Play the hands, then read back what the recorder and settlement hold of them."""
+    report = Report(variant, tables)
+    async with Driver(settings) as driver:
+        started = time.perf_counter()
+        report.results = await driver.play(variant, hands, tables, on_hand)
+        report.seconds = time.perf_counter() - started
+        report.stored_events = await driver.stored_events(report.results)
+        report.totals = await driver.settlement(report.results)
+    return report
+
+
+def play_with_progress(
+    settings: Settings, variant: str, hands: int, tables: int, *, label: str = ""
+) -> Report:
+    """``simulate`` with a rich progress bar on stderr."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+    console = Console(stderr=True)
+    with Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=not console.is_terminal,
+    ) as progress:
+        task = progress.add_task(label or f"{variant}: hands", total=hands)
+        return asyncio.run(
+            simulate(settings, variant, hands, tables, lambda _r: progress.advance(task))
+        )
+
+
+def run(args: argparse.Namespace) -> int:
+    variant = check_variant(args.variant)
+    hands = whole(args.hands, "--hands", MAX_HANDS)
+    tables = whole(args.tables, "--tables", MAX_TABLES)
+    settings = Settings.from_env()
+    with running_stack(settings, quiet=args.json) as live:
+        report = play_with_progress(live, variant, hands, tables)
+    if args.json:
+        print(json.dumps(report.to_json()))
+    else:
+        print_report(report)
+    return 0
+
+
+def print_report(report: Report) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"ddz simulate: {report.variant}, {report.tables} table(s), bots")
+    table.add_column("figure")
+    table.add_column("value", justify="right")
+    rows = [
+        ("hands", f"{report.hands}"),
+        ("hands/s", f"{report.hands_per_s:.1f}"),
+        ("landlord win rate", f"{report.landlord_win_rate:.1%}"),
+        ("events (internal included)", f"{report.events}"),
+        ("events stored by the recorder", f"{report.stored_events}"),
+        ("hands settled", f"{report.totals.hands}"),
+        ("settlement: system take", f"{report.totals.system}"),
+    ]
+    players = report.totals.players
+    if len(players) <= 6:
+        rows += [(f"settlement: {p}", f"{amount:+d}") for p, amount in sorted(players.items())]
+    elif players:
+        best = max(players, key=lambda p: players[p])
+        worst = min(players, key=lambda p: players[p])
+        rows += [
+            (f"settlement: best of {len(players)} players ({best})", f"{players[best]:+d}"),
+            (f"settlement: worst ({worst})", f"{players[worst]:+d}"),
+        ]
+    for name, value in rows:
+        table.add_row(name, value)
+    Console().print(table)

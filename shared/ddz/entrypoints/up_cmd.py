@@ -1,0 +1,101 @@
+"""``ddz up``: the whole suite on this machine until Ctrl-C (issue 4).
+
+    ddz up
+
+Starts a NATS server with JetStream (unless ``DDZ_NATS_URL`` names one; on a random
+port when 4222 is taken) and the six services, each a child process logging to
+``<DDZ_DATA_DIR>/logs/``; waits until every health check answers SERVING; prints
+where everything is. Ctrl-C or SIGTERM stops the services, then NATS. If a service
+dies, everything is stopped and the exit code is 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+from types import FrameType
+
+from ddz.adapters.stack import Stack, StackError
+from ddz.config import Settings
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "up",
+        help="run NATS and the six services on this machine until Ctrl-C",
+        description="Start NATS (JetStream) and every service as child processes; "
+        "Ctrl-C stops them all. Settings: DDZ_* environment variables (docs/CONFIG.md).",
+    )
+    parser.set_defaults(handler=run)
+
+
+def describe(stack: Stack) -> str:
+    """Where everything is, for people and for ``grpcurl``."""
+    settings = stack.settings
+    nats = settings.nats_url + (
+        f"  (pid {stack.nats.process.pid})" if stack.nats is not None else "  (external)"
+    )
+    lines = [
+        "ddz: the suite is up",
+        f"  data dir     {settings.data_dir}",
+        f"  event store  {_redacted(settings.database_url)}",
+        f"  nats         {nats}",
+        f"  logs         {settings.log_dir}/",
+    ]
+    for name, child in stack.processes.items():
+        lines.append(f"  {name:<12} {child.address}  (pid {child.process.pid})")
+    lines += [
+        "",
+        "  try:  ddz simulate --variant classic --hands 20",
+        f"        grpcurl -plaintext {settings.address('table')} list",
+        "  Ctrl-C stops everything.",
+    ]
+    return "\n".join(lines)
+
+
+def _redacted(url: str) -> str:
+    if "@" not in url or "://" not in url:
+        return url
+    scheme, rest = url.split("://", 1)
+    credentials, host = rest.rsplit("@", 1)
+    user = credentials.split(":", 1)[0]
+    return f"{scheme}://{user}@{host}"
+
+
+def run(args: argparse.Namespace) -> int:
+    settings = Settings.from_env()
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    stack = Stack(settings)
+    try:
+        print(f"ddz: starting NATS and {len(stack.services)} services...", file=sys.stderr)
+        try:
+            stack.start()
+        except StackError as exc:
+            print(f"ddz: error: {exc}", file=sys.stderr)
+            return 1
+        print(describe(stack), flush=True)
+        while not stop.wait(0.5):
+            dead = stack.failed()
+            if dead:
+                for child in dead:
+                    print(
+                        f"ddz: error: service {child.name} exited with code "
+                        f"{child.process.returncode} (log: {child.log_file})",
+                        file=sys.stderr,
+                    )
+                return 1
+        print("ddz: stopping...", file=sys.stderr)
+        return 0
+    finally:
+        stack.stop()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        if stop.is_set():
+            print("ddz: stopped", file=sys.stderr)

@@ -1,0 +1,93 @@
+"""Shared fixtures: a real nats-server, and databases for the event store.
+
+- ``nats_server`` (session): a real ``nats-server -js`` on a random free loopback port
+  with its JetStream files in a temporary directory (never the system NATS on 4222).
+- ``bus`` (per test): an ``EventBus`` on that server with a fresh ``DDZ`` stream.
+- ``database_url`` (per test): parametrized over the store's backends: ``sqlite`` (a
+  new file per test) always, and ``postgres`` when ``DDZ_TEST_DATABASE_URL`` is set.
+  PostgreSQL isolation: the database may be shared (CI's ``test``), so each test gets
+  its own schema ``ddz_test_<random>``, selected through the connection's
+  ``search_path`` (``?options=-csearch_path=...``) and dropped afterwards; nothing
+  outside that schema is touched.
+- ``store``: the ``SqlRecorder`` at ``database_url`` with its schema migrated.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from ddz.adapters.bus import EventBus
+from ddz.adapters.nats_server import NatsServer, start_nats_server
+from ddz.adapters.store import SqlRecorder, create_store, make_engine
+
+TEST_DATABASE_URL = os.environ.get("DDZ_TEST_DATABASE_URL", "").strip()
+DATABASE_BACKENDS = [
+    "sqlite",
+    *([pytest.param("postgres", marks=pytest.mark.postgres)] if TEST_DATABASE_URL else []),
+]
+
+
+@pytest.fixture(scope="session")
+def nats_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NatsServer]:
+    server = start_nats_server(tmp_path_factory.mktemp("nats"), port=0)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+async def bus(nats_server: NatsServer) -> AsyncIterator[EventBus]:
+    event_bus = await EventBus.connect(nats_server.url, name="pytest")
+    with contextlib.suppress(Exception):
+        await event_bus.js.delete_stream(event_bus.stream)  # leftovers of an earlier test
+    await event_bus.ensure_stream()
+    try:
+        yield event_bus
+    finally:
+        await event_bus.close()
+
+
+def postgres_schema_url(base_url: str, schema: str) -> str:
+    """``base_url`` with every connection's search_path set to ``schema``."""
+    url = sa.make_url(base_url).update_query_dict({"options": f"-csearch_path={schema}"})
+    return url.render_as_string(hide_password=False)
+
+
+@contextlib.contextmanager
+def postgres_schema(base_url: str) -> Iterator[str]:
+    """A fresh schema in the test database, dropped on exit; yields its URL."""
+    schema = f"ddz_test_{uuid.uuid4().hex[:12]}"
+    admin = make_engine(base_url)
+    try:
+        with admin.begin() as conn:
+            conn.exec_driver_sql(f'CREATE SCHEMA "{schema}"')
+        yield postgres_schema_url(base_url, schema)
+    finally:
+        with admin.begin() as conn:
+            conn.exec_driver_sql(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+        admin.dispose()
+
+
+@pytest.fixture(params=DATABASE_BACKENDS)
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'events.sqlite3'}"
+        return
+    with postgres_schema(TEST_DATABASE_URL) as url:
+        yield url
+
+
+@pytest.fixture
+def store(database_url: str) -> Iterator[SqlRecorder]:
+    recorder = create_store(database_url, upgrade=True)
+    try:
+        yield recorder
+    finally:
+        recorder.close()

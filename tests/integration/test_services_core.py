@@ -1,0 +1,562 @@
+"""The core services over a real nats-server and a real database (issue 4).
+
+Dealer, rules, recorder and settlement run in this process, each started exactly
+as its process starts it (``service_runner.start_service``) on a random port. The
+tests play whole hands by calling ``RulesService.Decide`` with moves chosen from the
+acting seat's ``PlayerView`` (the seat's own cards come from the hand's internal
+events, as the bot service reads them), then check what the store recorded.
+
+Runs on SQLite always and on PostgreSQL when ``DDZ_TEST_DATABASE_URL`` is set (the
+``database_url`` fixture of tests/conftest.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import grpc
+import pytest
+from ddz.adapters import codec, hand_stream
+from ddz.adapters.bus import EventBus, WrongLastSequence, stream_filter, subject_for
+from ddz.adapters.codec import CommandRejected
+from ddz.adapters.grpc_client import error_reason, make_channel
+from ddz.adapters.nats_server import NatsServer
+from ddz.adapters.service_runner import RunningService, start_service
+from ddz.adapters.store import create_store
+from ddz.config import Settings
+from ddz.domain.hand import (
+    Bid,
+    Command,
+    HandState,
+    Pass,
+    Phase,
+    RejectReason,
+    evolve,
+    replay,
+    view_for,
+)
+from ddz.domain.hand.events import HandSettled, Redealt
+from ddz.domain.players import play_of
+from ddz.domain.ruleset import VARIANTS
+from ddz.v1 import (
+    dealer_pb2,
+    dealer_pb2_grpc,
+    hand_events_pb2,
+    recorder_pb2,
+    recorder_pb2_grpc,
+    rules_pb2,
+    rules_pb2_grpc,
+    settlement_pb2,
+    settlement_pb2_grpc,
+)
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+T = TypeVar("T")
+PLAYERS = ("alice", "bob", "carol")
+
+
+@dataclass
+class Suite:
+    settings: Settings
+    bus: EventBus
+    services: dict[str, RunningService]
+    channels: list[grpc.aio.Channel] = field(default_factory=list)
+
+    def channel(self, name: str) -> grpc.aio.Channel:
+        channel = make_channel(self.settings, target=f"127.0.0.1:{self.services[name].port}")
+        self.channels.append(channel)
+        return channel
+
+    @property
+    def dealer(self) -> dealer_pb2_grpc.DealerServiceStub:
+        return dealer_pb2_grpc.DealerServiceStub(self.channel("dealer"))
+
+    @property
+    def rules(self) -> rules_pb2_grpc.RulesServiceStub:
+        return rules_pb2_grpc.RulesServiceStub(self.channel("rules"))
+
+    def rules_at(self, port: int) -> rules_pb2_grpc.RulesServiceStub:
+        channel = make_channel(self.settings, target=f"127.0.0.1:{port}")
+        self.channels.append(channel)
+        return rules_pb2_grpc.RulesServiceStub(channel)
+
+    @property
+    def recorder(self) -> recorder_pb2_grpc.RecorderServiceStub:
+        return recorder_pb2_grpc.RecorderServiceStub(self.channel("recorder"))
+
+    @property
+    def settlement(self) -> settlement_pb2_grpc.SettlementServiceStub:
+        return settlement_pb2_grpc.SettlementServiceStub(self.channel("settlement"))
+
+
+def suite_settings(tmp_path: Path, database_url: str, nats_url: str) -> Settings:
+    return Settings.from_env(
+        {
+            "DDZ_DATA_DIR": str(tmp_path / "data"),
+            "DDZ_DATABASE_URL": database_url,
+            "DDZ_NATS_URL": nats_url,
+            "DDZ_LOG_LEVEL": "WARNING",
+            "DDZ_MAX_MESSAGE_BYTES": str(64 * 1024),
+        }
+    )
+
+
+@pytest.fixture
+async def suite(
+    bus: EventBus, nats_server: NatsServer, database_url: str, tmp_path: Path
+) -> AsyncIterator[Suite]:
+    """A fresh DDZ stream (the ``bus`` fixture) and the four core services."""
+    settings = suite_settings(tmp_path, database_url, nats_server.url)
+    services: dict[str, RunningService] = {}
+    try:
+        services["dealer"] = await start_service("dealer", settings, port=0)
+        services["rules"] = await start_service(
+            "rules", settings, port=0, dealer_target=f"127.0.0.1:{services['dealer'].port}"
+        )
+        services["recorder"] = await start_service("recorder", settings, port=0)
+        services["settlement"] = await start_service("settlement", settings, port=0)
+        running = Suite(settings, bus, services)
+        yield running
+    finally:
+        for channel in locals().get("running", Suite(settings, bus, {})).channels:
+            await channel.close()
+        for service in reversed(services.values()):
+            await service.stop(grace=0.5)
+
+
+# --- helpers ------------------------------------------------------------------------------
+
+
+async def eventually(probe: Callable[[], Awaitable[T | None]], timeout: float = 15.0) -> T:
+    """``probe()`` once it returns something truthy (consumers run asynchronously)."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        result = await probe()
+        if result:
+            return result
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"still {result!r} after {timeout}s")
+        await asyncio.sleep(0.05)
+
+
+def deal_request(hand_id: str, variant: str, **fields: Any) -> dealer_pb2.DealRequest:
+    return dealer_pb2.DealRequest(
+        hand_id=hand_id,
+        table_id="t1",
+        variant=variant,
+        seats=[hand_events_pb2.SeatInfo(player_id=p) for p in PLAYERS],
+        **fields,
+    )
+
+
+def decide_request(hand_id: str, command: Command, **fields: Any) -> rules_pb2.DecideRequest:
+    request = rules_pb2.DecideRequest(hand_id=hand_id, seat=command.seat, **fields)
+    codec.set_command(request, command)
+    return request
+
+
+async def full_state(bus: EventBus, hand_id: str) -> HandState:
+    """The hand with every seat's cards, from the bus (as a bot reads it)."""
+    read, _ = await hand_stream.read(bus, hand_id)
+    return replay(codec.hand_events(r.event for r in read))
+
+
+def choose(state: HandState, rng: random.Random) -> Command:
+    """A legal command for the seat to act, from that seat's view only."""
+    view = view_for(state, state.turn)
+    if view.phase is Phase.BIDDING:
+        return rng.choice(view.legal_bids())
+    moves = view.legal_moves()
+    if view.can_pass and (not moves or rng.random() < 0.3):
+        return Pass(view.seat)
+    return play_of(view.seat, rng.choice(moves))
+
+
+@dataclass
+class Driver:
+    """Plays one hand through the services, one legal command at a time."""
+
+    suite: Suite
+    hand_id: str
+    rng: random.Random
+    state: HandState = field(default_factory=HandState)
+    dealt: dealer_pb2.DealResponse | None = None
+    responses: list[rules_pb2.DecideResponse] = field(default_factory=list)
+
+    async def deal(self, variant: str) -> None:
+        self.dealt = await self.suite.dealer.Deal(deal_request(self.hand_id, variant))
+        self.state = await full_state(self.suite.bus, self.hand_id)
+
+    async def step(self) -> None:
+        command = choose(self.state, self.rng)
+        response = await self.suite.rules.Decide(
+            decide_request(self.hand_id, command, request_id=uuid.uuid4().hex)
+        )
+        assert response.accepted, (command, response.reason, response.message)
+        self.responses.append(response)
+        events = [codec.decode_envelope(e.SerializeToString())[1] for e in response.events]
+        if any(isinstance(e, Redealt) for e in events):
+            self.state = await full_state(self.suite.bus, self.hand_id)  # the new deal is internal
+            return
+        for event in codec.hand_events(events):
+            self.state = evolve(self.state, event)
+
+    async def play(self, steps: int = 500) -> None:
+        for _ in range(steps):
+            if self.state.phase is Phase.ENDED:
+                return
+            await self.step()
+        if steps == 500:
+            raise AssertionError("the hand did not end in 500 commands")
+
+
+async def play_hand(suite: Suite, variant: str, hand_id: str, seed: int) -> Driver:
+    driver = Driver(suite, hand_id, random.Random(seed))
+    await driver.deal(variant)
+    await driver.play()
+    return driver
+
+
+async def stored_stream(suite: Suite, hand_id: str) -> list[Any]:
+    response = await suite.recorder.ReadStream(
+        recorder_pb2.ReadStreamRequest(stream_id=f"hand-{hand_id}")
+    )
+    return list(response.events)
+
+
+# --- tests ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+async def test_full_hand_of_every_variant_is_stored_in_order_exactly_once(
+    suite: Suite, variant: str
+) -> None:
+    hand_id = f"{variant}-{uuid.uuid4().hex[:8]}"
+    played = await play_hand(suite, variant, hand_id, seed=len(variant))
+    # Everything the rules and the dealer published, in order, straight from the bus.
+    on_bus, cursor = await hand_stream.read(suite.bus, hand_id)
+    stored = await eventually(lambda: _if_length(stored_stream(suite, hand_id), cursor.version))
+    assert [s.envelope for s in stored] == [r.data for r in on_bus]
+    assert [codec.parse_envelope(s.envelope).stream_version for s in stored] == list(
+        range(1, cursor.version + 1)
+    )
+    # The public events each Decide answered with are the stored ones, byte for byte
+    # in content (the response re-serialises; compare the parsed envelopes).
+    answered = [e for r in played.responses for e in r.events]
+    public = [codec.parse_envelope(s.envelope) for s in stored]
+    public = [e for e in public if e.type not in codec.HIDDEN_TYPES]
+    assert played.dealt is not None
+    assert [e.event_id for e in [*played.dealt.events, *answered]] == [e.event_id for e in public]
+    # The hand ended and settled; settlement applied the ledger to the players.
+    final = replay(codec.hand_events(r.event for r in on_bus))
+    assert final.phase is Phase.ENDED and final.ledger is not None
+    settlement = suite.settlement
+    ledger = await eventually(lambda: _ledger(settlement, hand_id))
+    assert list(ledger.hand.ledger.deltas) == list(final.ledger.deltas)
+    assert list(ledger.hand.players) == list(PLAYERS)
+    for seat, player in enumerate(PLAYERS):
+        balance = await settlement.GetBalance(settlement_pb2.GetBalanceRequest(player_id=player))
+        assert (balance.balance, balance.hands) == (final.ledger.deltas[seat], 1)
+
+
+async def _if_length(coro: Awaitable[list[Any]], n: int) -> list[Any] | None:
+    try:
+        events = await coro
+    except grpc.aio.AioRpcError:
+        return None
+    return events if len(events) == n else None
+
+
+async def _ledger(
+    stub: settlement_pb2_grpc.SettlementServiceStub, hand_id: str
+) -> settlement_pb2.GetLedgerResponse | None:
+    try:
+        return await stub.GetLedger(settlement_pb2.GetLedgerRequest(hand_id=hand_id))
+    except grpc.aio.AioRpcError as exc:
+        if exc.code() is grpc.StatusCode.NOT_FOUND:
+            return None
+        raise
+
+
+async def consumer_idle(bus: EventBus, durable: str) -> bool:
+    """True once the durable has nothing pending and nothing unacknowledged."""
+    info = await bus.js.consumer_info(bus.stream, durable)
+    return info.num_pending == 0 and info.num_ack_pending == 0
+
+
+async def stored_complete(suite: Suite, hand_id: str) -> list[Any]:
+    """The stored stream, once it holds everything the bus holds for the hand."""
+    _, cursor = await hand_stream.read(suite.bus, hand_id)
+    return await eventually(lambda: _if_length(stored_stream(suite, hand_id), cursor.version))
+
+
+async def test_duplicated_publishes_change_nothing(suite: Suite) -> None:
+    hand_id = "dup-" + uuid.uuid4().hex[:8]
+    await play_hand(suite, "classic", hand_id, seed=7)
+    stored = await stored_complete(suite, hand_id)
+    settlement = suite.settlement
+    await eventually(lambda: _ledger(settlement, hand_id))
+    balances = [
+        await settlement.GetBalance(settlement_pb2.GetBalanceRequest(player_id=p)) for p in PLAYERS
+    ]
+    on_bus, _ = await hand_stream.read(suite.bus, hand_id)
+    stream_id = f"hand-{hand_id}"
+    # The same event id again: JetStream itself drops it (Nats-Msg-Id).
+    for event in on_bus:
+        subject = subject_for(stream_id, event.envelope.type, internal=event.hidden)
+        ack = await suite.bus.publish(subject, event.data, event.envelope.event_id)
+        assert ack.duplicate
+    # The same event again under a new message id (as after the duplicate window): it
+    # reaches the consumers, which must recognise the event id themselves.
+    settled = next(e for e in on_bus if isinstance(e.event, HandSettled))
+    for event in (on_bus[3], settled):
+        subject = subject_for(stream_id, event.envelope.type, internal=event.hidden)
+        ack = await suite.bus.publish(subject, event.data, uuid.uuid4().hex)
+        assert not ack.duplicate
+    await eventually(lambda: consumer_idle(suite.bus, "recorder"))
+    await eventually(lambda: consumer_idle(suite.bus, "settlement"))
+    assert [s.envelope for s in await stored_stream(suite, hand_id)] == [s.envelope for s in stored]
+    everything = await suite.recorder.ReadAll(recorder_pb2.ReadAllRequest())
+    assert len(everything.events) == len(stored)
+    again = [
+        await settlement.GetBalance(settlement_pb2.GetBalanceRequest(player_id=p)) for p in PLAYERS
+    ]
+    assert again == balances
+    mine = await settlement.ListLedgers(settlement_pb2.ListLedgersRequest(player_id="alice"))
+    assert [ledger.hand.hand_id for ledger in mine.ledgers] == [hand_id]
+
+
+async def test_restarting_the_recorder_mid_hand_loses_nothing(suite: Suite, tmp_path: Path) -> None:
+    hand_id = "restart-" + uuid.uuid4().hex[:8]
+    driver = Driver(suite, hand_id, random.Random(11))
+    await driver.deal("laizi")
+    await driver.play(steps=4)
+    await eventually(lambda: consumer_idle(suite.bus, "recorder"))
+    await suite.services.pop("recorder").stop(grace=0.1)
+    await driver.play(steps=6)  # published while nobody records
+    suite.services["recorder"] = await start_service("recorder", suite.settings, port=0)
+    await driver.play()
+    stored = await stored_complete(suite, hand_id)
+    on_bus, _ = await hand_stream.read(suite.bus, hand_id)
+    assert [s.envelope for s in stored] == [e.data for e in on_bus]
+    store = create_store(suite.settings.database_url)
+    try:
+        assert [e.envelope for e in store.read_all()] == [e.data for e in on_bus]
+        # The finished hand's chain head is signed with the operator's key (issue 5).
+        (signature,) = store.read_signatures(f"hand-{hand_id}")
+        assert signature.head_hash == stored[-1].hash
+    finally:
+        store.close()
+
+
+async def _error(call: Awaitable[Any]) -> tuple[grpc.StatusCode, str | None]:
+    try:
+        await call
+    except grpc.aio.AioRpcError as exc:
+        return exc.code(), error_reason(exc)
+    raise AssertionError("the call succeeded")
+
+
+async def test_bad_input_gets_a_clear_status_and_reason_and_the_service_keeps_serving(
+    suite: Suite,
+) -> None:
+    rules, dealer = suite.rules, suite.dealer
+    hand_id = "bad-" + uuid.uuid4().hex[:8]
+    await dealer.Deal(deal_request(hand_id, "classic", first_bidder=1))
+    state = await full_state(suite.bus, hand_id)
+    assert state.turn == 1
+
+    # Unknown hands: never dealt, or not even a possible id.
+    for unknown in ("never-dealt", "bad.id", ""):
+        request = decide_request(unknown, Bid.pass_(0))
+        assert await _error(rules.Decide(request)) == (grpc.StatusCode.NOT_FOUND, "UNKNOWN_HAND")
+    # Malformed cards and a request without a command.
+    request = rules_pb2.DecideRequest(
+        hand_id=hand_id, seat=1, play=hand_events_pb2.PlayCommand(cards="33Z")
+    )
+    assert await _error(rules.Decide(request)) == (
+        grpc.StatusCode.INVALID_ARGUMENT, "MALFORMED_CARDS"
+    )  # fmt: skip
+    request = rules_pb2.DecideRequest(hand_id=hand_id, seat=1)
+    assert await _error(rules.Decide(request)) == (
+        grpc.StatusCode.INVALID_ARGUMENT, "INVALID_ARGUMENT"
+    )  # fmt: skip
+    # An oversized request is refused by gRPC before any of our code runs.
+    huge = rules_pb2.DecideRequest(
+        hand_id=hand_id, seat=1, play=hand_events_pb2.PlayCommand(cards="3" * 100_000)
+    )
+    code, _ = await _error(rules.Decide(huge))
+    assert code is grpc.StatusCode.RESOURCE_EXHAUSTED
+    # A stale expected version.
+    stale = decide_request(hand_id, Bid.pass_(1), expected_version=1)
+    assert await _error(rules.Decide(stale)) == (grpc.StatusCode.ABORTED, "VERSION_CONFLICT")
+
+    # Out of turn: a rule's refusal, answered AND recorded, and nothing changes (§2).
+    version = (await rules.GetPublicState(rules_pb2.GetPublicStateRequest(hand_id=hand_id))).version
+    refused = await rules.Decide(decide_request(hand_id, Bid.call(0, 3)))
+    assert (refused.accepted, refused.reason) == (False, RejectReason.NOT_YOUR_TURN.value)
+    assert refused.version == version + 1
+    (rejected_envelope,) = refused.events
+    _, rejected = codec.decode_envelope(rejected_envelope.SerializeToString())
+    assert rejected == CommandRejected(
+        Bid.call(0, 3), RejectReason.NOT_YOUR_TURN, refused.message, rejected.request_id
+    )
+    public = await rules.GetPublicState(rules_pb2.GetPublicStateRequest(hand_id=hand_id))
+    assert (public.turn, public.phase, public.version) == (
+        1,
+        rules_pb2.HAND_PHASE_BIDDING,
+        version + 1,
+    )
+    assert list(public.card_counts) == [17, 17, 17]
+
+    # Still serving: the right seat, with the right expected version, is accepted.
+    ok = await rules.Decide(decide_request(hand_id, Bid.call(1, 1), expected_version=version + 1))
+    assert ok.accepted and ok.version == version + 2
+
+    stored = await eventually(lambda: _if_length(stored_stream(suite, hand_id), version + 2))
+    types = [codec.parse_envelope(s.envelope).type for s in stored]
+    assert types[-2:] == [CommandRejected.TYPE, "bid_made"]
+
+    # The other services refuse bad ids the same way.
+    assert await _error(dealer.Deal(deal_request(hand_id, "classic"))) == (
+        grpc.StatusCode.ALREADY_EXISTS, "VERSION_CONFLICT"
+    )  # fmt: skip
+    two_seats = deal_request("other", "classic")
+    del two_seats.seats[2]
+    assert await _error(dealer.Deal(two_seats)) == (
+        grpc.StatusCode.INVALID_ARGUMENT, "INVALID_ARGUMENT"
+    )  # fmt: skip
+    assert await _error(dealer.Deal(deal_request("x", "poker"))) == (
+        grpc.StatusCode.INVALID_ARGUMENT, "INVALID_ARGUMENT"
+    )  # fmt: skip
+    seed = dealer_pb2.GetSeedRequest(hand_id="never-dealt")
+    assert await _error(dealer.GetSeed(seed)) == (grpc.StatusCode.NOT_FOUND, "UNKNOWN_HAND")
+    ledger = settlement_pb2.GetLedgerRequest(hand_id=hand_id)  # not settled yet
+    assert await _error(suite.settlement.GetLedger(ledger)) == (
+        grpc.StatusCode.NOT_FOUND, "UNKNOWN_HAND"
+    )  # fmt: skip
+    read = recorder_pb2.ReadStreamRequest(stream_id="hand-never-dealt")
+    assert await _error(suite.recorder.ReadStream(read)) == (
+        grpc.StatusCode.NOT_FOUND, "UNKNOWN_STREAM"
+    )  # fmt: skip
+
+
+async def test_a_second_writer_cannot_fork_a_hand(suite: Suite) -> None:
+    """Two rules instances with the same cached state: exactly one extends the hand; the
+    other is refused by JetStream's expected-last-subject-sequence check over the hand's
+    wildcard subject, and answers ABORTED/VERSION_CONFLICT."""
+    other = await start_service(
+        "rules", suite.settings, port=0, dealer_target=f"127.0.0.1:{suite.services['dealer'].port}"
+    )
+    suite.services["rules-2"] = other
+    first, second = suite.rules, suite.rules_at(other.port)
+    hand_id = "fork-" + uuid.uuid4().hex[:8]
+    await suite.dealer.Deal(deal_request(hand_id, "ct", first_bidder=0))
+    for stub in (first, second):  # both load and cache the hand at the same version
+        await stub.GetPublicState(rules_pb2.GetPublicStateRequest(hand_id=hand_id))
+    won = await first.Decide(decide_request(hand_id, Bid.call(0, 1)))
+    assert won.accepted
+    lost = second.Decide(decide_request(hand_id, Bid.call(0, 2)))
+    assert await _error(lost) == (grpc.StatusCode.ABORTED, "VERSION_CONFLICT")
+    # The loser dropped its stale copy: next time it rebuilds and decides correctly.
+    again = await second.Decide(decide_request(hand_id, Bid.call(0, 2)))
+    assert (again.accepted, again.reason) == (False, RejectReason.NOT_YOUR_TURN.value)
+    on_bus, cursor = await hand_stream.read(suite.bus, hand_id)
+    assert [e.envelope.stream_version for e in on_bus] == list(range(1, cursor.version + 1))
+    bids = [e.event for e in on_bus if e.envelope.type == "bid_made"]
+    assert len(bids) == 1
+
+
+async def test_expected_subject_sequence_over_a_wildcard(bus: EventBus) -> None:
+    """What the single-writer rule rests on (nats-server 2.15): the check holds over
+    ``ddz.v1.hand.<id>.*`` whatever the event's own subject."""
+    stream_id = "hand-wild"
+    public = stream_filter(stream_id)
+    first = await bus.publish(subject_for(stream_id, "a"), b"1", "w1", 0, expected_subject=public)
+    await bus.publish(subject_for(stream_id, "b", internal=True), b"2", "w2")  # other side
+    with pytest.raises(WrongLastSequence):
+        await bus.publish(subject_for(stream_id, "c"), b"3", "w3", 0, expected_subject=public)
+    ok = await bus.publish(
+        subject_for(stream_id, "c"), b"3", "w3", first.seq, expected_subject=public
+    )
+    assert ok.seq == first.seq + 2
+
+
+@pytest.mark.parametrize("how", ["python -m services.settlement", "ddz serve settlement"])
+def test_a_service_process_serves_until_sigterm_then_exits_cleanly(
+    how: str, nats_server: NatsServer, tmp_path: Path
+) -> None:
+    """One way to start a service: the module and the CLI run the same runner; it reports
+    SERVING on the health service, and SIGTERM stops it with exit code 0."""
+    port = free_port()
+    env = {
+        **os.environ,
+        "DDZ_DATA_DIR": str(tmp_path),
+        "DDZ_NATS_URL": nats_server.url,
+        "DDZ_SETTLEMENT_PORT": str(port),
+        "DDZ_LOG_FORMAT": "json",
+    }
+    command = how.split()
+    if command[0] == "python":
+        command[0] = sys.executable
+    else:
+        command = [sys.executable, "-m", "ddz.entrypoints.cli", *command[1:]]
+    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert wait_serving(f"127.0.0.1:{port}", "ddz.v1.SettlementService", timeout=30)
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == 0, stderr.decode()
+    lines = [json.loads(line) for line in stderr.decode().splitlines() if line.startswith("{")]
+    assert {"listening", "stopping", "stopped"} <= {line["event"] for line in lines}
+    assert all(line["service"] == "settlement" for line in lines)
+
+
+def test_bad_configuration_is_one_line_and_exit_code_2() -> None:
+    env = {**os.environ, "DDZ_RULES_PORT": "not-a-port"}
+    done = subprocess.run(
+        [sys.executable, "-m", "services.rules"], env=env, capture_output=True, timeout=60
+    )
+    assert done.returncode == 2
+    assert done.stderr.decode().strip().splitlines() == [
+        "ddz: error: DDZ_RULES_PORT must be an integer, got 'not-a-port'"
+    ]
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def wait_serving(target: str, service: str, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    with grpc.insecure_channel(target) as channel:
+        stub = health_pb2_grpc.HealthStub(channel)
+        while time.monotonic() < deadline:
+            try:
+                status = stub.Check(health_pb2.HealthCheckRequest(service=service), timeout=1)
+                if status.status == health_pb2.HealthCheckResponse.SERVING:
+                    return True
+            except grpc.RpcError:
+                pass
+            time.sleep(0.1)
+    return False

@@ -1,0 +1,427 @@
+"""The table service with people at the table (issue 4; the ground for issue 7).
+
+Dealer, rules, bot and table run in this process, each started as its process starts
+it (``service_runner.start_service``, random ports) over a real nats-server. The test
+plays the human seats through ``TableService`` only -- with moves the bot suggests
+(``TableService.Suggest``) -- while the bot service plays the others.
+
+Every message a watched seat receives is checked against the hand's true state (read
+straight from the bus, internal events included): it must never hold a card another
+seat holds hidden (RULES.md §1 bottom cards, §2 golden card, §6 shown hands, §8 the
+cards left at the end).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+from ddz.adapters import codec, hand_stream
+from ddz.adapters.bus import EventBus
+from ddz.adapters.grpc_client import error_reason, make_channel
+from ddz.adapters.nats_server import NatsServer
+from ddz.adapters.service_runner import RunningService, start_service
+from ddz.config import Settings
+from ddz.domain.cards import Card
+from ddz.domain.hand import HandState, Phase, evolve
+from ddz.domain.ruleset import VARIANTS
+from ddz.v1 import hand_events_pb2, rules_pb2, table_pb2, table_pb2_grpc
+from google.protobuf.message import Message
+
+ENDED = rules_pb2.HAND_PHASE_ENDED
+BIDDING = rules_pb2.HAND_PHASE_BIDDING
+HAND_TIMEOUT = 60.0
+
+
+@dataclass
+class Suite:
+    settings: Settings
+    table: table_pb2_grpc.TableServiceStub
+    bus: EventBus
+    table_address: str = ""
+    services: list[RunningService] = field(default_factory=list)
+    channels: list[grpc.aio.Channel] = field(default_factory=list)
+
+
+async def start_suite(
+    nats_server: NatsServer, bus: EventBus, data_dir: Path, turn_timeout: float = 30.0
+) -> Suite:
+    settings = dataclasses.replace(
+        Settings.from_env({"DDZ_DATA_DIR": str(data_dir)}),
+        nats_url=nats_server.url,
+        turn_timeout=turn_timeout,
+    )
+    suite = Suite(settings, None, bus)  # type: ignore[arg-type]
+    dealer = await start_service("dealer", settings, port=0)
+    suite.services.append(dealer)
+    dealer_at = f"127.0.0.1:{dealer.port}"
+    rules = await start_service("rules", settings, port=0, dealer_target=dealer_at)
+    suite.services.append(rules)
+    rules_at = f"127.0.0.1:{rules.port}"
+    bot = await start_service("bot", settings, port=0, rules_target=rules_at)
+    suite.services.append(bot)
+    targets = {"dealer": dealer_at, "rules": rules_at, "bot": f"127.0.0.1:{bot.port}"}
+    table = await start_service("table", settings, port=0, targets=targets)
+    suite.services.append(table)
+    suite.table_address = f"127.0.0.1:{table.port}"
+    channel = make_channel(settings, target=suite.table_address)
+    suite.channels.append(channel)
+    suite.table = table_pb2_grpc.TableServiceStub(channel)
+    return suite
+
+
+async def stop_suite(suite: Suite) -> None:
+    for channel in suite.channels:
+        await channel.close()
+    for service in reversed(suite.services):
+        await service.stop()
+
+
+@pytest.fixture
+async def suite(nats_server: NatsServer, bus: EventBus, tmp_path: Path) -> AsyncIterator[Suite]:
+    running = await start_suite(nats_server, bus, tmp_path)
+    try:
+        yield running
+    finally:
+        await stop_suite(running)
+
+
+async def open_table(
+    suite: Suite, variant: str, humans: tuple[int, ...] = (0,)
+) -> table_pb2.Table:
+    seats = [
+        table_pb2.SeatSpec(player_id=f"{'human' if s in humans else 'bot'}-{s}",
+                           is_bot=s not in humans)
+        for s in range(3)
+    ]  # fmt: skip
+    opened = await suite.table.OpenTable(table_pb2.OpenTableRequest(variant=variant, seats=seats))
+    return opened.table
+
+
+# --- what a seat may see ------------------------------------------------------------
+
+
+def cards_in(message: Message) -> list[Card]:
+    """Every card anywhere in a message, event payloads included."""
+    found: list[Card] = []
+    if isinstance(message, hand_events_pb2.Card):
+        return [codec.card_from_pb(message)]
+    if message.DESCRIPTOR.full_name == "ddz.v1.EventEnvelope":
+        event = codec.decode_event(message.type, message.type_version, message.payload)
+        return cards_in(codec.event_to_pb(event))
+    for descriptor, value in message.ListFields():
+        if descriptor.message_type is None:
+            continue
+        items = value if descriptor.is_repeated else [value]
+        for item in items:
+            found += cards_in(item)
+    return found
+
+
+def secret_cards(state: HandState, seat: int) -> set[Card]:
+    """Cards ``seat`` must not see in ``state``: other seats' hands that are not shown,
+    the bottom before the landlord takes it (§1); nothing once the hand has ended (§8).
+    The golden card is dealt face up (§2); the bottom is shown when taken (§1)."""
+    if state.phase is Phase.ENDED:
+        return set()
+    shown = {s.seat for s in state.shown}
+    hidden = {c for s in range(3) if s != seat and s not in shown for c in state.cards[s]}
+    if state.landlord is None:
+        hidden |= set(state.bottom)
+    else:
+        hidden -= set(state.bottom)
+    if state.golden_card is not None:
+        hidden.discard(state.golden_card)
+    return hidden
+
+
+async def true_states(bus: EventBus, hand_id: str) -> dict[int, HandState]:
+    """The hand's real state at every stream version, from every event on the bus."""
+    read, _cursor = await hand_stream.read(bus, hand_id)
+    states: dict[int, HandState] = {0: HandState()}
+    state = HandState()
+    for item in read:
+        if not isinstance(item.event, codec.CommandRejected):
+            state = evolve(state, item.event)
+        states[item.envelope.stream_version] = state
+    return states
+
+
+async def check_updates(
+    bus: EventBus, hand_id: str, seat: int, updates: list[table_pb2.WatchHandResponse]
+) -> None:
+    """No update holds a hidden card; the view's own cards are the seat's real cards."""
+    states = await true_states(bus, hand_id)
+    assert [u.position for u in updates] == list(range(1, len(updates) + 1))
+    for update in updates:
+        state = states[update.position]
+        leaked = set(cards_in(update)) & secret_cards(state, seat)
+        assert not leaked, f"position {update.position} shows hidden cards {leaked}"
+        own = [codec.card_from_pb(c) for c in update.view.cards]
+        assert own == list(state.cards[seat])
+
+
+# --- playing a seat -------------------------------------------------------------------
+
+
+Chooser = Callable[[table_pb2.PlayerView], Any]
+
+
+async def act(suite: Suite, view: table_pb2.PlayerView, seat: int) -> None:
+    """Make the move the bot suggests for ``seat``, through TableService."""
+    hand_id = view.hand_id
+    hint = await suite.table.Suggest(table_pb2.TableSuggestRequest(hand_id=hand_id, seat=seat))
+    move = hint.move
+    which = move.WhichOneof("move")
+    if which == "bid":
+        await suite.table.Bid(table_pb2.BidRequest(
+            hand_id=hand_id, seat=seat, action=move.bid.action, score=move.bid.score))  # fmt: skip
+    elif which == "play":
+        play = table_pb2.PlayRequest(hand_id=hand_id, seat=seat, cards=move.play.cards)
+        if move.play.HasField("declared"):
+            play.declared.CopyFrom(move.play.declared)
+        await suite.table.Play(play)
+    elif which == "pass":
+        await suite.table.Pass(table_pb2.PassRequest(hand_id=hand_id, seat=seat))
+    else:
+        await suite.table.ShowCards(table_pb2.ShowCardsRequest(hand_id=hand_id, seat=seat))
+
+
+async def play_seat(
+    suite: Suite,
+    hand_id: str,
+    seat: int,
+    *,
+    before_bid: Callable[[table_pb2.PlayerView], Any] | None = None,
+    act_from: int = 0,
+) -> list[table_pb2.WatchHandResponse]:
+    """Watch ``seat`` to the end of the hand, acting whenever it is its turn (from
+    position ``act_from`` on); returns every update the stream sent."""
+    updates: list[table_pb2.WatchHandResponse] = []
+    stream = suite.table.WatchHand(
+        table_pb2.WatchHandRequest(hand_id=hand_id, seat=seat), timeout=HAND_TIMEOUT
+    )
+    async for update in stream:
+        updates.append(update)
+        view = update.view
+        live = update.position >= view.version and view.phase != ENDED
+        if not (live and view.my_turn and update.position >= act_from):
+            continue
+        if before_bid is not None and view.phase == BIDDING:
+            await before_bid(view)
+            before_bid = None
+        try:
+            await act(suite, view, seat)
+        except grpc.aio.AioRpcError as exc:
+            # Not our turn any more (the clock or a newer update got there first).
+            assert error_reason(exc) in ("NOT_YOUR_TURN", "WRONG_PHASE"), exc
+    return updates
+
+
+# --- tests ----------------------------------------------------------------------------
+
+
+async def test_a_person_plays_a_hand_through_the_table_service(suite: Suite) -> None:
+    """One human seat (played through TableService) and two bots finish a hand (§6-§10)."""
+    table = await open_table(suite, "classic", humans=(0,))
+    started = await suite.table.StartHand(table_pb2.StartHandRequest(table_id=table.table_id))
+    assert not started.HasField("first_bidder")  # first hand: the golden card decides (§2)
+    updates = await asyncio.wait_for(play_seat(suite, started.hand_id, 0), HAND_TIMEOUT)
+    final = updates[-1].view
+    assert final.phase == ENDED
+    assert final.seed and len(final.ledger.deltas) == 3
+    assert sum(final.ledger.deltas) + final.ledger.system == 0
+    moves = [
+        u.event for u in updates
+        if u.HasField("event") and u.event.type in ("bid_made", "play_made", "passed")
+    ]  # fmt: skip
+    mine = [
+        e for e in moves
+        if getattr(codec.decode_event(e.type, e.type_version, e.payload), "seat", -1) == 0
+    ]  # fmt: skip
+    assert mine, "the human seat made no move"
+    view = (await suite.table.GetView(
+        table_pb2.GetViewRequest(hand_id=started.hand_id, seat=0))).view  # fmt: skip
+    assert view.phase == ENDED and view.version == updates[-1].position
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+async def test_streams_never_show_another_seats_hidden_cards(suite: Suite, variant: str) -> None:
+    """§1/§2/§6/§8 per variant: two people and a bot; seat 1 shows its hand at its first
+    bid where the rules allow (§6); seat 0's and seat 2's streams leak nothing."""
+    table = await open_table(suite, variant, humans=(0, 1))
+    started = await suite.table.StartHand(table_pb2.StartHandRequest(table_id=table.table_id))
+    hand_id = started.hand_id
+
+    async def show(view: table_pb2.PlayerView) -> None:
+        if view.can_show:
+            await suite.table.ShowCards(table_pb2.ShowCardsRequest(hand_id=hand_id, seat=1))
+
+    async def watch_only(seat: int) -> list[table_pb2.WatchHandResponse]:
+        stream = suite.table.WatchHand(
+            table_pb2.WatchHandRequest(hand_id=hand_id, seat=seat), timeout=HAND_TIMEOUT
+        )
+        return [update async for update in stream]
+
+    seat0, _seat1, seat2 = await asyncio.wait_for(
+        asyncio.gather(
+            play_seat(suite, hand_id, 0),
+            play_seat(suite, hand_id, 1, before_bid=show),
+            watch_only(2),
+        ),
+        HAND_TIMEOUT,
+    )
+    await check_updates(suite.bus, hand_id, 0, seat0)
+    await check_updates(suite.bus, hand_id, 2, seat2)
+    assert seat0[-1].view.phase == ENDED
+    types = {u.event.type for u in seat0 if u.HasField("event")}
+    assert "cards_dealt" not in types  # the internal event never reaches a player
+    if VARIANTS[variant].show_cards:
+        assert "cards_shown" in types
+
+
+async def test_a_missed_turn_disconnects_the_seat_and_the_bot_plays_on(
+    nats_server: NatsServer, bus: EventBus, tmp_path: Path
+) -> None:
+    """§10.2: a person who lets DDZ_TURN_TIMEOUT pass is disconnected (the hand's first
+    disconnect: its escapee), the bot plays the seat to the end, and nothing hidden
+    leaks to the seat's stream meanwhile. Acting again reconnects the seat."""
+    suite = await start_suite(nats_server, bus, tmp_path, turn_timeout=0.3)
+    try:
+        table = await open_table(suite, "classic", humans=(0,))
+        started = await suite.table.StartHand(table_pb2.StartHandRequest(table_id=table.table_id))
+        hand_id = started.hand_id
+        stream = suite.table.WatchHand(
+            table_pb2.WatchHandRequest(hand_id=hand_id, seat=0), timeout=HAND_TIMEOUT
+        )
+        updates = [update async for update in stream]  # seat 0 never acts
+        await check_updates(bus, hand_id, 0, updates)
+        events = [
+            codec.decode_event(u.event.type, u.event.type_version, u.event.payload)
+            for u in updates if u.HasField("event")
+        ]  # fmt: skip
+        disconnects = [e for e in events if type(e).__name__ == "PlayerDisconnected"]
+        assert [(e.seat, e.escapee) for e in disconnects] == [(0, True)]
+        seat0_moves = [
+            e for e in events
+            if type(e).__name__ in ("BidMade", "PlayMade", "Passed") and e.seat == 0
+        ]  # fmt: skip
+        assert seat0_moves, "the bot never played the disconnected seat"
+        final = updates[-1].view
+        assert final.phase == ENDED and 0 in final.disconnected
+
+        # Next hand: the person comes back by acting (托管 ends), then plays on.
+        second = await suite.table.StartHand(table_pb2.StartHandRequest(table_id=table.table_id))
+        disconnected = asyncio.Event()
+        stream = suite.table.WatchHand(
+            table_pb2.WatchHandRequest(hand_id=second.hand_id, seat=0), timeout=HAND_TIMEOUT
+        )
+        seen: list[str] = []
+        async for update in stream:
+            if update.HasField("event"):
+                seen.append(update.event.type)
+            if update.event.type == "player_disconnected" and not disconnected.is_set():
+                disconnected.set()
+                # Any move of the seat's player brings them back first (a Reconnect).
+                try:
+                    await suite.table.Pass(table_pb2.PassRequest(hand_id=second.hand_id, seat=0))
+                except grpc.aio.AioRpcError as exc:
+                    assert exc.code() in (grpc.StatusCode.FAILED_PRECONDITION,
+                                          grpc.StatusCode.INVALID_ARGUMENT)  # fmt: skip
+        assert "player_reconnected" in seen
+        assert seen.index("player_reconnected") > seen.index("player_disconnected")
+    finally:
+        await stop_suite(suite)
+
+
+async def expect_error(call: Any, code: grpc.StatusCode, reason: str | None) -> None:
+    with pytest.raises(grpc.aio.AioRpcError) as caught:
+        await call
+    assert caught.value.code() is code, caught.value.details()
+    assert error_reason(caught.value) == reason
+
+
+async def test_bad_input_gets_a_clear_status_and_reason(suite: Suite) -> None:
+    """Unknown ids, malformed cards, out-of-turn moves, a deal over a hand in play and
+    an oversized request each get their status and reason; the service keeps serving."""
+    stub = suite.table
+    table = await open_table(suite, "classic", humans=(0, 1, 2))  # nobody plays by itself
+    started = await stub.StartHand(table_pb2.StartHandRequest(table_id=table.table_id))
+    hand_id = started.hand_id
+    view = (await stub.GetView(table_pb2.GetViewRequest(hand_id=hand_id, seat=0))).view
+    not_on_turn = (view.turn + 1) % 3
+    invalid, missing = grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.NOT_FOUND
+    refused = grpc.StatusCode.FAILED_PRECONDITION
+
+    def play(cards: str) -> Any:
+        return stub.Play(table_pb2.PlayRequest(hand_id=hand_id, seat=view.turn, cards=cards))
+
+    await expect_error(play("33Z"), invalid, "MALFORMED_CARDS")
+    await expect_error(play(""), invalid, "MALFORMED_CARDS")
+    await expect_error(stub.Pass(table_pb2.PassRequest(hand_id=hand_id, seat=7)),
+                       invalid, "UNKNOWN_SEAT")  # fmt: skip
+    await expect_error(stub.GetView(table_pb2.GetViewRequest(hand_id="nope", seat=0)),
+                       missing, "UNKNOWN_HAND")  # fmt: skip
+    await expect_error(stub.GetView(table_pb2.GetViewRequest(hand_id="no.such", seat=0)),
+                       invalid, "UNKNOWN_HAND")  # fmt: skip
+    await expect_error(stub.StartHand(table_pb2.StartHandRequest(table_id="nope")),
+                       missing, "UNKNOWN_TABLE")  # fmt: skip
+    await expect_error(stub.Bid(table_pb2.BidRequest(hand_id=hand_id, seat=not_on_turn,
+                                                     action=hand_events_pb2.BID_ACTION_PASS)),
+                       refused, "NOT_YOUR_TURN")  # fmt: skip
+    await expect_error(stub.Bid(table_pb2.BidRequest(hand_id=hand_id, seat=view.turn)),
+                       invalid, "INVALID_ARGUMENT")  # fmt: skip
+    await expect_error(play("3"), refused, "WRONG_PHASE")
+    await expect_error(stub.StartHand(table_pb2.StartHandRequest(table_id=table.table_id)),
+                       refused, "WRONG_PHASE")  # fmt: skip
+    two_seats = [table_pb2.SeatSpec(player_id=f"p{i}") for i in range(2)]
+    await expect_error(stub.OpenTable(table_pb2.OpenTableRequest(variant="classic",
+                                                                 seats=two_seats)),
+                       invalid, "INVALID_ARGUMENT")  # fmt: skip
+    three = [table_pb2.SeatSpec(player_id=f"p{i}") for i in range(3)]
+    await expect_error(stub.OpenTable(table_pb2.OpenTableRequest(variant="chess", seats=three)),
+                       invalid, "INVALID_ARGUMENT")  # fmt: skip
+    huge = "3" * (suite.settings.max_message_bytes + 1)
+    async with grpc.aio.insecure_channel(suite.table_address) as unlimited:  # no client cap
+        raw = table_pb2_grpc.TableServiceStub(unlimited)
+        with pytest.raises(grpc.aio.AioRpcError) as caught:
+            await raw.Play(table_pb2.PlayRequest(hand_id=hand_id, seat=view.turn, cards=huge),
+                           timeout=10)  # fmt: skip
+    assert caught.value.code() is grpc.StatusCode.RESOURCE_EXHAUSTED
+
+    again = (await stub.GetView(table_pb2.GetViewRequest(hand_id=hand_id, seat=0))).view
+    assert again.phase == BIDDING and again.turn == view.turn  # refusals changed nothing
+    assert list(again.cards) == list(view.cards)
+
+
+async def test_the_first_bidder_rotates_from_hand_to_hand(suite: Suite) -> None:
+    """§2: the golden card's receiver bids first in a table's first hand; then the first
+    bidder moves one seat in play order each hand."""
+    table = await open_table(suite, "classic", humans=())
+    first_bidders: list[int] = []
+    asked: list[int | None] = []
+    for _ in range(3):
+        started = await suite.table.StartHand(table_pb2.StartHandRequest(table_id=table.table_id))
+        asked.append(started.first_bidder if started.HasField("first_bidder") else None)
+        stream = suite.table.WatchHand(
+            table_pb2.WatchHandRequest(hand_id=started.hand_id, seat=0, events_only=True),
+            timeout=HAND_TIMEOUT,
+        )
+        updates = [u async for u in stream]
+        final = updates[-1].view
+        assert final.phase == ENDED
+        assert all(not u.HasField("view") for u in updates[:-1])  # events_only
+        first_bidders.append(final.first_bidder)
+        if asked[-1] is None:
+            assert final.first_bidder == final.golden_receiver
+    assert asked[0] is None
+    assert asked[1] == (first_bidders[0] + 1) % 3
+    assert asked[2] == (first_bidders[1] + 1) % 3
+    got = await suite.table.GetTable(table_pb2.GetTableRequest(table_id=table.table_id))
+    assert len(got.table.hand_ids) == 3 and got.table.current_hand_id == ""

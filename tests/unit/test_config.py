@@ -1,0 +1,154 @@
+"""``Settings.from_env`` (issue 4: "all settings come from one config object read from
+DDZ_* environment variables") and the logging setup built on it."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import os
+import stat
+from pathlib import Path
+
+import pytest
+import structlog
+from ddz.adapters.logging import configure_logging
+from ddz.config import SERVICE_PORTS, Settings
+
+
+def test_defaults(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    settings = Settings.from_env({})
+    assert settings.data_dir == tmp_path / ".ddz"
+    assert settings.database_url == f"sqlite:///{tmp_path / '.ddz' / 'ddz.sqlite3'}"
+    assert settings.nats_url == ""
+    assert settings.host == "127.0.0.1"
+    assert dict(settings.ports) == {
+        "dealer": 50051, "rules": 50052, "bot": 50053,
+        "settlement": 50054, "table": 50055, "recorder": 50056,
+    }  # fmt: skip
+    assert (settings.log_level, settings.log_format, settings.log_to_file) == (
+        "INFO",
+        "auto",
+        False,
+    )
+    assert (settings.rpc_timeout, settings.turn_timeout) == (5.0, 20.0)
+    assert settings.address("table") == "127.0.0.1:50055"
+    assert not tmp_path.joinpath(".ddz").exists()  # reading settings creates nothing
+
+
+def test_every_variable_is_read(tmp_path: Path) -> None:
+    env = {
+        "DDZ_DATA_DIR": str(tmp_path / "data"),
+        "DDZ_DATABASE_URL": "postgresql://postgres@127.0.0.1:5432/ddz",
+        "DDZ_NATS_URL": "nats://10.0.0.5:4222",
+        "DDZ_HOST": "0.0.0.0",
+        "DDZ_LOG_LEVEL": "debug",
+        "DDZ_LOG_FORMAT": "JSON",
+        "DDZ_LOG_TO_FILE": "yes",
+        "DDZ_AUDIT_KEY": "s3cret-key",
+        "DDZ_AUDIT_KEY_ID": "2025-01",
+        "DDZ_RPC_TIMEOUT": "2.5",
+        "DDZ_TURN_TIMEOUT": "30",
+        "DDZ_MAX_MESSAGE_BYTES": "65536",
+        **{f"DDZ_{name.upper()}_PORT": str(60000 + n) for n, name in enumerate(SERVICE_PORTS)},
+    }
+    settings = Settings.from_env(env)
+    assert settings.data_dir == tmp_path / "data"
+    assert settings.database_url == "postgresql+psycopg://postgres@127.0.0.1:5432/ddz"
+    assert settings.nats_url == "nats://10.0.0.5:4222"
+    assert settings.host == "0.0.0.0"
+    assert (settings.log_level, settings.log_format, settings.log_to_file) == (
+        "DEBUG",
+        "json",
+        True,
+    )
+    assert (settings.audit_key, settings.audit_key_id) == (b"s3cret-key", "2025-01")
+    assert (settings.rpc_timeout, settings.turn_timeout) == (2.5, 30.0)
+    assert settings.max_message_bytes == 65536
+    assert [settings.port(name) for name in SERVICE_PORTS] == list(range(60000, 60006))
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("DDZ_RPC_TIMEOUT", "soon"),
+        ("DDZ_RPC_TIMEOUT", "0"),
+        ("DDZ_TURN_TIMEOUT", "-1"),
+        ("DDZ_TURN_TIMEOUT", "inf"),
+        ("DDZ_TABLE_PORT", "http"),
+        ("DDZ_DEALER_PORT", "70000"),
+        ("DDZ_LOG_LEVEL", "LOUD"),
+        ("DDZ_LOG_FORMAT", "xml"),
+        ("DDZ_LOG_TO_FILE", "maybe"),
+        ("DDZ_DATABASE_URL", "events.db"),
+        ("DDZ_NATS_URL", "localhost:4222"),
+        ("DDZ_MAX_MESSAGE_BYTES", "10"),
+    ],
+)
+def test_bad_values_name_the_variable(name: str, value: str) -> None:
+    with pytest.raises(ValueError, match=name):
+        Settings.from_env({name: value})
+
+
+def test_unknown_service_is_a_clear_error() -> None:
+    with pytest.raises(ValueError, match="unknown service 'casino'"):
+        Settings().port("casino")
+
+
+def test_audit_key_never_appears_in_repr() -> None:
+    settings = Settings.from_env({"DDZ_AUDIT_KEY": "s3cret-key"})
+    assert "s3cret" not in repr(settings)
+    assert "s3cret" not in str(settings)
+
+
+def test_audit_key_file_is_created_once_and_private(tmp_path: Path) -> None:
+    settings = Settings.from_env({"DDZ_DATA_DIR": str(tmp_path)})
+    key = settings.require_audit_key()
+    assert len(key) == 64
+    assert settings.require_audit_key() == key
+    assert Settings.from_env({"DDZ_DATA_DIR": str(tmp_path)}).require_audit_key() == key
+    assert stat.S_IMODE(os.stat(tmp_path / "audit.key").st_mode) == 0o600
+    configured = Settings.from_env({"DDZ_DATA_DIR": str(tmp_path), "DDZ_AUDIT_KEY": "mine"})
+    assert configured.require_audit_key() == b"mine"
+
+
+def test_json_logs_carry_service_level_time_and_context(tmp_path: Path) -> None:
+    sink = io.StringIO()
+    settings = Settings(data_dir=tmp_path, log_format="auto")  # not a TTY: JSON
+    configure_logging(settings, service="dealer", stream=sink)
+    try:
+        structlog.contextvars.bind_contextvars(hand_id="h-1")
+        structlog.get_logger().info("hand_dealt", seats=3)
+        structlog.get_logger().debug("hidden below INFO")
+        logging.getLogger("nats").warning("from a library")
+        try:
+            raise KeyError("boom")
+        except KeyError:
+            structlog.get_logger().exception("failed")
+    finally:
+        structlog.contextvars.clear_contextvars()
+    lines = [json.loads(line) for line in sink.getvalue().splitlines()]
+    assert [line["event"] for line in lines] == ["hand_dealt", "from a library", "failed"]
+    first = lines[0]
+    assert (first["service"], first["level"], first["hand_id"], first["seats"]) == (
+        "dealer", "info", "h-1", 3,
+    )  # fmt: skip
+    assert first["timestamp"].endswith("Z")
+    assert lines[1]["level"] == "warning"
+    assert lines[2]["exception"][0]["exc_type"] == "KeyError"  # dict_tracebacks
+
+
+def test_console_format_and_log_file(tmp_path: Path) -> None:
+    sink = io.StringIO()
+    configure_logging(Settings(data_dir=tmp_path, log_format="console"), service="bot", stream=sink)
+    structlog.get_logger().info("thinking", seat=2)
+    assert "thinking" in sink.getvalue()
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(sink.getvalue().splitlines()[0])
+
+    configure_logging(Settings(data_dir=tmp_path, log_to_file=True), service="bot")
+    structlog.get_logger().info("to the file")
+    configure_logging(Settings(data_dir=tmp_path), service="pytest", stream=io.StringIO())
+    (line,) = (tmp_path / "logs" / "bot.log").read_text().splitlines()
+    assert json.loads(line)["event"] == "to the file"
