@@ -28,7 +28,7 @@ import grpc
 import structlog
 from ddz.adapters import codec
 from ddz.adapters.grpc_client import error_reason
-from ddz.adapters.hand_feed import HandFeed, HandFold, entry_of
+from ddz.adapters.hand_feed import HandFeed, HandFold, deal_complete, entry_of
 from ddz.domain.hand import Bid, Command, HandState, Pass, Phase, PlayerView, view_for
 from ddz.domain.players import Player, play_of
 from ddz.v1 import rules_pb2, rules_pb2_grpc
@@ -46,6 +46,8 @@ RECHECK_AFTER = 1.0
 def seat_to_act(state: HandState) -> int | None:
     """The seat the bot plays now: the seat on turn if it is a bot seat or disconnected."""
     if state.phase not in (Phase.BIDDING, Phase.PLAYING) or not 0 <= state.turn < len(state.seats):
+        return None
+    if not deal_complete(state):
         return None
     seat = state.turn
     if state.seats[seat].is_bot or seat in state.disconnected:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 
 import grpc
 from ddz.adapters.bus import EventBus
 from ddz.adapters.grpc_server import full_service_name
 from ddz.adapters.service_db import upgrade_service_db
-from ddz.adapters.service_runner import nats_url, producer_name
+from ddz.adapters.service_runner import connect_bus, producer_name
 from ddz.adapters.store import make_engine
 from ddz.config import Settings
 from ddz.v1 import dealer_pb2, dealer_pb2_grpc
@@ -29,9 +30,8 @@ class DealerApp:
         self.servicer: DealerServicer | None = None
 
     async def start(self) -> None:
-        upgrade_service_db(self.engine)
-        self.bus = await EventBus.connect(nats_url(self.settings), name=NAME)
-        await self.bus.ensure_stream()
+        await asyncio.to_thread(upgrade_service_db, self.engine)
+        self.bus = await connect_bus(self.settings, NAME)
         self.servicer = DealerServicer(self.bus, SeedVault(self.engine), producer_name(NAME))
 
     def add_to_server(self, server: grpc.aio.Server) -> None:

@@ -17,6 +17,7 @@ from ddz.adapters import codec, hand_stream
 from ddz.adapters.bus import EventBus
 from ddz.adapters.grpc_server import abort
 from ddz.domain.hand import HandState, Rejection, RejectReason, StartHand, decide
+from ddz.domain.hand.events import HandStarted
 from ddz.domain.ruleset import ruleset_for
 from ddz.domain.settlement import RoomSettings
 from ddz.domain.shuffle import SEED_BYTES
@@ -54,6 +55,8 @@ class DealerServicer(dealer_pb2_grpc.DealerServiceServicer):
                 context, grpc.StatusCode.ALREADY_EXISTS, "VERSION_CONFLICT",
                 f"hand {hand_id} was dealt before",
             )  # fmt: skip
+        if request.request_id:
+            structlog.contextvars.bind_contextvars(request_id=request.request_id)
         request_id = request.request_id or str(uuid.uuid4())
         try:
             cursor, published = await hand_stream.publish(
@@ -68,10 +71,11 @@ class DealerServicer(dealer_pb2_grpc.DealerServiceServicer):
                 f"hand {hand_id} already has events",
             )  # fmt: skip
         started = decision[0]
+        assert isinstance(started, HandStarted)  # what StartHand always decides first
         log.info("hand_dealt", hand_id=hand_id, version=cursor.version, rules=command.rules.name)
         return dealer_pb2.DealResponse(
             hand_id=hand_id,
-            commitment=getattr(started, "commitment", ""),
+            commitment=started.commitment,
             version=cursor.version,
             events=[codec.parse_envelope(p.envelope) for p in published if not p.hidden],
         )

@@ -9,11 +9,12 @@ import grpc
 import structlog
 from ddz.adapters.bus import EventBus
 from ddz.adapters.grpc_server import full_service_name
-from ddz.adapters.service_runner import nats_url
+from ddz.adapters.service_runner import connect_bus
 from ddz.adapters.store import SqlRecorder, create_store
 from ddz.config import Settings
-from ddz.v1 import recorder_pb2, recorder_pb2_grpc
+from ddz.v1 import audit_pb2, audit_pb2_grpc, recorder_pb2, recorder_pb2_grpc
 
+from .audit_servicer import AuditServicer
 from .consumer import StoreConsumer
 from .servicer import RecorderServicer
 
@@ -23,7 +24,10 @@ log = structlog.get_logger("ddz.recorder")
 
 
 class RecorderApp:
-    full_names: Sequence[str] = (full_service_name(recorder_pb2, "RecorderService"),)
+    full_names: Sequence[str] = (
+        full_service_name(recorder_pb2, "RecorderService"),
+        full_service_name(audit_pb2, "AuditService"),
+    )
 
     def __init__(self, settings: Settings, durable: str, sign_heads: bool) -> None:
         self.settings = settings
@@ -35,8 +39,7 @@ class RecorderApp:
 
     async def start(self) -> None:
         self.store = await asyncio.to_thread(create_store, self.settings.database_url, upgrade=True)
-        self.bus = await EventBus.connect(nats_url(self.settings), name=NAME)
-        await self.bus.ensure_stream()
+        self.bus = await connect_bus(self.settings, NAME)
         self.consumer = StoreConsumer(
             self.bus, self.store, self.durable,
             sign_head=self._sign_head if self.sign_heads else None,
@@ -55,6 +58,11 @@ class RecorderApp:
         recorder_pb2_grpc.add_RecorderServiceServicer_to_server(  # type: ignore[no-untyped-call]
             RecorderServicer(self.store), server
         )
+        audit = AuditServicer(
+            self.store, self.settings.database_url,
+            self.settings.require_audit_key(), self.settings.audit_key_id,
+        )  # fmt: skip
+        audit_pb2_grpc.add_AuditServiceServicer_to_server(audit, server)  # type: ignore[no-untyped-call]
 
     async def close(self) -> None:
         if self.consumer is not None:

@@ -8,7 +8,7 @@ import grpc
 from ddz.adapters.bus import EventBus
 from ddz.adapters.grpc_client import make_channel
 from ddz.adapters.grpc_server import full_service_name
-from ddz.adapters.service_runner import nats_url, producer_name
+from ddz.adapters.service_runner import connect_bus, producer_name
 from ddz.config import Settings
 from ddz.v1 import dealer_pb2_grpc, rules_pb2, rules_pb2_grpc
 
@@ -28,8 +28,7 @@ class RulesApp:
         self.servicer: RulesServicer | None = None
 
     async def start(self) -> None:
-        self.bus = await EventBus.connect(nats_url(self.settings), name=NAME)
-        await self.bus.ensure_stream()
+        self.bus = await connect_bus(self.settings, NAME)
         self.channel = make_channel(self.settings, "dealer", target=self.dealer_target)
         dealer = dealer_pb2_grpc.DealerServiceStub(self.channel)  # type: ignore[no-untyped-call]
         self.servicer = RulesServicer(self.bus, dealer, producer_name(NAME))

@@ -70,6 +70,8 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
     ) -> rules_pb2.DecideResponse:
         hand_id = request.hand_id
         command = await _command(request, context)
+        if request.request_id:  # the caller's own id wins over the metadata's
+            structlog.contextvars.bind_contextvars(request_id=request.request_id)
         request_id = (
             request.request_id
             or structlog.contextvars.get_contextvars().get("request_id")
@@ -105,19 +107,20 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
                 self.cache.drop(hand_id)  # part may be out: rebuild from the bus next time
                 raise
             self._advance(hand_id, hand, cursor, codec.hand_events(recorded))
-        accepted = not isinstance(decision, Rejection)
-        log.info(
+        refused = decision if isinstance(decision, Rejection) else None
+        # One line per refusal at INFO; accepted commands are in the event store anyway.
+        (log.info if refused else log.debug)(
             "decided",
             seat=request.seat,
             command=codec.command_type(command),
-            accepted=accepted,
-            reason=None if accepted else decision.code.value,  # type: ignore[union-attr]
+            accepted=refused is None,
+            reason=refused.code.value if refused else None,
             version=cursor.version,
         )
         return rules_pb2.DecideResponse(
-            accepted=accepted,
-            reason="" if not isinstance(decision, Rejection) else decision.code.value,
-            message="" if not isinstance(decision, Rejection) else decision.message,
+            accepted=refused is None,
+            reason=refused.code.value if refused else "",
+            message=refused.message if refused else "",
             version=cursor.version,
             events=[codec.parse_envelope(p.envelope) for p in published if not p.hidden],
         )

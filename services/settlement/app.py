@@ -10,7 +10,7 @@ from ddz.adapters.bus import EventBus
 from ddz.adapters.grpc_server import full_service_name
 from ddz.adapters.service_db import upgrade_service_db
 from ddz.adapters.service_db.balances import BalanceProjection
-from ddz.adapters.service_runner import nats_url
+from ddz.adapters.service_runner import connect_bus
 from ddz.adapters.store import SqlRecorder, make_engine
 from ddz.config import Settings
 from ddz.v1 import settlement_pb2, settlement_pb2_grpc
@@ -34,8 +34,7 @@ class SettlementApp:
 
     async def start(self) -> None:
         await asyncio.to_thread(upgrade_service_db, self.engine)
-        self.bus = await EventBus.connect(nats_url(self.settings), name=NAME)
-        await self.bus.ensure_stream()
+        self.bus = await connect_bus(self.settings, NAME)
         self.consumer = SettlementConsumer(self.bus, self.projection, SqlRecorder(self.engine))
         await self.consumer.start(self.durable)
 

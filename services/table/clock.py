@@ -15,7 +15,7 @@ import contextlib
 from collections.abc import Awaitable, Callable
 
 import structlog
-from ddz.adapters.hand_feed import HandFold
+from ddz.adapters.hand_feed import HandFold, deal_complete
 from ddz.domain.hand import Phase
 
 log = structlog.get_logger("ddz.table.clock")
@@ -30,7 +30,7 @@ def human_on_turn(fold: HandFold) -> int | None:
     if state.phase not in (Phase.BIDDING, Phase.PLAYING) or not 0 <= state.turn < len(state.seats):
         return None
     seat = state.turn
-    if state.seats[seat].is_bot or seat in state.disconnected:
+    if state.seats[seat].is_bot or seat in state.disconnected or not deal_complete(state):
         return None
     return seat
 

@@ -154,11 +154,13 @@ class TableServicer(table_pb2_grpc.TableServiceServicer):
             )
             if first_bidder is not None:
                 deal.first_bidder = first_bidder
+            # Known as this table's before its first event can arrive (turn deadlines).
+            self.tables.add_hand(table, hand_id)
             try:
                 dealt: dealer_pb2.DealResponse = await self.dealer.Deal(deal)
             except grpc.aio.AioRpcError as exc:
+                self.tables.drop_hand(table, hand_id)
                 await _forward(context, "dealer", exc)
-            self.tables.add_hand(table, hand_id)
         await self._learn(hand_id, dealt.events)
         log.info("hand_started", table_id=table.table_id, hand_id=hand_id,
                  first_bidder=first_bidder)  # fmt: skip

@@ -86,6 +86,12 @@ class Tables:
         table.hand_ids.append(hand_id)
         self._by_hand[hand_id] = table
 
+    def drop_hand(self, table: Table, hand_id: str) -> None:
+        """Forget a hand the dealer did not deal."""
+        if hand_id in table.hand_ids:
+            table.hand_ids.remove(hand_id)
+        self._by_hand.pop(hand_id, None)
+
     def table_of(self, hand_id: str) -> Table | None:
         """The table a hand was dealt at (hands dealt by this instance only)."""
         return self._by_hand.get(hand_id)

@@ -74,11 +74,15 @@ class Suite:
     bus: EventBus
     services: dict[str, RunningService]
     channels: list[grpc.aio.Channel] = field(default_factory=list)
+    _channels: dict[str, grpc.aio.Channel] = field(default_factory=dict)
 
     def channel(self, name: str) -> grpc.aio.Channel:
-        channel = make_channel(self.settings, target=f"127.0.0.1:{self.services[name].port}")
-        self.channels.append(channel)
-        return channel
+        """One channel per running service (a restarted one gets a new channel)."""
+        target = f"127.0.0.1:{self.services[name].port}"
+        if target not in self._channels:
+            self._channels[target] = make_channel(self.settings, target=target)
+            self.channels.append(self._channels[target])
+        return self._channels[target]
 
     @property
     def dealer(self) -> dealer_pb2_grpc.DealerServiceStub:
@@ -119,8 +123,8 @@ async def suite(
     bus: EventBus, nats_server: NatsServer, database_url: str, tmp_path: Path
 ) -> AsyncIterator[Suite]:
     """A fresh DDZ stream (the ``bus`` fixture) and the four core services."""
-    settings = suite_settings(tmp_path, database_url, nats_server.url)
-    services: dict[str, RunningService] = {}
+    running = Suite(suite_settings(tmp_path, database_url, nats_server.url), bus, {})
+    services, settings = running.services, running.settings
     try:
         services["dealer"] = await start_service("dealer", settings, port=0)
         services["rules"] = await start_service(
@@ -128,10 +132,9 @@ async def suite(
         )
         services["recorder"] = await start_service("recorder", settings, port=0)
         services["settlement"] = await start_service("settlement", settings, port=0)
-        running = Suite(settings, bus, services)
         yield running
     finally:
-        for channel in locals().get("running", Suite(settings, bus, {})).channels:
+        for channel in running.channels:
             await channel.close()
         for service in reversed(services.values()):
             await service.stop(grace=0.5)
@@ -270,6 +273,32 @@ async def test_full_hand_of_every_variant_is_stored_in_order_exactly_once(
     for seat, player in enumerate(PLAYERS):
         balance = await settlement.GetBalance(settlement_pb2.GetBalanceRequest(player_id=player))
         assert (balance.balance, balance.hands) == (final.ledger.deltas[seat], 1)
+
+
+async def test_concurrent_hands_are_each_stored_in_order(suite: Suite) -> None:
+    """Hands of every variant at once: the recorder's batches mix streams, and each
+    stream is still stored complete and in order; balances add up over the hands."""
+    hand_ids = {variant: f"many-{variant}-{uuid.uuid4().hex[:6]}" for variant in VARIANTS}
+    drivers = await asyncio.gather(
+        *(play_hand(suite, variant, hand_id, seed=99) for variant, hand_id in hand_ids.items())
+    )
+    totals = dict.fromkeys(PLAYERS, 0)
+    for driver in drivers:
+        on_bus, _ = await hand_stream.read(suite.bus, driver.hand_id)
+        stored = await stored_complete(suite, driver.hand_id)
+        assert [s.envelope for s in stored] == [e.data for e in on_bus]
+        assert driver.state.ledger is not None
+        for seat, player in enumerate(PLAYERS):
+            totals[player] += driver.state.ledger.deltas[seat]
+    settlement = suite.settlement
+    for driver in drivers:
+        await eventually(lambda hand_id=driver.hand_id: _ledger(settlement, hand_id))
+    for player, total in totals.items():
+        balance = await settlement.GetBalance(settlement_pb2.GetBalanceRequest(player_id=player))
+        assert (balance.balance, balance.hands) == (total, len(VARIANTS))
+    listed = await settlement.ListLedgers(settlement_pb2.ListLedgersRequest(player_id="bob"))
+    assert sorted(ledger.hand.hand_id for ledger in listed.ledgers) == sorted(hand_ids.values())
+    assert all(ledger.seat == 1 for ledger in listed.ledgers)
 
 
 async def _if_length(coro: Awaitable[list[Any]], n: int) -> list[Any] | None:
@@ -516,7 +545,8 @@ def test_a_service_process_serves_until_sigterm_then_exits_cleanly(
         command = [sys.executable, "-m", "ddz.entrypoints.cli", *command[1:]]
     process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        assert wait_serving(f"127.0.0.1:{port}", "ddz.v1.SettlementService", timeout=30)
+        serving = wait_serving(process, f"127.0.0.1:{port}", "ddz.v1.SettlementService", 30)
+        assert serving, process.stderr.read().decode() if process.stderr else ""
         process.send_signal(signal.SIGTERM)
         _, stderr = process.communicate(timeout=30)
     finally:
@@ -547,11 +577,14 @@ def free_port() -> int:
         return port
 
 
-def wait_serving(target: str, service: str, timeout: float) -> bool:
+def wait_serving(
+    process: subprocess.Popen[bytes], target: str, service: str, timeout: float
+) -> bool:
+    """True once ``service`` reports SERVING; False if the process exits or time runs out."""
     deadline = time.monotonic() + timeout
     with grpc.insecure_channel(target) as channel:
         stub = health_pb2_grpc.HealthStub(channel)
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline and process.poll() is None:
             try:
                 status = stub.Check(health_pb2.HealthCheckRequest(service=service), timeout=1)
                 if status.status == health_pb2.HealthCheckResponse.SERVING:

@@ -199,10 +199,9 @@ async def play_seat(
     seat: int,
     *,
     before_bid: Callable[[table_pb2.PlayerView], Any] | None = None,
-    act_from: int = 0,
 ) -> list[table_pb2.WatchHandResponse]:
-    """Watch ``seat`` to the end of the hand, acting whenever it is its turn (from
-    position ``act_from`` on); returns every update the stream sent."""
+    """Watch ``seat`` to the end of the hand, acting whenever it is its turn; returns
+    every update the stream sent."""
     updates: list[table_pb2.WatchHandResponse] = []
     stream = suite.table.WatchHand(
         table_pb2.WatchHandRequest(hand_id=hand_id, seat=seat), timeout=HAND_TIMEOUT
@@ -210,9 +209,11 @@ async def play_seat(
     async for update in stream:
         updates.append(update)
         view = update.view
-        live = update.position >= view.version and view.phase != ENDED
-        if not (live and view.my_turn and update.position >= act_from):
+        if view.phase == ENDED or not view.my_turn:
             continue
+        now = await suite.table.GetView(table_pb2.GetViewRequest(hand_id=hand_id, seat=seat))
+        if now.view.version != update.position:
+            continue  # a replayed or stale update: act on the newest one only
         if before_bid is not None and view.phase == BIDDING:
             await before_bid(view)
             before_bid = None

@@ -20,6 +20,7 @@ Decoding is strict: stored bytes that do not make a valid domain value raise
 from __future__ import annotations
 
 import datetime as dt
+import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -891,7 +892,10 @@ def envelope_for(
         payload=payload,
         content_type=CONTENT_TYPE.format(message_name(type_)),
     )
-    envelope.occurred_at.FromDatetime(occurred_at or dt.datetime.now(dt.UTC))
+    if occurred_at is None:
+        envelope.occurred_at.FromNanoseconds(time.time_ns())
+    else:
+        envelope.occurred_at.FromDatetime(occurred_at)
     data: bytes = envelope.SerializeToString()
     return data
 

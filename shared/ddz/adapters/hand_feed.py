@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import nats.errors
+import nats.js.errors
 import structlog
 from nats.aio.msg import Msg
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
@@ -31,6 +32,7 @@ from ddz.adapters import hand_stream
 from ddz.adapters.bus import ALL_SUBJECTS, Delivery, EventBus, Reject, stream_parts
 from ddz.adapters.codec import CodecError, CommandRejected, Recorded, decode_event, parse_envelope
 from ddz.domain.hand import HandState, Phase, evolve
+from ddz.domain.ruleset import WildcardDraw
 from ddz.v1 import envelope_pb2
 
 log = structlog.get_logger("ddz.hand_feed")
@@ -111,6 +113,20 @@ class HandFold:
                     self.changed.wait_for(lambda: self.version >= version), timeout
                 )
         return self.version >= version
+
+
+def deal_complete(state: HandState) -> bool:
+    """Whether every event of the deal is in. A deal is several events published one
+    after another (by the dealer, or by the rules for a re-deal): the cards, then the
+    draws due before bidding (§5) and the hands shown before the deal (§6). Until the
+    last is in, a bid would race the deal's writer for the hand's next version."""
+    if state.phase is not Phase.BIDDING:
+        return True
+    due = sum(1 for draw in state.rules.wildcard_draws if draw is WildcardDraw.BEFORE_BIDDING)
+    if len(state.wild) < due:
+        return False
+    shown = {event.seat for event in state.shown if event.when == "before_deal"}
+    return set(state.show_before_deal) <= shown
 
 
 def entry_of(envelope: envelope_pb2.EventEnvelope) -> Entry:
@@ -212,7 +228,14 @@ class HandFeed:
             ack_wait=30.0,
             max_ack_pending=20_000,
         )
-        await self.bus.js.add_consumer(self.bus.stream, config)
+        try:
+            await self.bus.js.add_consumer(self.bus.stream, config)
+        except nats.js.errors.APIError as exc:
+            # An older consumer of this name with settings that cannot be changed in
+            # place (e.g. a pull consumer): the fold is rebuilt from the bus anyway.
+            log.warning("consumer_recreated", durable=durable, error=exc.description)
+            await self.bus.js.delete_consumer(self.bus.stream, durable)
+            await self.bus.js.add_consumer(self.bus.stream, config)
         self._ack_every = ack_every
         self._subscription = await self.bus.js.subscribe_bind(
             stream=self.bus.stream, config=config, consumer=durable,

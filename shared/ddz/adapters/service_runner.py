@@ -29,11 +29,13 @@ import grpc
 import nats.errors
 import structlog
 
+from ddz.adapters.bus import EventBus
 from ddz.adapters.grpc_server import RunningServer, serve, start_server
 from ddz.adapters.logging import configure_logging
 from ddz.config import SERVICE_PORTS, Settings
 
 DEFAULT_NATS_URL = "nats://127.0.0.1:4222"
+NATS_CONNECT_TIMEOUT = 30.0  # seconds a starting service waits for NATS
 
 log = structlog.get_logger("ddz.service")
 
@@ -59,6 +61,28 @@ Factory = Callable[..., Awaitable[Service]]
 def nats_url(settings: Settings) -> str:
     """``DDZ_NATS_URL``, or the default local server when it is not set."""
     return settings.nats_url or DEFAULT_NATS_URL
+
+
+async def connect_bus(settings: Settings, service: str) -> EventBus:
+    """The service's NATS connection with the ``DDZ`` stream ensured.
+
+    Waits up to ``NATS_CONNECT_TIMEOUT`` for the server (it may be starting beside us),
+    then fails with one clear ``OSError``; once connected, reconnects forever. NATS
+    client errors are logged as one line each, without a traceback per retry.
+    """
+    url = nats_url(settings)
+
+    async def on_error(exc: Exception) -> None:
+        log.warning("nats_error", service=service, error=str(exc) or type(exc).__name__)
+
+    try:
+        bus = await asyncio.wait_for(
+            EventBus.connect(url, name=service, error_cb=on_error), NATS_CONNECT_TIMEOUT
+        )
+    except (TimeoutError, nats.errors.Error, OSError) as exc:
+        raise OSError(f"cannot reach NATS at {url} ({exc or type(exc).__name__})") from None
+    await bus.ensure_stream()
+    return bus
 
 
 def producer_name(service: str) -> str:

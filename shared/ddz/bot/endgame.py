@@ -44,8 +44,13 @@ class Found:
 
 
 MOVES_PER_NODE = 4
-"""Listing this many legal moves costs about one searched node (wildcard hands list
-many), so the node budget bounds the work, not only the tree."""
+MISS_NODES = 4
+"""Listing a hand's legal moves costs about ``MISS_NODES`` searched nodes plus one per
+``MOVES_PER_NODE`` moves (wildcard hands list many), so the node budget bounds the
+work, not only the tree."""
+
+MIN_SAMPLES = 3
+"""A search that cannot finish this many sampled deals within budget gives up."""
 
 
 class _OutOfBudget(Exception):
@@ -104,7 +109,10 @@ class Endgame:
                 for move in roots:
                     results.append(self._after(sit, hands, move, landlord, table))
             except _OutOfBudget:
-                continue
+                # the position is too big for the budget: later deals would be too
+                if done < MIN_SAMPLES:
+                    return None
+                break
             if self._late():
                 break
             done += 1
@@ -113,9 +121,7 @@ class Endgame:
         if done == 0:
             return None
         preferred = self.policy.choose(sit, legal)
-        pref_index = next(
-            (i for i, m in enumerate(roots) if _same(m, preferred)), None
-        )
+        pref_index = next((i for i, m in enumerate(roots) if _same(m, preferred)), None)
         best = max(range(len(roots)), key=lambda i: wins[i])
         if pref_index is not None and wins[pref_index] >= wins[best]:
             best = pref_index
@@ -176,8 +182,14 @@ class Endgame:
         if move.reading.is_bomb:
             allow = _spend(allow, seat)
         return self._solve(
-            _put(codes, seat, left), (seat + 1) % 3, self._trick_of(move.reading), seat, 0,
-            allow, landlord, table,
+            _put(codes, seat, left),
+            (seat + 1) % 3,
+            self._trick_of(move.reading),
+            seat,
+            0,
+            allow,
+            landlord,
+            table,
         )
 
     def _trick_of(self, reading: Reading) -> _Trick:
@@ -214,9 +226,7 @@ class Endgame:
             nxt = (turn + 1) % 3
             for played, left, bomb in options:
                 a = _spend(allow, turn) if bomb else allow
-                out = self._solve(
-                    _put(hands, turn, left), nxt, played, turn, 0, a, landlord, table
-                )
+                out = self._solve(_put(hands, turn, left), nxt, played, turn, 0, a, landlord, table)
                 if out == want:
                     result = want
                     break
@@ -241,13 +251,11 @@ class Endgame:
         if hit is not None:
             return hit
         moves = legal_moves(_decode(hand), self.rules, self.wild, trick[1] if trick else None)
-        self.nodes += len(moves) // MOVES_PER_NODE  # listing moves is work too
+        self.nodes += MISS_NODES + len(moves) // MOVES_PER_NODE  # listing moves is work too
         if no_bombs:
             moves = [m for m in moves if not m.reading.is_bomb]
         moves = sorted(self.policy.prune(moves, keep=2), key=lambda m: -m.reading.size)
-        out = [
-            (self._trick_of(m.reading), hand - _code(m.cards), m.reading.is_bomb) for m in moves
-        ]
+        out = [(self._trick_of(m.reading), hand - _code(m.cards), m.reading.is_bomb) for m in moves]
         out.sort(key=lambda t: t[1] != 0)
         self._moves[key] = out
         return out

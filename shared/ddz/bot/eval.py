@@ -284,7 +284,9 @@ def run_eval(
                 if (s == landlord) == bot_landlord:
                     players.append(bot)
                 else:
-                    players.append(make_opponent(opponent, random.Random(f"{seed}/{deal}/{tag}/{s}")))
+                    players.append(
+                        make_opponent(opponent, random.Random(f"{seed}/{deal}/{tag}/{s}"))
+                    )
             state = play_fixed(rules, room, players, hand_seed, landlord, f"eval-{deal}-{tag}")
             report.games.append(_game(state, deal, landlord, bot_landlord))
         if on_deal is not None:
@@ -327,11 +329,13 @@ class BiddingReport:
             "opponent": self.opponent,
             "seed": self.seed,
         }
+        seats: dict[str, Any] = {}
+        out["seat"] = seats
         for who in ("bot", "opponent"):
             n = self.landlord[who]
             k = self.landlord_wins[who]
             mean, lo, hi = mean_ci(self.points[who])
-            out[who] = {
+            seats[who] = {
                 "landlord_rate": round(n / self.deals, 4),
                 "landlord_rate_ci": [round(x, 4) for x in wilson(n, self.deals)],
                 "landlord_wp": round(k / n, 4) if n else None,

@@ -36,6 +36,10 @@ _KICKER_MAX = int(Rank.ACE)
 
 _NEG = float("-inf")
 
+WILDS_PER_CHAIN = 2
+"""Most wildcards one planned chain may use: more is rarely worth it (four wildcards
+are a bomb) and the search grows fast with them."""
+
 
 def rank_value(rank: int) -> float:
     """Worth of a single/pair/triple by its rank: ``3`` is -7, ``A`` 4, ``R`` 7."""
@@ -185,7 +189,7 @@ class Planner:
                     break
                 deficit += width - have if have < width else 0
                 natural += have if have < width else width
-                if deficit > w:
+                if deficit > w or deficit > WILDS_PER_CHAIN:
                     break
                 if top - j + 1 >= min_len and natural > deficit:
                     part, rest, used = self._take_chain(c, j, top, width, kind)
@@ -258,7 +262,9 @@ class Planner:
             for items, allowed in ((singles, self.plane_singles), (pairs, self.plane_pairs)):
                 if not allowed:
                     continue
-                free = [r for r in items if r <= _KICKER_MAX and r not in inside and r not in absorbed]
+                free = [
+                    r for r in items if r <= _KICKER_MAX and r not in inside and r not in absorbed
+                ]
                 if len(free) >= plane.length:
                     for r in free[: plane.length]:
                         absorbed[r] = -1
@@ -276,6 +282,7 @@ class Planner:
         for r in pairs:
             if r not in absorbed:
                 total += rank_value(r) - TURN_COST
+        result: tuple[float, _Lend]
         if w == 0:
             result = (total, ())
             self._leaf_memo[key] = result
@@ -329,7 +336,8 @@ class Planner:
         free = [
             r
             for r in sorted(singles + pairs)
-            if r <= _KICKER_MAX and r not in absorbed
+            if r <= _KICKER_MAX
+            and r not in absorbed
             and ((r in singles and self.triple_single) or (r in pairs and self.triple_pair))
         ]
 
@@ -348,8 +356,9 @@ class Planner:
         for r in triples:
             lost = TURN_COST - rank_value(carried[r]) if r in carried else 0.0
             if 4 in self.bomb_sizes:
-                options.append([(1, self.bomb_value(self.soft_tier.get(4, 0), r)
-                                 - rank_value(r) - lost, r)])
+                options.append(
+                    [(1, self.bomb_value(self.soft_tier.get(4, 0), r) - rank_value(r) - lost, r)]
+                )
         for r in pairs[:3]:
             opts = [(1, rank_value(r) + carry_gain(r) - TURN_COST - contrib(r), r)]
             if 4 in self.bomb_sizes and w >= 2:
@@ -365,10 +374,12 @@ class Planner:
                 options.append(opts)
         for r, n in bombs:
             if n + 1 in self.bomb_sizes:
-                options.append([(1, self._bomb_part_value(r, n + 1, 1)
-                                 - self._bomb_part_value(r, n, 0), r)])
+                options.append(
+                    [(1, self._bomb_part_value(r, n + 1, 1) - self._bomb_part_value(r, n, 0), r)]
+                )
         # best[k]: (gain, loans) using exactly k wildcards
-        best: list[tuple[float, _Lend]] = [(0.0, ())] + [(_NEG, ())] * w
+        none: _Lend = ()
+        best: list[tuple[float, _Lend]] = [(0.0, none)] + [(_NEG, none)] * w
         for opts in options:
             nxt = list(best)
             for k in range(w + 1):
@@ -379,7 +390,7 @@ class Planner:
                     if k + cost <= w and g0 + gain > nxt[k + cost][0]:
                         nxt[k + cost] = (g0 + gain, (*loans, (r, cost)))
             best = nxt
-        top = (_NEG, ())
+        top: tuple[float, _Lend] = (_NEG, none)
         for k in range(w + 1):
             gain, loans = best[k]
             if gain == _NEG:
@@ -422,8 +433,16 @@ class Planner:
             if n >= 4:
                 size = n if n in self.bomb_sizes else max(s for s in self.bomb_sizes if s < n)
                 kind = ComboType.SKY_BOMB if size in self.sky_sizes else ComboType.BOMB
-                parts.append(Part(kind, r, 1, ((r, size),), (r,) * min(subs[r], size),
-                                  value=self._bomb_part_value(r, size, subs[r])))
+                parts.append(
+                    Part(
+                        kind,
+                        r,
+                        1,
+                        ((r, size),),
+                        (r,) * min(subs[r], size),
+                        value=self._bomb_part_value(r, size, subs[r]),
+                    )
+                )
                 n -= size
                 subs[r] = max(0, subs[r] - size)
             if n:
@@ -431,8 +450,15 @@ class Planner:
         b, rj = c[_B], c[_R]
         if self.rocket_each and b >= self.rocket_each and rj >= self.rocket_each:
             e = self.rocket_each
-            parts.append(Part(ComboType.ROCKET, _R, 1, ((_B, e), (_R, e)),
-                              value=self.bomb_value(self.rocket_tier, _R)))
+            parts.append(
+                Part(
+                    ComboType.ROCKET,
+                    _R,
+                    1,
+                    ((_B, e), (_R, e)),
+                    value=self.bomb_value(self.rocket_tier, _R),
+                )
+            )
             b -= e
             rj -= e
         for r, n in ((_B, b), (_R, rj)):
@@ -450,15 +476,28 @@ class Planner:
             ):
                 if not allowed:
                     continue
-                free = [r for r in items if r <= _KICKER_MAX and r not in inside
-                        and r not in absorbed and r in natural_items]
+                free = [
+                    r
+                    for r in items
+                    if r <= _KICKER_MAX
+                    and r not in inside
+                    and r not in absorbed
+                    and r in natural_items
+                ]
                 if len(free) >= plane.length:
                     wings = free[: plane.length]
                     for r in wings:
                         absorbed[r] = -1
                     n = 1 if kind is ComboType.PLANE_SINGLES else 2
-                    done = Part(kind, plane.main, plane.length, plane.ranks, plane.subs,
-                                kickers=tuple((r, n) for r in wings), value=plane.value)
+                    done = Part(
+                        kind,
+                        plane.main,
+                        plane.length,
+                        plane.ranks,
+                        plane.subs,
+                        kickers=tuple((r, n) for r in wings),
+                        value=plane.value,
+                    )
                     break
             parts.append(done)
         nat_singles = [r for r in singles if r in natural_items]
@@ -472,13 +511,15 @@ class Planner:
             absorbed[k] = t
             n = 1 if k in nat_singles else 2
             kind = ComboType.TRIPLE_SINGLE if n == 1 else ComboType.TRIPLE_PAIR
-            parts.append(Part(kind, t, 1, ((t, 3),), tsubs, kickers=((k, n),),
-                              value=rank_value(t)))
+            parts.append(Part(kind, t, 1, ((t, 3),), tsubs, kickers=((k, n),), value=rank_value(t)))
         for r in sorted(singles + pairs):
             if r in absorbed:
                 continue
-            n = counts[r] if counts[r] < 4 else counts[r] - max(
-                s for s in self.bomb_sizes if s <= counts[r])
+            n = (
+                counts[r]
+                if counts[r] < 4
+                else counts[r] - max(s for s in self.bomb_sizes if s <= counts[r])
+            )
             kind = ComboType.SINGLE if n == 1 else ComboType.PAIR
             parts.append(Part(kind, r, 1, ((r, n),), (r,) * subs[r], value=rank_value(r)))
         parts.extend(self._kept_parts(kept))
@@ -488,13 +529,24 @@ class Planner:
         wild = self.wild_ranks[-1] if self.wild_ranks else _TWO
         parts = []
         if kept >= 4 and 4 in self.bomb_sizes:
-            parts.append(Part(ComboType.BOMB, wild, 1, ((wild, 4),),
-                              value=self.bomb_value(self.pure_tier, wild), natural_wild=True))
+            parts.append(
+                Part(
+                    ComboType.BOMB,
+                    wild,
+                    1,
+                    ((wild, 4),),
+                    value=self.bomb_value(self.pure_tier, wild),
+                    natural_wild=True,
+                )
+            )
             kept -= 4
         if kept:
             kind = {1: ComboType.SINGLE, 2: ComboType.PAIR, 3: ComboType.TRIPLE}[min(kept, 3)]
-            parts.append(Part(kind, wild, 1, ((wild, kept),), value=rank_value(wild) + 1.0,
-                              natural_wild=True))
+            parts.append(
+                Part(
+                    kind, wild, 1, ((wild, kept),), value=rank_value(wild) + 1.0, natural_wild=True
+                )
+            )
         return parts
 
 

@@ -21,7 +21,7 @@ from ddz.domain.moves import Move
 from ddz.domain.players import play_of
 from ddz.domain.ruleset import RuleSet
 
-from .bidding import BidCurve, choose_bid, wants_show
+from .bidding import BidCurve, Bidder
 from .endgame import Endgame
 from .plan import Planner
 from .policy import Policy, Weights
@@ -51,13 +51,13 @@ class Bot:
         seed: int | str | bytes = 0,
         *,
         budget: Budget = Budget(),
-        weights: Weights = Weights(),
-        curve: BidCurve = BidCurve(),
+        weights: Weights | None = None,
+        curve: BidCurve | None = None,
     ) -> None:
         self.seed = seed if isinstance(seed, bytes) else str(seed).encode()
         self.budget = budget
-        self.weights = weights
-        self.curve = curve
+        self.weights = weights or Weights()
+        self.bidder = Bidder(self.seed, curve)
         self._policies: dict[tuple[RuleSet, tuple[int, ...]], Policy] = {}
 
     # -- the Player interface ---------------------------------------------------------
@@ -67,14 +67,14 @@ class Bot:
         rng = self._rng(view)
         policy = self._policy(view)
         if view.phase is Phase.BIDDING:
-            if view.can_show and wants_show(view, policy.planner, rng, self.curve):
+            if view.can_show and self.bidder.show(view, policy.planner):
                 return ShowCards(view.seat)
-            return choose_bid(view, policy.planner, rng, self.curve)
+            return self.bidder.bid(view, policy.planner)
         if (
             view.can_show
             and view.landlord == view.seat
             and not any(view.plays_made)
-            and wants_show(view, policy.planner, rng, self.curve)
+            and self.bidder.show(view, policy.planner)
         ):
             return ShowCards(view.seat)
         move = self.choose_move(view, rng)

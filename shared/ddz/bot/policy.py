@@ -150,7 +150,8 @@ class Policy:
         """Among moves with the same cards, the one meant by ``part``, highest main."""
         if part is not None:
             same = [
-                m for m in options
+                m
+                for m in options
                 if m.reading.type is part.type and m.reading.length == part.length
             ]
             if same:
@@ -222,8 +223,10 @@ class Policy:
                         s -= w.block_enemy + part.value
                     elif reading.size < h.count:
                         s -= w.block_enemy / 3
-            if partner_left <= 2 and reading.size == partner_left and reading.type in (
-                ComboType.SINGLE, ComboType.PAIR
+            if (
+                partner_left <= 2
+                and reading.size == partner_left
+                and reading.type in (ComboType.SINGLE, ComboType.PAIR)
             ):
                 s += w.feed_partner - 0.5 * int(reading.main)
             return s
@@ -280,8 +283,9 @@ class Policy:
                 val += w.tempo + urgency
                 waste = w.waste_landlord if sit.is_landlord else w.waste_farmer
                 val -= lost * waste * max(0.0, rank_value(int(m.reading.main)))
-            if val > best_val or (best is not None and val == best_val
-                                  and m.reading.main < best.reading.main):
+            if val > best_val or (
+                best is not None and val == best_val and m.reading.main < best.reading.main
+            ):
                 best, best_val = m, val
         return best
 

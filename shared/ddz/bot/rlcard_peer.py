@@ -35,7 +35,7 @@ class RLCardUnavailable(RuntimeError):
     """rlcard (an optional dependency of the harness) is not installed."""
 
 
-def _load() -> tuple[Any, Any, Any]:
+def load_rlcard() -> tuple[Any, Any, Any]:
     try:
         import numpy as np
         from rlcard.games.doudizhu.utils import get_landlord_score
@@ -71,7 +71,7 @@ class RLCardRulePlayer:
     """Plays a seat with RLCard's rule agent (classic only)."""
 
     def __init__(self, rng: random.Random) -> None:
-        agent_cls, self._landlord_score, self._np = _load()
+        agent_cls, self._landlord_score, self._np = load_rlcard()
         self.agent = agent_cls()
         self.rng = rng
 

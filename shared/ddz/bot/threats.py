@@ -36,13 +36,12 @@ _SET_WIDTH = {
     ComboType.FOUR_TWO_PAIRS: 4,
 }
 
+
 def _at_least(k: int, copies: int, drawn: int, total: int) -> float:
     """P(a draw of ``drawn`` from ``total`` cards gets >= ``k`` of ``copies`` given ones)."""
     if copies < k or drawn < k:
         return 0.0
-    none_of = sum(
-        math.comb(copies, j) * math.comb(total - copies, drawn - j) for j in range(k)
-    )
+    none_of = sum(math.comb(copies, j) * math.comb(total - copies, drawn - j) for j in range(k))
     return 1.0 - none_of / math.comb(total, drawn)
 
 
@@ -111,8 +110,9 @@ class Counter:
             return False
         return self._same_type_higher(holder.cards, play)
 
-    def beat_chance(self, holder: Holder, play: Reading, hidden_total: int,
-                    sure: RankCounts | None = None) -> float:
+    def beat_chance(
+        self, holder: Holder, play: Reading, hidden_total: int, sure: RankCounts | None = None
+    ) -> float:
         """Chance that ``holder`` can beat ``play`` with a play of its type (bombs aside).
 
         A hidden holder's ``count`` cards are a random draw from the ``hidden_total``

@@ -20,12 +20,16 @@ def classify(play: RankCounts, rules: RuleSet, wild: frozenset[Rank] = frozenset
     return list(_classify(tuple(play), rules, wild))
 
 
+def _reading_only(cards: RankCounts, reading: Reading) -> Reading:
+    return reading
+
+
 @lru_cache(maxsize=1 << 16)
 def _classify(play: RankCounts, rules: RuleSet, wild: frozenset[Rank]) -> tuple[Reading, ...]:
     tb = tables_for(rules)
     held = tuple(int(w) for w in sorted(wild) if play[w])
     if held:
-        found = [reading for _, reading in wild_moves(play, tb, held, None, sum(play))]
+        found = wild_moves(play, tb, held, None, sum(play), _reading_only)
     else:
         found = natural_readings(play, tb)
     unique: dict[object, Reading] = {}

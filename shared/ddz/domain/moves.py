@@ -263,12 +263,7 @@ def legal_moves(
         _follow(natural, nm, over, out)
         _bombs(natural, nm, None, out)
     if wild_held:
-        out.extend(
-            [
-                _move(cards, reading)
-                for cards, reading in wild_moves(hand, nm.tb, tuple(wild_held), over, None)
-            ]
-        )
+        out.extend(wild_moves(hand, nm.tb, tuple(wild_held), over, None, _move))
     return out
 
 

@@ -18,7 +18,9 @@ changes the reading, so this only fixes which substitution is recorded.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from itertools import chain, combinations, product
+from typing import Generic, TypeVar
 
 from ddz.domain.cards import RankCounts
 from ddz.domain.compare import beats
@@ -39,7 +41,7 @@ _PLANES = (ComboType.PLANE_SINGLES, ComboType.PLANE_PAIRS)
 _SIMPLE = {2: ComboType.PAIR, 3: ComboType.TRIPLE}
 _SOFT = BombClass.SOFT
 
-Play = tuple[RankCounts, Reading]
+T = TypeVar("T")
 # A kicker choice: the natural kickers as counts and as ranks (one entry per card),
 # wildcards whose rank is forced (a natural card completed to a pair), free places for
 # wildcards (singles, or pairs of two wildcards), cards per free place, places the
@@ -53,19 +55,21 @@ def wild_moves(
     wild_ranks: tuple[int, ...],
     over: Reading | None,
     size: int | None,
-) -> list[Play]:
-    """Every (cards, reading) that uses at least one of the hand's wildcards: all of
-    them (``over`` None) or those that beat ``over``; all sizes or only ``size``."""
+    make: Callable[[RankCounts, Reading], T],
+) -> list[T]:
+    """``make(cards, reading)`` for every play that uses at least one of the hand's
+    wildcards: all of them (``over`` None) or those that beat ``over``; all sizes or
+    only ``size``."""
     natural = list(hand)
     for w in wild_ranks:
         natural[w] = 0
     counts = [hand[w] for w in wild_ranks]
-    out: list[Play] = []
+    out: list[T] = []
     if not sum(counts):
         return out
-    _all_wild(tb, wild_ranks, counts, over, size, out)
+    _all_wild(tb, wild_ranks, counts, over, size, make, out)
     if any(natural):
-        _Mixed(tb, natural, wild_ranks, counts, over, size, out).run()
+        _Mixed(tb, natural, wild_ranks, counts, over, size, make, out).run()
     return out
 
 
@@ -75,7 +79,8 @@ def _all_wild(
     counts: list[int],
     over: Reading | None,
     size: int | None,
-    out: list[Play],
+    make: Callable[[RankCounts, Reading], T],
+    out: list[T],
 ) -> None:
     for split in product(*(range(n + 1) for n in counts)):
         total = sum(split)
@@ -98,7 +103,7 @@ def _all_wild(
             readings.append(tb.reading(ComboType.BOMB, top, 1, 4, BombClass.MIXED, (top,) * 4))
         for reading in readings:
             if reading is not None and (over is None or beats(reading, over)):
-                out.append((cards, reading))
+                out.append(make(cards, reading))
 
 
 def _fills(
@@ -120,12 +125,17 @@ def _fills(
     return ways
 
 
+_ORDER: dict[tuple[int, ...], list[int]] = {}
+
+
 def _place(room: list[int], free: int, unit: int, preferred: tuple[int, ...]) -> list[int]:
     """Ranks for ``free`` kicker places of wildcards: their own rank where the caps allow,
     else the lowest rank that does."""
     left = list(room)
     placed: list[int] = []
-    order = list(preferred) + [r for r in range(TWO + 1) if r not in preferred]
+    order = _ORDER.get(preferred)
+    if order is None:
+        order = _ORDER[preferred] = [*preferred, *(r for r in range(TWO + 1) if r not in preferred)]
     for _ in range(free):
         for r in order:
             if left[r] > 0:
@@ -135,7 +145,7 @@ def _place(room: list[int], free: int, unit: int, preferred: tuple[int, ...]) ->
     return placed
 
 
-class _Mixed:
+class _Mixed(Generic[T]):
     """Plays of natural cards and wildcards together."""
 
     def __init__(
@@ -146,9 +156,11 @@ class _Mixed:
         counts: list[int],
         over: Reading | None,
         size: int | None,
-        out: list[Play],
+        make: Callable[[RankCounts, Reading], T],
+        out: list[T],
     ) -> None:
         self.tb = tb
+        self.make = make
         self.natural = natural
         self.wild_ranks = wild_ranks
         self.budget = sum(counts)
@@ -189,7 +201,7 @@ class _Mixed:
                 if key in self.seen:
                     continue
                 self.seen.add(key)
-            self.out.append((play, reading))
+            self.out.append(self.make(play, reading))
 
     def run(self) -> None:
         tb = self.tb
@@ -268,6 +280,10 @@ class _Mixed:
         else:
             spans = [(r, 1) for r in range(TWO + 1)]
         total = sum(natural) + self.budget
+        # Without the main-rank flag the main ranks take no kickers, so the kicker
+        # choices are the same for every split of a main part; for a triple or four
+        # they are even the same for every main rank, less those that use that rank.
+        per_type: list[list[_Kick]] | None = None
         for lo, length in spans:
             hi = lo + length
             kickers = per_rank * length
@@ -279,9 +295,24 @@ class _Mixed:
                 continue
             main = range(lo, hi)
             caps = tb.pair_caps(main, copies) if pairs else tb.single_caps(main, copies, length > 1)
-            # Without the main-rank flag the main ranks take no kickers, so the kicker
-            # choices are the same for every split of the main part.
-            shared = None if tb.kicker_of_main_rank else self.kick_choices(natural, caps, pairs, kickers)
+            shared = None
+            skip = -1
+            if tb.kicker_of_main_rank:
+                pass
+            elif length == 1:
+                if per_type is None:
+                    no_main = range(0)
+                    every = (
+                        tb.pair_caps(no_main, copies)
+                        if pairs
+                        else tb.single_caps(no_main, copies, False)
+                    )
+                    per_type = self.kick_choices(natural, every, pairs, kickers, self.budget)
+                shared = per_type
+                skip = lo
+            else:
+                spare = self.budget - min(used for _, used in fills)
+                shared = self.kick_choices(natural, caps, pairs, kickers, spare)
             for nats, used in fills:
                 subs: list[int] = []
                 for i, a in enumerate(nats):
@@ -292,14 +323,16 @@ class _Mixed:
                     rest = natural.copy()
                     for i, a in enumerate(nats):
                         rest[lo + i] -= a
-                    choices = self.kick_choices(rest, caps, pairs, kickers)
-                self.with_kickers(ctype, lo, length, size, nats, subs, caps, choices)
+                    choices = self.kick_choices(rest, caps, pairs, kickers, self.budget - used)
+                self.with_kickers(ctype, lo, length, size, nats, subs, caps, choices, skip)
 
-    def kick_choices(self, rest: list[int], caps: list[int], pairs: bool, kickers: int) -> list[_Kick]:
-        """Every legal choice of natural kickers, with the wildcards that complete it."""
+    def kick_choices(
+        self, rest: list[int], caps: list[int], pairs: bool, kickers: int, budget: int
+    ) -> list[list[_Kick]]:
+        """Every legal choice of natural kickers with the wildcards (at most ``budget``)
+        that complete it, by the number of wildcards it uses."""
         tb = self.tb
-        budget = self.budget
-        found: list[_Kick] = []
+        found: list[list[_Kick]] = [[] for _ in range(budget + 1)]
         if not pairs:
             pool: list[int] = []
             for r in range(15):
@@ -322,7 +355,7 @@ class _Mixed:
                     for r in pick:
                         counts[r] += 1
                     low = n - counts[BJ] - counts[RJ]
-                    found.append((counts, pick, (), free, 1, low, free))
+                    found[free].append((counts, pick, (), free, 1, low, free))
             return found
         # Pairs: per rank, how many pairs and how many natural cards (at least one; the
         # others are wildcards standing for that rank, never for a joker).
@@ -342,29 +375,30 @@ class _Mixed:
         forced: list[int] = []
         ranks: list[int] = []
 
-        def walk(i: int, left: int, low: int) -> None:
-            if i == len(options) or not left:
-                if left * 2 + len(forced) <= budget and (
-                    tb.jokers_as_kickers or not (BJ in ranks and RJ in ranks)
-                ):
-                    counts = [0] * 15
-                    for r in nat:
-                        counts[r] += 1
-                    found.append(
-                        (counts, tuple(nat), tuple(forced), left, 2, low, len(forced) + 2 * left)
-                    )
+        def walk(start: int, left: int, low: int) -> None:
+            # The pairs chosen so far, the ``left`` others made of two wildcards each;
+            # then each way to add one more natural-backed pair on a higher rank.
+            if left * 2 + len(forced) <= budget and (
+                tb.jokers_as_kickers or not (BJ in ranks and RJ in ranks)
+            ):
+                counts = [0] * 15
+                for r in nat:
+                    counts[r] += 1
+                wilds = len(forced) + 2 * left
+                found[wilds].append((counts, tuple(nat), tuple(forced), left, 2, low, wilds))
+            if not left:
                 return
-            walk(i + 1, left, low)
-            r, opts = options[i]
-            for u, x in opts:
-                if u <= left:
-                    nat.extend([r] * x)
-                    forced.extend([r] * (2 * u - x))
-                    ranks.append(r)
-                    walk(i + 1, left - u, low + (u if r <= TWO else 0))
-                    ranks.pop()
-                    del forced[len(forced) - (2 * u - x) :]
-                    del nat[len(nat) - x :]
+            for j in range(start, len(options)):
+                r, opts = options[j]
+                for u, x in opts:
+                    if u <= left and len(forced) + 2 * u - x <= budget:
+                        nat.extend([r] * x)
+                        forced.extend([r] * (2 * u - x))
+                        ranks.append(r)
+                        walk(j + 1, left - u, low + (u if r <= TWO else 0))
+                        ranks.pop()
+                        del forced[len(forced) - (2 * u - x) :]
+                        del nat[len(nat) - x :]
 
         walk(0, kickers, 0)
         return found
@@ -378,64 +412,66 @@ class _Mixed:
         nats: tuple[int, ...],
         subs: list[int],
         caps: list[int],
-        choices: list[_Kick],
+        choices: list[list[_Kick]],
+        skip: int,
     ) -> None:
-        """One split of a main part with every kicker choice, as plays."""
-        tb = self.tb
-        budget = self.budget
+        """One split of a main part with every kicker choice (but those with a natural
+        card of rank ``skip``), as plays."""
         hi = lo + length
         main = hi - 1
         wm = len(subs)
         main_natural = any(nats)
         room_low = sum(caps[: TWO + 1])
-        own_room = {present: sum(caps[w] for w in present) for present in self.presents}
-        readings: dict[object, Reading] = {}
-        splits = self.splits
-        overlay = tb.kicker_of_main_rank
+        overlay = self.tb.kicker_of_main_rank
+        make = self.make
         out = self.out
         seen = self.seen
-        for counts, nat, forced, free, unit, low, kick_wilds in choices:
-            k = wm + kick_wilds
-            if not k or k > budget or (not nat and not main_natural):
-                continue  # natural plays and all-wildcard plays are made elsewhere
-            if free and room_low - low < free:
-                continue
-            for split, present in splits[k]:
-                # Free wildcards take their own rank first; that rank has no natural
-                # kicker (its cards are all wild), so only an overflow depends on ``nat``.
-                if free <= own_room[present]:
-                    memo = (forced, free, present)
-                    reading = readings.get(memo)
-                    if reading is None:
-                        reading = readings[memo] = self.kicked_reading(
-                            ctype, main, length, size, subs, forced, caps, free, unit, present
-                        )
-                else:
-                    room = caps.copy()
-                    if unit == 1:
-                        for r in nat:
-                            room[r] -= 1
-                    else:
-                        for r in set(nat):
-                            room[r] -= (nat.count(r) + forced.count(r)) // 2
-                    reading = self.kicked_reading(
-                        ctype, main, length, size, subs, forced, room, free, unit, present
-                    )
-                full = counts.copy()
-                if overlay:
-                    for i, a in enumerate(nats):
-                        full[lo + i] += a
-                else:
-                    full[lo:hi] = nats
-                for w, n in split:
-                    full[w] += n
-                play = tuple(full)
-                if seen is not None:
-                    key = (play, reading.key())
-                    if key in seen:
+        for kw in range(min(len(choices) - 1, self.budget - wm) + 1):
+            bucket = choices[kw]
+            k = wm + kw
+            if not bucket or not k:
+                continue  # natural plays are made elsewhere
+            for split, present in self.splits[k]:
+                own = sum(caps[w] for w in present)
+                readings: dict[object, Reading] = {}
+                for counts, nat, forced, free, unit, low, _ in bucket:
+                    if not nat and not main_natural:
+                        continue  # all-wildcard plays are made elsewhere
+                    if skip >= 0 and counts[skip]:
                         continue
-                    seen.add(key)
-                out.append((play, reading))
+                    if free and room_low - low < free:
+                        continue
+                    if free <= own:
+                        # Free wildcards take their own rank, where no natural kicker
+                        # can be (its cards are all wild): the choice does not matter.
+                        memo = (forced, free)
+                        reading = readings.get(memo)
+                        if reading is None:
+                            reading = readings[memo] = self.kicked_reading(
+                                ctype, main, length, size, subs, forced, caps, free, unit, present
+                            )
+                    else:
+                        room = caps.copy()
+                        for r in set(nat):
+                            room[r] -= (nat.count(r) + forced.count(r)) // unit
+                        reading = self.kicked_reading(
+                            ctype, main, length, size, subs, forced, room, free, unit, present
+                        )
+                    full = counts.copy()
+                    if overlay:
+                        for i, a in enumerate(nats):
+                            full[lo + i] += a
+                    else:
+                        full[lo:hi] = nats
+                    for w, n in split:
+                        full[w] += n
+                    play = tuple(full)
+                    if seen is not None:
+                        key = (play, reading.key())
+                        if key in seen:
+                            continue
+                        seen.add(key)
+                    out.append(make(play, reading))
 
     def kicked_reading(
         self,

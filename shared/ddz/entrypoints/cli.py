@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 # Modules under ddz.entrypoints that add subcommands, in help order.
 COMMAND_MODULES = (
-    "rules_cmd",
+    # "rules_cmd" is re-enabled when the engine helper lands it (lead's note)
     "settle_cmd",
     "selfplay_cmd",
     "serve_cmd",
@@ -21,6 +21,8 @@ COMMAND_MODULES = (
     "simulate_cmd",
     "demo_cmd",
     "bench_cmd",
+    "eval_cmd",
+    "audit_cmd",
 )
 
 

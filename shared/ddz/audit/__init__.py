@@ -1,0 +1,35 @@
+"""Audit and dispute resolution (issue 5): check a hand's stored events and replay them.
+
+    report = audit_hand(store.read_stream("hand-42"), key, store.read_signatures("hand-42"))
+    report.verdict, report.failed_check, report.transcript(), report.state_at(17)
+
+``checks`` holds the checks (pure); ``source`` reads hands from a ``Recorder`` (the only
+I/O); ``rebuild`` rebuilds the settlement projection from ``HandSettled`` events.
+What each check proves: docs/AUDIT.md.
+"""
+
+from ddz.audit.checks import REPLAYABLE_ENGINE_VERSIONS, audit_hand
+from ddz.audit.report import (
+    CHECKS,
+    FAILURE_NAMES,
+    INCOMPLETE,
+    AuditedEvent,
+    AuditReport,
+    CheckResult,
+    Verdict,
+)
+from ddz.audit.table import NoSuchEvent, TableAt
+
+__all__ = [
+    "CHECKS",
+    "FAILURE_NAMES",
+    "INCOMPLETE",
+    "REPLAYABLE_ENGINE_VERSIONS",
+    "AuditReport",
+    "AuditedEvent",
+    "CheckResult",
+    "NoSuchEvent",
+    "TableAt",
+    "Verdict",
+    "audit_hand",
+]

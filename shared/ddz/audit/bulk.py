@@ -1,0 +1,206 @@
+"""``ddz audit --all``: every hand in the store, counted by verdict and failed check.
+
+Hands are audited in batches; with ``workers`` > 1 each batch goes to a worker process
+that opens its own connection to the store, reads its hands in two queries and audits
+them, so reading and replaying both use every core. Only each hand's one-line verdict
+comes back to the parent.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from ddz.adapters.store import Recorder, SqlRecorder, create_store
+from ddz.audit.checks import audit_hand
+from ddz.audit.report import FAILURE_NAMES, INCOMPLETE, AuditReport, Verdict
+from ddz.audit.source import hand_stream_ids, read_hands
+
+BATCH = 200  # hands per read and per task
+MAX_LISTED_FAILURES = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class HandVerdict:
+    hand_id: str
+    rules: str  # the recorded rule set's name ("" when it could not be read)
+    events: int
+    verdict: Verdict
+    failed_check: str | None
+    message: str
+
+    @classmethod
+    def of(cls, report: AuditReport) -> HandVerdict:
+        first = report.events[0].event if report.events else None
+        rules = getattr(getattr(first, "rules", None), "name", "")
+        return cls(
+            report.hand_id, rules, report.event_count, report.verdict, report.failed_check,
+            report.message,
+        )  # fmt: skip
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "hand_id": self.hand_id,
+            "rules": self.rules,
+            "verdict": self.verdict.value,
+            "failed_check": self.failed_check,
+            "message": self.message,
+        }
+
+
+@dataclass
+class AllReport:
+    hands: int = 0
+    clean: int = 0
+    incomplete: int = 0
+    events: int = 0
+    seconds: float = 0.0
+    workers: int = 1
+    failed_by_check: dict[str, int] = field(
+        default_factory=lambda: {name: 0 for name in FAILURE_NAMES if name != INCOMPLETE}
+    )
+    by_rules: dict[str, int] = field(default_factory=dict)
+    failures: list[HandVerdict] = field(default_factory=list)
+
+    @property
+    def failed(self) -> int:
+        return sum(self.failed_by_check.values())
+
+    @property
+    def hands_per_s(self) -> float:
+        return self.hands / self.seconds if self.seconds > 0 else 0.0
+
+    def add(self, verdict: HandVerdict) -> None:
+        self.hands += 1
+        self.events += verdict.events
+        self.by_rules[verdict.rules] = self.by_rules.get(verdict.rules, 0) + 1
+        if verdict.verdict is Verdict.CLEAN:
+            self.clean += 1
+        elif verdict.verdict is Verdict.INCOMPLETE:
+            self.incomplete += 1
+        else:
+            assert verdict.failed_check is not None
+            self.failed_by_check[verdict.failed_check] = (
+                self.failed_by_check.get(verdict.failed_check, 0) + 1
+            )
+            if len(self.failures) < MAX_LISTED_FAILURES:
+                self.failures.append(verdict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "hands": self.hands,
+            "clean": self.clean,
+            "failed": self.failed,
+            "incomplete": self.incomplete,
+            "failed_by_check": dict(self.failed_by_check),
+            "by_rules": dict(sorted(self.by_rules.items())),
+            "events": self.events,
+            "seconds": round(self.seconds, 3),
+            "hands_per_s": round(self.hands_per_s, 1),
+            "workers": self.workers,
+            "failures": [f.to_json() for f in self.failures],
+        }
+
+
+def audit_streams(
+    recorder: Recorder, stream_ids: Sequence[str], key: bytes, key_id: str
+) -> list[HandVerdict]:
+    """Audit the hands of ``stream_ids`` in this process."""
+    return [
+        HandVerdict.of(audit_hand(record.events, key, record.signatures, key_id=key_id))
+        for record in read_hands(recorder, stream_ids)
+    ]
+
+
+def _batches(items: Sequence[str], size: int) -> Iterator[Sequence[str]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+# -- worker processes: one store connection each ------------------------------------------
+
+_worker_store: SqlRecorder | None = None
+_worker_key: tuple[bytes, str] = (b"", "")
+
+
+def _init_worker(database_url: str, key: bytes, key_id: str) -> None:
+    global _worker_store, _worker_key
+    _worker_store = create_store(database_url)
+    _worker_key = (key, key_id)
+
+
+def _audit_batch(stream_ids: Sequence[str]) -> list[HandVerdict]:
+    assert _worker_store is not None, "the pool initializer did not run"
+    return audit_streams(_worker_store, stream_ids, *_worker_key)
+
+
+def _context() -> multiprocessing.context.BaseContext:
+    # fork is the cheapest start (nothing to re-import) where the platform has it
+    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+    return multiprocessing.get_context(method)
+
+
+def default_workers() -> int:
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)
+
+
+def audit_all(
+    database_url: str,
+    key: bytes,
+    key_id: str,
+    *,
+    workers: int = 1,
+    limit: int | None = None,
+    batch: int = BATCH,
+    on_progress: Callable[[int, int], None] | None = None,
+    recorder: Recorder | None = None,
+) -> AllReport:
+    """Audit every hand of the store at ``database_url`` (the oldest ``limit``).
+
+    ``on_progress(done, total)`` is called after each batch. ``recorder``: an open store
+    to use when ``workers`` is 1 (the recorder service passes its own)."""
+    started = time.perf_counter()
+    own = recorder is None
+    store = recorder if recorder is not None else create_store(database_url)
+    try:
+        stream_ids = hand_stream_ids(store, limit)
+        report = AllReport(workers=workers)
+        batches = list(_batches(stream_ids, batch))
+        results: Iterable[list[HandVerdict]]
+        if workers <= 1 or len(batches) <= 1:
+            results = (audit_streams(store, ids, key, key_id) for ids in batches)
+            _collect(report, results, len(stream_ids), on_progress)
+        else:
+            if own:
+                store.close()  # the children open their own; no pooled sockets across fork
+            with ProcessPoolExecutor(
+                max_workers=workers,
+                mp_context=_context(),
+                initializer=_init_worker,
+                initargs=(database_url, key, key_id),
+            ) as pool:
+                results = pool.map(_audit_batch, batches)
+                _collect(report, results, len(stream_ids), on_progress)
+    finally:
+        if own:
+            store.close()
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _collect(
+    report: AllReport,
+    results: Iterable[list[HandVerdict]],
+    total: int,
+    on_progress: Callable[[int, int], None] | None,
+) -> None:
+    for verdicts in results:
+        for verdict in verdicts:
+            report.add(verdict)
+        if on_progress is not None:
+            on_progress(report.hands, total)

@@ -1,0 +1,161 @@
+"""What an audit says: the checks in order, the verdict, and the hand as recorded.
+
+``AuditReport`` is a value: ``audit_hand`` builds it; the CLI, the AuditService and the
+tests read it. The transcript and ``state_at`` are computed on demand from the decoded
+events it keeps (``ddz audit --all`` needs neither).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from ddz.adapters.codec import Recorded
+from ddz.v1 import envelope_pb2
+
+HASH_CHAIN = "hash_chain"
+SIGNATURE = "signature"
+INCOMPLETE = "incomplete"
+ENGINE_VERSION = "engine_version"
+COMMITMENT = "commitment"
+DEAL = "deal"
+DECISIONS = "decisions"
+MULTIPLIER = "multiplier"
+SETTLEMENT = "settlement"
+
+CHECKS: tuple[str, ...] = (
+    HASH_CHAIN,
+    SIGNATURE,
+    ENGINE_VERSION,
+    COMMITMENT,
+    DEAL,
+    DECISIONS,
+    MULTIPLIER,
+    SETTLEMENT,
+)
+"""The checks of a finished hand, in the order they run (docs/AUDIT.md). ``incomplete``
+is not a check of its own: it is what stops the audit of a hand that has not ended
+(after the hash chain and any signature, which a hand in play can already be held to)."""
+
+FAILURE_NAMES: tuple[str, ...] = (*CHECKS[:2], INCOMPLETE, *CHECKS[2:])
+"""Every name ``failed_check`` can take, in audit order."""
+
+
+class Verdict(StrEnum):
+    CLEAN = "clean"  # every check holds
+    FAILED = "failed"  # a check failed: ``failed_check`` names the first
+    INCOMPLETE = "incomplete"  # the hand has not ended (no seed revealed yet)
+
+
+@dataclass(frozen=True, slots=True)
+class CheckResult:
+    name: str
+    passed: bool
+    detail: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "passed": self.passed, "detail": self.detail}
+
+
+@dataclass(frozen=True, slots=True)
+class AuditedEvent:
+    """One stored event, decoded: its stream version, the event (or rejection) and the
+    envelope it came in (producer, wall-clock time: shown, never used by a check)."""
+
+    version: int
+    event_id: str
+    event: Recorded
+    envelope: envelope_pb2.EventEnvelope
+
+    @property
+    def type(self) -> str:
+        return self.event.TYPE
+
+    @property
+    def producer(self) -> str:
+        return self.envelope.producer
+
+    @property
+    def occurred_at(self) -> dt.datetime | None:
+        if not self.envelope.HasField("occurred_at"):
+            return None
+        when: dt.datetime = self.envelope.occurred_at.ToDatetime(tzinfo=dt.UTC)
+        return when
+
+
+@dataclass(frozen=True)
+class AuditReport:
+    """The audit of one hand's stream. ``checks`` holds every check that ran, in order,
+    ending at the first failure (or at ``incomplete``)."""
+
+    stream_id: str
+    event_count: int
+    checks: tuple[CheckResult, ...]
+    events: tuple[AuditedEvent, ...] = ()  # decoded; shorter when decoding failed
+    key_id: str = ""
+    _cache: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def hand_id(self) -> str:
+        return self.stream_id.removeprefix("hand-")
+
+    @property
+    def failure(self) -> CheckResult | None:
+        return next((check for check in self.checks if not check.passed), None)
+
+    @property
+    def failed_check(self) -> str | None:
+        failure = self.failure
+        return None if failure is None else failure.name
+
+    @property
+    def verdict(self) -> Verdict:
+        failed = self.failed_check
+        if failed is None:
+            return Verdict.CLEAN
+        return Verdict.INCOMPLETE if failed == INCOMPLETE else Verdict.FAILED
+
+    @property
+    def clean(self) -> bool:
+        return self.verdict is Verdict.CLEAN
+
+    @property
+    def message(self) -> str:
+        """One line: what held, or the first check that failed and why."""
+        failure = self.failure
+        if failure is None:
+            return f"clean: {', '.join(c.name for c in self.checks)} all hold"
+        if failure.name == INCOMPLETE:
+            return f"incomplete: {failure.detail}"
+        return f"{failure.name} check failed: {failure.detail}"
+
+    def transcript(self) -> list[str]:
+        """The readable account of the hand (``ddz.audit.transcript``)."""
+        if "transcript" not in self._cache:
+            from ddz.audit.transcript import transcript
+
+            self._cache["transcript"] = transcript(self)
+        lines: list[str] = self._cache["transcript"]
+        return lines
+
+    def state_at(self, version: int) -> Any:
+        """The table as it stood after event ``version`` (``ddz.audit.table.TableAt``)."""
+        from ddz.audit.table import table_at
+
+        return table_at(self, version)
+
+    def to_json(self, *, with_transcript: bool = True) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "hand_id": self.hand_id,
+            "stream_id": self.stream_id,
+            "events": self.event_count,
+            "verdict": self.verdict.value,
+            "failed_check": self.failed_check,
+            "message": self.message,
+            "checks": [check.to_json() for check in self.checks],
+        }
+        if with_transcript:
+            out["transcript"] = self.transcript()
+        return out

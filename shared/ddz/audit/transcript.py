@@ -1,0 +1,234 @@
+"""The readable account of an audited hand: who held what, each bid and play with its
+reading, every refusal with its reason, each multiplier factor, the ledger, the verdict.
+
+Lines are plain text (the CLI colours them); ``#N`` is the event's stream version, the
+number ``ddz audit HAND --at N`` takes.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ddz.adapters.codec import CommandRejected
+from ddz.audit import describe
+from ddz.domain.hand import HandState, evolve
+from ddz.domain.hand.events import (
+    BidMade,
+    CardsDealt,
+    CardsShown,
+    HandEnded,
+    HandSettled,
+    HandStarted,
+    LandlordChosen,
+    Passed,
+    PlayerDisconnected,
+    PlayerEscaped,
+    PlayerReconnected,
+    PlayMade,
+    SeedRevealed,
+)
+from ddz.domain.multipliers import Factor
+from ddz.domain.ruleset import Scoring
+
+if TYPE_CHECKING:
+    from ddz.audit.report import AuditReport
+
+INDENT = "      "
+
+
+def _room(started: HandStarted) -> str:
+    room, rules = started.room, started.rules
+    parts = [f"{rules.scoring.value} scoring", f"initial ×{room.initial_multiplier}"]
+    if rules.scoring is Scoring.CT_POINTS:
+        parts.append(f"rake {room.rake}")
+        parts.append("no cap" if room.cap is None else f"cap {room.cap}")
+        parts.append(f"escape penalty {room.escape_penalty}")
+    if rules.scoring is Scoring.BEANS:
+        parts.append(f"coefficient {room.coefficient}, fee {room.fee}")
+        if rules.wildcard_count:
+            parts.append(f"wildcard coefficient {room.wildcard_coefficient}, cap {room.hand_cap}")
+    if started.balances is not None:
+        parts.append(f"balances at start {'/'.join(map(str, started.balances))}")
+    return ", ".join(parts)
+
+
+class _Writer:
+    def __init__(self, report: AuditReport) -> None:
+        self.report = report
+        self.lines: list[str] = []
+        self.names: tuple[str, ...] = ("", "", "")
+        self.hand_versions: list[int] = []  # stream version of each folded hand event
+
+    def seat(self, seat: int) -> str:
+        name = self.names[seat] if 0 <= seat < len(self.names) else ""
+        return f"seat {seat} {name}".rstrip()
+
+    def at(self, version: int, text: str) -> None:
+        self.lines.append(f"#{version:<4d}{text}")
+
+    def more(self, text: str) -> None:
+        self.lines.append(f"{INDENT}{text}")
+
+    def factor(self, f: Factor) -> str:
+        where = []
+        if f.seat is not None:
+            where.append(self.seat(f.seat))
+        if f.detail:
+            where.append(f.detail)
+        if f.event is not None and 0 <= f.event < len(self.hand_versions):
+            where.append(f"#{self.hand_versions[f.event]}")
+        return f"{f.reason} ×{f.factor}" + (f" ({', '.join(where)})" if where else "")
+
+    def write(self) -> list[str]:
+        report = self.report
+        state = HandState()
+        for audited in report.events:
+            event, version = audited.event, audited.version
+            if isinstance(event, CommandRejected):
+                self.at(
+                    version,
+                    f"REFUSED {self.seat(event.seat)}: {describe.command(event.command)} — "
+                    f"{event.reason.value}: {event.message}",
+                )
+                continue
+            self.describe(version, event, state)
+            try:
+                state = evolve(state, event)
+            except Exception:  # a record that failed its audit may not fold: stop here
+                self.more("(the hand cannot be followed past this event)")
+                break
+            self.hand_versions.append(version)
+            self.after(event, state)
+        return self.lines
+
+    def describe(self, version: int, event: object, state: HandState) -> None:
+        match event:
+            case HandStarted():
+                self.names = tuple(s.player_id for s in event.seats)
+                first = (
+                    "the golden card decides who bids first"
+                    if event.first_bidder is None
+                    else f"seat {event.first_bidder} bids first"
+                )
+                self.at(version, f"hand started under rule set {event.rules.name!r}: {first}")
+                seats = " · ".join(
+                    f"{self.seat(s)}{' (bot)' if info.is_bot else ''}"
+                    for s, info in enumerate(event.seats)
+                )
+                self.more(f"seats: {seats}")
+                self.more(f"room: {_room(event)}")
+                self.more(f"commitment sha256(seed) = {event.commitment}")
+                if event.client_seeds:
+                    self.more(f"client seeds: {', '.join(event.client_seeds)}")
+                if event.show_before_deal:
+                    shown = ", ".join(self.seat(s) for s in event.show_before_deal)
+                    self.more(f"playing open before the deal: {shown}")
+            case CardsDealt():
+                self.at(version, f"deal, round {event.round} (hidden until the end):")
+                for seat, cards in enumerate(event.hands):
+                    self.more(
+                        f"{self.seat(seat):<16} {len(cards):2d} cards  {describe.ranks(cards)}"
+                    )
+                golden = ""
+                if event.golden_card is not None:
+                    golden = (
+                        f"; golden card {event.golden_card} (position {event.golden_position}) "
+                        f"to seat {event.golden_receiver}"
+                    )
+                self.more(f"bottom {describe.ranks(event.bottom)}{golden}")
+                self.more(f"{self.seat(event.first_bidder)} bids first")
+            case BidMade():
+                text = describe.bid(event.seat, event.action, event.score, state.rules.bidding)
+                self.at(version, text.replace(f"seat {event.seat}", self.seat(event.seat), 1))
+            case LandlordChosen():
+                limits = ""
+                if any(limit is not None for limit in event.bomb_limits):
+                    limits = "; bomb limits " + " / ".join(
+                        "none" if limit is None else str(limit) for limit in event.bomb_limits
+                    )
+                self.at(
+                    version,
+                    f"{self.seat(event.seat)} is the landlord at base {event.base} and takes "
+                    f"the bottom {describe.ranks(event.bottom)}{limits}",
+                )
+            case PlayMade():
+                text = describe.event(event).replace(f"seat {event.seat}", self.seat(event.seat), 1)
+                if event.reading.is_bomb:
+                    text += " — bomb-class play"
+                self.at(version, text)
+            case CardsShown():
+                self.at(
+                    version,
+                    f"{self.seat(event.seat)} shows their cards ({event.when.replace('_', ' ')}, "
+                    f"×{event.factor}): {describe.ranks(event.cards)}",
+                )
+            case PlayerDisconnected():
+                first = " (first to drop: the hand's escapee)" if event.escapee else ""
+                self.at(version, f"{self.seat(event.seat)} disconnected; the bot plays{first}")
+            case PlayerEscaped():
+                self.at(
+                    version,
+                    f"{self.seat(event.seat)} left the hand (escape); escape multiplier "
+                    f"{describe.breakdown(event.escape_multiplier)}",
+                )
+            case HandEnded():
+                if event.winner is None:
+                    self.at(version, "hand over: ended by the escape")
+                else:
+                    out = (
+                        "" if event.out_seat is None else f", {self.seat(event.out_seat)} went out"
+                    )
+                    flags = "; spring" * event.spring + "; anti-spring" * event.anti_spring
+                    self.at(version, f"hand over: {event.winner.value} win{out}{flags}")
+                left = " · ".join(
+                    f"{self.seat(s)} {describe.ranks(cards)}"
+                    for s, cards in enumerate(event.final_hands)
+                )
+                self.more(f"cards left: {left}")
+            case HandSettled():
+                self.at(
+                    version,
+                    f"settled: landlord {self.seat(event.landlord)}, base {event.base} × "
+                    f"multiplier ×{event.multiplier.total} = {event.base * event.multiplier.total}",
+                )
+                self.more("multiplier:")
+                for f in event.multiplier.factors:
+                    self.more(f"  {self.factor(f)}")
+                self.more("ledger:")
+                for line in event.ledger.lines:
+                    self.more(f"  {describe.ledger_line(line, self.names)}")
+                deltas = " · ".join(
+                    f"{self.seat(s)} {d:+d}" for s, d in enumerate(event.ledger.deltas)
+                )
+                self.more(f"deltas: {deltas} · system {event.ledger.system:+d}")
+            case SeedRevealed():
+                self.at(version, f"seed revealed: {event.seed}")
+            case Passed() | PlayerReconnected():
+                text = describe.event(event)
+                self.at(version, text.replace(f"seat {event.seat}", self.seat(event.seat), 1))
+            case _:
+                self.at(version, describe.event(event, state))  # type: ignore[arg-type]
+
+    def after(self, event: object, state: HandState) -> None:
+        if isinstance(event, LandlordChosen):
+            self.more(
+                f"{self.seat(event.seat)} now holds {len(state.cards[event.seat])} cards: "
+                f"{describe.ranks(state.cards[event.seat])}"
+            )
+        if isinstance(event, PlayMade) and event.reading.is_bomb:
+            self.more(f"multiplier now {describe.breakdown(state.multiplier)}")
+
+
+def transcript(report: AuditReport) -> list[str]:
+    lines = [
+        f"Hand {report.hand_id} — stream {report.stream_id}, {report.event_count} events",
+    ]
+    failure = report.failure
+    if failure is not None and failure.name in ("hash_chain", "signature", "engine_version"):
+        lines.append(f"(the record fails the {failure.name} check: read what follows with care)")
+    lines += _Writer(report).write()
+    lines.append(f"Verdict: {report.verdict.value.upper()}")
+    for check in report.checks:
+        mark = "✓" if check.passed else "✗"
+        lines.append(f"  {mark} {check.name}: {check.detail}")
+    return lines

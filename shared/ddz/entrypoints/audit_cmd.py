@@ -1,0 +1,297 @@
+"""``ddz audit`` and ``ddz rebuild`` (issue 5): check hands in the event store.
+
+    ddz audit HAND_ID [--at N] [--json]
+    ddz audit --all [--json] [--workers K] [--limit N]
+    ddz rebuild [--json]
+
+The store is the one of the settings (``DDZ_DATABASE_URL``, else the SQLite file in
+``DDZ_DATA_DIR``); the head signatures are checked with the operator's key
+(``DDZ_AUDIT_KEY``, else ``<data dir>/audit.key``). Exit codes: 0 every check holds
+(``rebuild``: no difference), 1 a check failed (named on the last line) or the hand is
+incomplete (``rebuild``: differences), 2 bad input (unknown hand, no key, no store).
+What each check proves: docs/AUDIT.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from ddz.adapters.store import SqlRecorder, create_store
+from ddz.audit import NoSuchEvent, audit_hand
+from ddz.audit.bulk import AllReport, audit_all, default_workers
+from ddz.audit.rebuild import (
+    NoProjection,
+    compare,
+    live_balances,
+    rebuild_balances,
+    settled_hands,
+)
+from ddz.audit.report import AuditReport
+from ddz.audit.source import load_hand
+from ddz.config import AUDIT_KEY_FILE, Settings
+from ddz.entrypoints.cli import UsageError
+
+MAX_WORKERS = 64
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    audit = subparsers.add_parser(
+        "audit",
+        help="verify a hand (or every hand) in the event store",
+        description="Verify a hand from its stored events, in order: the hash chain and "
+        "head signature, the seed commitment and the deal, every bid and play re-run "
+        "through the rules, the multiplier and the settlement. Prints a transcript and "
+        "the verdict; exit 0 when every check holds, 1 naming the first that fails.",
+    )
+    audit.add_argument("hand_id", nargs="?", help="the hand's id (with or without 'hand-')")
+    audit.add_argument("--at", metavar="N", help="show the table as it stood after event N")
+    audit.add_argument("--all", action="store_true", help="audit every hand in the store")
+    audit.add_argument("--workers", metavar="K", help="processes for --all (default: cores)")
+    audit.add_argument("--limit", metavar="N", help="--all: only the oldest N hands")
+    audit.add_argument("--json", action="store_true", help="print one JSON object")
+    audit.set_defaults(handler=run_audit)
+
+    rebuild = subparsers.add_parser(
+        "rebuild",
+        help="rebuild the balances from events and compare with the live projection",
+        description="Rebuild every player's balance from the HandSettled events alone and "
+        "compare it with the settlement service's live balances; exit 1 on any difference.",
+    )
+    rebuild.add_argument("--json", action="store_true", help="print one JSON object")
+    rebuild.set_defaults(handler=run_rebuild)
+
+
+# --- shared --------------------------------------------------------------------------------
+
+
+def _whole(text: str | None, name: str, low: int, high: int) -> int | None:
+    if text is None:
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        raise UsageError(f"{name} must be a whole number, got {text!r}") from None
+    if not low <= value <= high:
+        raise UsageError(f"{name} must be {low}..{high}, got {value}")
+    return value
+
+
+def audit_key(settings: Settings) -> bytes:
+    """The operator's key: ``DDZ_AUDIT_KEY``, else the data directory's key file. Never
+    made up here: a new key would only make every signature fail."""
+    if settings.audit_key:
+        return settings.audit_key
+    path = settings.data_dir / AUDIT_KEY_FILE
+    if path.is_file():
+        key = path.read_text(encoding="ascii").strip().encode("ascii")
+        if key:
+            return key
+    raise UsageError(
+        f"no audit key: set DDZ_AUDIT_KEY to the operator's key (or keep it in {path})"
+    )
+
+
+def _where(settings: Settings) -> str:
+    return sa.make_url(settings.database_url).render_as_string(hide_password=True)
+
+
+def open_store(settings: Settings) -> SqlRecorder:
+    """The event store of the settings, which must exist already (never created here)."""
+    url = sa.make_url(settings.database_url)
+    database = url.database or ""
+    on_disk = url.get_backend_name() == "sqlite" and database not in ("", ":memory:")
+    if on_disk and not Path(database).is_file():
+        raise UsageError(f"no event store at {_where(settings)} (set DDZ_DATABASE_URL)")
+    store = create_store(settings.database_url)
+    try:
+        store.max_position()
+    except sa.exc.SQLAlchemyError as exc:
+        store.close()
+        reason = str(exc.orig if isinstance(exc, sa.exc.DBAPIError) else exc).splitlines()[0]
+        raise UsageError(f"cannot read the event store at {_where(settings)}: {reason}") from None
+    return store
+
+
+# --- ddz audit -----------------------------------------------------------------------------
+
+
+def run_audit(args: argparse.Namespace) -> int:
+    settings = Settings.from_env()
+    if args.all == (args.hand_id is not None):
+        raise UsageError("give one HAND_ID, or --all")
+    if args.all and args.at is not None:
+        raise UsageError("--at needs one HAND_ID, not --all")
+    if not args.all and (args.workers is not None or args.limit is not None):
+        raise UsageError("--workers and --limit go with --all")
+    at = _whole(args.at, "--at", 1, 10**9)
+    workers = _whole(args.workers, "--workers", 1, MAX_WORKERS) or default_workers()
+    limit = _whole(args.limit, "--limit", 1, 10**9)
+    key = audit_key(settings)
+    if args.all:
+        return _audit_all(settings, key, workers, limit, args.json)
+    return _audit_one(settings, key, args.hand_id, at, args.json)
+
+
+def _audit_one(settings: Settings, key: bytes, hand_id: str, at: int | None, as_json: bool) -> int:
+    store = open_store(settings)
+    try:
+        record = load_hand(store, hand_id)
+    finally:
+        store.close()
+    if record is None:
+        raise UsageError(f"no hand {hand_id!r} in the event store at {_where(settings)}")
+    report = audit_hand(record.events, key, record.signatures, key_id=settings.audit_key_id)
+    table = None
+    if at is not None:
+        try:
+            table = report.state_at(at)
+        except NoSuchEvent as exc:
+            raise UsageError(str(exc)) from None
+    if as_json:
+        out: dict[str, Any] = report.to_json(with_transcript=table is None)
+        if table is not None:
+            out["at"] = table.to_json()
+        print(json.dumps(out, ensure_ascii=False))
+    else:
+        console = Console(highlight=False, soft_wrap=True)
+        if table is None:
+            for line in report.transcript():
+                console.print(_styled(line))
+        else:
+            for line in table.lines():
+                console.print(escape(line))
+            console.print(_styled(f"Verdict: {report.verdict.value.upper()}"))
+        console.print(_styled(_last_line(report)))
+    return 0 if report.clean else 1
+
+
+def _last_line(report: AuditReport) -> str:
+    return f"{report.hand_id}: {report.message}"
+
+
+def _styled(line: str) -> str:
+    text = escape(line)
+    if line.startswith("Verdict: CLEAN") or line.startswith("  ✓"):
+        return f"[green]{text}[/]"
+    if line.startswith(("Verdict:", "  ✗")) or "check failed" in line or "incomplete:" in line:
+        return f"[bold red]{text}[/]"
+    if "REFUSED" in line:
+        return f"[yellow]{text}[/]"
+    if line.startswith("#"):
+        number, _, rest = text.partition(" ")
+        return f"[dim]{number}[/] {rest}"
+    return text
+
+
+def _audit_all(
+    settings: Settings, key: bytes, workers: int, limit: int | None, as_json: bool
+) -> int:
+    open_store(settings).close()  # one clear error before any worker starts
+    progress = None
+    if not as_json and sys.stderr.isatty():
+        err = Console(stderr=True)
+
+        def progress(done: int, total: int) -> None:
+            err.print(f"audited {done}/{total} hands", end="\r")
+
+    report = audit_all(
+        settings.database_url, key, settings.audit_key_id,
+        workers=workers, limit=limit, on_progress=progress,
+    )  # fmt: skip
+    if as_json:
+        print(json.dumps(report.to_json(), ensure_ascii=False))
+    else:
+        _print_all(report)
+    return 0 if report.failed == 0 else 1
+
+
+def _print_all(report: AllReport) -> None:
+    console = Console(highlight=False, soft_wrap=True)
+    table = Table(title="ddz audit --all", show_header=True)
+    table.add_column("hands", justify="right")
+    table.add_column("clean", justify="right")
+    table.add_column("failed", justify="right")
+    table.add_column("incomplete", justify="right")
+    table.add_column("hands/s", justify="right")
+    table.add_row(
+        str(report.hands), str(report.clean), str(report.failed), str(report.incomplete),
+        f"{report.hands_per_s:,.0f}",
+    )  # fmt: skip
+    console.print(table)
+    rules = ", ".join(f"{name or '?'} {n}" for name, n in sorted(report.by_rules.items()))
+    console.print(
+        f"{report.events:,} events in {report.seconds:.2f} s with {report.workers} worker(s); "
+        f"by rule set: {rules or 'none'}"
+    )
+    failed = {name: n for name, n in report.failed_by_check.items() if n}
+    if failed:
+        console.print(
+            "[bold red]failed by check:[/] "
+            + ", ".join(f"{name} {n}" for name, n in failed.items())
+        )
+        for verdict in report.failures[:20]:
+            console.print(f"  {escape(verdict.hand_id)}: {escape(verdict.message)}")
+        if report.failed > 20:
+            console.print(f"  … and {report.failed - 20} more (--json lists up to 1000)")
+    else:
+        console.print("[green]every finished hand audits clean[/]")
+
+
+# --- ddz rebuild ---------------------------------------------------------------------------
+
+
+def run_rebuild(args: argparse.Namespace) -> int:
+    settings = Settings.from_env()
+    store = open_store(settings)
+    try:
+        settled = list(settled_hands(store.engine))
+        rebuilt = rebuild_balances(settled)
+        try:
+            live = live_balances(store.engine)
+        except NoProjection as exc:
+            raise UsageError(f"{exc} at {_where(settings)}") from None
+    finally:
+        store.close()
+    differences = compare(rebuilt, live)
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "players": len(set(rebuilt) | set(live)),
+                    "hands": len(settled),
+                    "matches": not differences,
+                    "differences": [d.to_json() for d in differences],
+                }
+            )
+        )
+    else:
+        console = Console(highlight=False, soft_wrap=True)
+        console.print(
+            f"rebuilt {len(rebuilt)} player balance(s) from {len(settled)} HandSettled events; "
+            f"live projection has {len(live)}"
+        )
+        if differences:
+            table = Table(title="differences (rebuilt from events vs live)")
+            for column in ("player", "rebuilt", "live", "rebuilt hands", "live hands"):
+                table.add_column(column, justify="left" if column == "player" else "right")
+            for d in differences:
+                row = d.to_json()
+                table.add_row(
+                    escape(d.player_id),
+                    *("—" if row[k] is None else str(row[k])
+                      for k in ("rebuilt", "live", "rebuilt_hands", "live_hands")),
+                )  # fmt: skip
+            console.print(table)
+            console.print(f"[bold red]{len(differences)} difference(s)[/]")
+        else:
+            console.print("[green]the live balances equal the balances rebuilt from events[/]")
+    return 1 if differences else 0

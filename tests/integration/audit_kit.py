@@ -1,0 +1,251 @@
+"""Hands played THROUGH the services for the audit tests (issue 5).
+
+Dealer, rules, recorder and settlement run in this process on a real nats-server and a
+real database, each started exactly as its process starts it (``start_service``), as in
+tests/integration/test_services_core.py. Hands are dealt by ``DealerService.Deal`` and
+played by random players whose every bid and play goes through ``RulesService.Decide``;
+some commands are mischief (``ddz.audit.sample.nuisance``: out of turn, cards not held,
+passes when leading ...), seats drop and come back, and in bean rooms seats escape. The
+players see only their own seat's view; the hidden deal comes from the bus's internal
+events, as the bot service reads it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import grpc
+from ddz.adapters import codec, hand_stream
+from ddz.adapters.bus import EventBus
+from ddz.adapters.grpc_client import make_channel
+from ddz.adapters.service_runner import RunningService, start_service
+from ddz.audit.sample import Mischief, mischief
+from ddz.config import Settings
+from ddz.domain.hand import (
+    Command,
+    Disconnect,
+    Escape,
+    HandState,
+    Phase,
+    evolve,
+    replay,
+    view_for,
+)
+from ddz.domain.hand.events import Redealt
+from ddz.domain.players import RandomPlayer
+from ddz.domain.ruleset import Scoring, ruleset_for
+from ddz.domain.settlement import RoomSettings
+from ddz.v1 import (
+    audit_pb2_grpc,
+    dealer_pb2,
+    dealer_pb2_grpc,
+    hand_events_pb2,
+    rules_pb2,
+    rules_pb2_grpc,
+)
+
+AUDIT_KEY = "the-operator's-audit-key"
+PLAYERS = ("alice", "bob", "carol", "dave", "erin")
+
+
+def suite_settings(tmp_path: Path, database_url: str, nats_url: str) -> Settings:
+    return Settings.from_env(
+        {
+            "DDZ_DATA_DIR": str(tmp_path / "data"),
+            "DDZ_DATABASE_URL": database_url,
+            "DDZ_NATS_URL": nats_url,
+            "DDZ_LOG_LEVEL": "WARNING",
+            "DDZ_AUDIT_KEY": AUDIT_KEY,
+            "DDZ_RPC_TIMEOUT": "30",
+        }
+    )
+
+
+@dataclass
+class Services:
+    settings: Settings
+    bus: EventBus
+    running: dict[str, RunningService]
+    _channels: dict[str, grpc.aio.Channel] = field(default_factory=dict)
+
+    def channel(self, name: str) -> grpc.aio.Channel:
+        if name not in self._channels:
+            target = f"127.0.0.1:{self.running[name].port}"
+            self._channels[name] = make_channel(self.settings, target=target)
+        return self._channels[name]
+
+    @property
+    def dealer(self) -> dealer_pb2_grpc.DealerServiceStub:
+        return dealer_pb2_grpc.DealerServiceStub(self.channel("dealer"))
+
+    @property
+    def rules(self) -> rules_pb2_grpc.RulesServiceStub:
+        return rules_pb2_grpc.RulesServiceStub(self.channel("rules"))
+
+    @property
+    def audit(self) -> audit_pb2_grpc.AuditServiceStub:
+        return audit_pb2_grpc.AuditServiceStub(self.channel("recorder"))
+
+
+@asynccontextmanager
+async def services(settings: Settings, bus: EventBus) -> AsyncIterator[Services]:
+    """Dealer, rules, recorder and settlement, in-process, on random ports."""
+    running: dict[str, RunningService] = {}
+    suite = Services(settings, bus, running)
+    try:
+        running["dealer"] = await start_service("dealer", settings, port=0)
+        running["rules"] = await start_service(
+            "rules", settings, port=0, dealer_target=f"127.0.0.1:{running['dealer'].port}"
+        )
+        running["recorder"] = await start_service("recorder", settings, port=0)
+        running["settlement"] = await start_service("settlement", settings, port=0)
+        yield suite
+    finally:
+        for channel in suite._channels.values():
+            await channel.close()
+        for service in reversed(running.values()):
+            await service.stop(grace=0.5)
+
+
+# --- one hand -------------------------------------------------------------------------------
+
+
+def room_for(variant: str, rng: random.Random) -> RoomSettings:
+    """A room of the variant's kind, varied so settlement meets caps, rakes and fees."""
+    scoring = ruleset_for(variant).scoring
+    if scoring is Scoring.CT_POINTS:
+        return RoomSettings(rake=Fraction(rng.choice((0, 1, 1)), 20), cap=rng.choice((None, 24)))
+    if scoring is Scoring.BEANS:
+        return RoomSettings(
+            initial_multiplier=rng.choice((1, 2)),
+            coefficient=rng.choice((1, 100)),
+            fee=rng.choice((0, 5)),
+        )
+    return RoomSettings()
+
+
+def deal_request(hand_id: str, variant: str, rng: random.Random) -> dealer_pb2.DealRequest:
+    players = rng.sample(PLAYERS, 3)
+    request = dealer_pb2.DealRequest(
+        hand_id=hand_id,
+        table_id="audit",
+        variant=variant,
+        seats=[
+            hand_events_pb2.SeatInfo(player_id=p, is_bot=rng.random() < 0.3) for p in players
+        ],
+        room=codec.room_to_pb(room_for(variant, rng)),
+        client_seeds=[rng.randbytes(8) for _ in range(rng.randrange(3))],
+    )
+    if rng.random() < 0.5:
+        request.first_bidder = rng.randrange(3)
+    if ruleset_for(variant).scoring is Scoring.BEANS and rng.random() < 0.5:
+        request.balances.values.extend(rng.randrange(0, 3000) for _ in range(3))
+    if ruleset_for(variant).show_cards and rng.random() < 0.1:
+        request.show_before_deal.append(rng.randrange(3))
+    return request
+
+
+@dataclass
+class Played:
+    hand_id: str
+    variant: str
+    commands: int = 0
+    refused: int = 0
+    disconnects: int = 0
+    escaped: bool = False
+    redeals: int = 0
+
+
+async def full_state(bus: EventBus, hand_id: str) -> HandState:
+    """The hand with every seat's cards, from the bus (as the bot service reads it)."""
+    read, _ = await hand_stream.read(bus, hand_id)
+    return replay(codec.hand_events(r.event for r in read))
+
+
+async def play_hand(
+    suite: Services, variant: str, rng: random.Random, odds: Mischief, max_commands: int = 3000
+) -> Played:
+    hand_id = f"{variant}-{uuid.uuid4().hex[:12]}"
+    played = Played(hand_id, variant)
+    await suite.dealer.Deal(deal_request(hand_id, variant, rng))
+    state = await full_state(suite.bus, hand_id)
+    player = RandomPlayer(rng)
+    rules = suite.rules
+    for _ in range(max_commands):
+        if state.phase is Phase.ENDED:
+            return played
+        command = mischief(state, rng, odds) or player.act(view_for(state, state.turn))
+        request = rules_pb2.DecideRequest(hand_id=hand_id, seat=command.seat)
+        codec.set_command(request, command)
+        response = await rules.Decide(request)
+        played.commands += 1
+        if not response.accepted:
+            played.refused += 1
+            continue
+        events = [codec.decode_envelope(e.SerializeToString())[1] for e in response.events]
+        played.disconnects += isinstance(command, Disconnect)
+        played.escaped |= isinstance(command, Escape) and state.rules.scoring is Scoring.BEANS
+        if any(isinstance(e, Redealt) for e in events):
+            played.redeals += 1
+            state = await full_state(suite.bus, hand_id)  # the new deal is internal
+            continue
+        for event in codec.hand_events(events):
+            state = evolve(state, event)
+    raise AssertionError(f"{hand_id} did not end in {max_commands} commands")
+
+
+async def play_hands(
+    suite: Services,
+    variant: str,
+    hands: int,
+    seed: int,
+    odds: Mischief,
+    concurrency: int = 12,
+    on_hand: Callable[[Played], None] | None = None,
+) -> list[Played]:
+    """``hands`` hands of ``variant``, ``concurrency`` at a time, each from its own rng."""
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one(index: int) -> Played:
+        async with gate:
+            played = await play_hand(suite, variant, random.Random(f"{seed}/{variant}/{index}"), odds)
+            if on_hand is not None:
+                on_hand(played)
+            return played
+
+    return list(await asyncio.gather(*(one(i) for i in range(hands))))
+
+
+# --- waiting for the consumers ------------------------------------------------------------
+
+
+async def eventually(probe: Callable[[], Awaitable[Any]], timeout: float = 120.0) -> Any:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        result = await probe()
+        if result:
+            return result
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"still {result!r} after {timeout}s")
+        await asyncio.sleep(0.1)
+
+
+async def consumers_idle(bus: EventBus, *durables: str) -> bool:
+    for durable in durables:
+        info = await bus.js.consumer_info(bus.stream, durable)
+        if info.num_pending or info.num_ack_pending:
+            return False
+    return True
+
+
+async def settled(suite: Services) -> None:
+    """Once the recorder and settlement have consumed everything published."""
+    await eventually(lambda: consumers_idle(suite.bus, "recorder", "settlement"))

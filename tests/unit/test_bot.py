@@ -1,0 +1,233 @@
+"""The strong player (issue 6): it decides from a ``PlayerView`` only, the same seed gives
+the same decisions, and every decision it makes is legal in all four variants,
+wildcard readings (§3, §5) and ct's bomb limits (§7) included."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import random
+import typing
+
+import pytest
+from ddz.bot import Bot, Budget
+from ddz.bot.situation import situation_of
+from ddz.domain.cards import Rank, parse_ranks
+from ddz.domain.hand import Pass, Phase, Play, PlayerView, Rejection, view_for
+from ddz.domain.hand.events import PlayMade
+from ddz.domain.players import GreedyPlayer, RandomPlayer
+from ddz.domain.ruleset import CLASSIC, CT, LAIZI, TIANDI, RuleSet
+from ddz.domain.selfplay import hand_seed, play_hand, run_seed
+from ddz.domain.settlement import RoomSettings
+from hand_kit import ok, rigged
+
+VARIANTS = (CLASSIC, CT, LAIZI, TIANDI)
+FAST = Budget(iterations=1500, samples=6, max_cards=12, max_ms=None)
+
+
+def deal_texts(rules: RuleSet, seed: int) -> list[str]:
+    """A random full deal as rank notation: three hands, then the bottom."""
+    deck = [Rank(r).symbol for r in range(15) for _ in range(rules.max_copies[r])]
+    random.Random(seed).shuffle(deck)
+    n = rules.hand_size
+    parts = [deck[i * n : (i + 1) * n] for i in range(3)] + [deck[3 * n :]]
+    return ["".join(p) for p in parts]
+
+
+# -- the player-view boundary -----------------------------------------------------------
+
+
+def test_bot_takes_a_player_view_and_nothing_else() -> None:
+    for method in (Bot.act, Bot.decide, Bot.suggest):
+        hints = typing.get_type_hints(method)
+        params = [p for p in inspect.signature(method).parameters if p != "self"]
+        assert params == ["view"]
+        assert hints["view"] is PlayerView
+
+
+def test_the_view_type_has_no_field_for_other_seats_hidden_cards() -> None:
+    """Card-holding fields of the view are this seat's cards and public ones only."""
+    card_fields = {
+        f.name
+        for f in dataclasses.fields(PlayerView)
+        if "Card" in str(f.type) or f.name == "history"
+    }
+    assert card_fields <= {"cards", "bottom", "golden_card", "shown", "history"}
+
+
+@pytest.mark.parametrize("deal", [1, 2, 3])
+def test_decisions_depend_only_on_what_the_seat_sees(deal: int) -> None:
+    """Two deals that differ only in the hidden hands (seats 1 and 2 swapped) look the
+    same to the landlord at seat 0, so it plays the same in both."""
+    own, one, two, bottom = deal_texts(CLASSIC, deal)
+    a = rigged(CLASSIC, [own, one, two], bottom, landlord=0)
+    b = rigged(CLASSIC, [own, two, one], bottom, landlord=0)
+    bot = Bot(5, budget=FAST)
+    seen = 0
+    while a.state.phase is Phase.PLAYING and a.state.turn == 0 and seen < 6:
+        va, vb = view_for(a.state, 0), view_for(b.state, 0)
+        assert va == vb
+        ca, cb = bot.act(va), bot.act(vb)
+        assert ca == cb
+        seen += 1
+        ok(a, ca)
+        ok(b, cb)
+        for hand in (a, b):  # the others pass, so the bot keeps the lead
+            for seat in (1, 2):
+                if hand.state.phase is Phase.PLAYING:
+                    ok(hand, Pass(seat))
+    assert seen >= 3
+
+
+def test_situation_counts_cards_from_the_view() -> None:
+    """Unseen pool = deck - own hand - every card played; the landlord keeps the bottom."""
+    hand = rigged(
+        CLASSIC,
+        ["3333456789TJQK", "44556677889TJQK", "56789TTJJQQKKA"],
+        "9A2",
+        landlord=1,
+    )
+    ok(hand, Play(1, parse_ranks("44")))
+    sit = situation_of(view_for(hand.state, 2))
+    assert sum(sit.pool) == 54 - 14 - 2  # seat 2's own 14 cards and the pair of 4s
+    assert sit.pool[Rank.FOUR] == 4 - 2 and sit.pool[Rank.THREE] == 4
+    assert sit.landlord_bottom == parse_ranks("9A2")
+    assert sit.counts == (14, 16, 14)
+    assert sit.partner() == 0 and sit.enemies() == (1,)
+
+
+# -- determinism --------------------------------------------------------------------------
+
+
+def _events(rules: RuleSet, seed: int, hands: int) -> list[object]:
+    out: list[object] = []
+    master = run_seed(f"bot-determinism-{rules.name}")
+    for i in range(hands):
+        bots = [Bot(seed, budget=FAST) for _ in range(3)]
+        events, _ = play_hand(rules, RoomSettings(), bots, hand_seed(master, i), hand_id=f"d{i}")
+        out.extend(events)
+    return out
+
+
+@pytest.mark.parametrize("rules", VARIANTS, ids=lambda r: r.name)
+def test_same_seed_same_hands(rules: RuleSet) -> None:
+    assert _events(rules, 11, 3) == _events(rules, 11, 3)
+
+
+def test_decisions_are_deterministic_for_one_view() -> None:
+    own, one, two, bottom = deal_texts(LAIZI, 4)
+    hand = rigged(LAIZI, [own, one, two], bottom, landlord=0, wild=[Rank.SEVEN])
+    view = view_for(hand.state, 0)
+    assert Bot(3).act(view) == Bot(3).act(view) == Bot(3).suggest(view)
+
+
+# -- legality over many hands ---------------------------------------------------------------
+
+
+def _mixed(seed: int, i: int) -> list[object]:
+    rng = random.Random(f"{seed}/{i}")
+    bot = Bot(seed, budget=FAST)
+    others = [GreedyPlayer(rng), RandomPlayer(rng, show_rate=0.05), bot]
+    rng.shuffle(others)
+    return [bot, *others[:2]] if i % 2 else [others[0], bot, others[1]]
+
+
+@pytest.mark.parametrize(
+    ("rules", "hands"),
+    [(CLASSIC, 120), (CT, 60), (LAIZI, 90), (TIANDI, 70)],
+    ids=lambda x: x.name if isinstance(x, RuleSet) else str(x),
+)
+def test_every_decision_is_accepted(rules: RuleSet, hands: int) -> None:
+    """Real bidding, grabs, shows and play; ``play_hand`` raises on any rejected command.
+    Wildcard plays carry their declared reading; ct bombs stay within each allowance."""
+    master = run_seed(f"bot-legal-{rules.name}")
+    wild_plays = bombs_at_limit = 0
+    for i in range(hands):
+        players = _mixed(7, i)
+        events, state = play_hand(
+            rules,
+            RoomSettings(),
+            players,
+            hand_seed(master, i),  # type: ignore[arg-type]
+            hand_id=f"legal-{i}",
+        )
+        assert state.phase is Phase.ENDED and state.ledger is not None
+        for event in events:
+            if isinstance(event, PlayMade) and event.reading.substitutes:
+                wild_plays += 1
+        limits = state.bomb_limits
+        for seat in range(3):
+            limit = limits[seat]
+            if limit is not None:
+                assert state.bombs_made[seat] <= limit
+                bombs_at_limit += state.bombs_made[seat] == limit
+    if rules.wildcard_count:
+        assert wild_plays > 0  # the bot (and others) did play wildcards as other ranks
+    if rules.bomb_limits is not None:
+        assert bombs_at_limit > 0
+
+
+@pytest.mark.parametrize(("allowance", "bombs"), [(0, False), (1, True)])
+def test_farmer_bombs_only_within_its_allowance(allowance: int, bombs: bool) -> None:
+    """§7: the landlord leads a single and holds one card; the farmer after the passing
+    partner bombs to stop it, unless its allowance is spent (then it may only pass)."""
+    hand = rigged(CT, ["33334", "9T", "56"], "", landlord=1, bomb_limits=(allowance, None, 1))
+    ok(hand, Play(1, parse_ranks("9")))
+    ok(hand, Pass(2))
+    view = view_for(hand.state, 0)
+    assert view.bombs_left[0] == allowance
+    command = Bot(1, budget=FAST).act(view)
+    assert not isinstance(hand.execute(command), Rejection)
+    assert isinstance(command, Play) == bombs
+    if bombs:
+        assert isinstance(command, Play) and command.cards == parse_ranks("3333")
+
+
+def test_wildcard_play_is_declared_and_accepted() -> None:
+    """With K wild, ``3456K`` goes out as the chain ``34567``; the play names its reading."""
+    hand = rigged(LAIZI, ["3456K", "TTJJQQ", "889"], "", landlord=0, wild=[Rank.KING])
+    command = Bot(2, budget=FAST).act(view_for(hand.state, 0))
+    assert isinstance(command, Play) and command.declared is not None
+    assert command.declared.substitutes == (Rank.SEVEN,)
+    assert not isinstance(hand.execute(command), Rejection)
+    assert hand.state.phase is Phase.ENDED
+
+
+# -- a few plays the bot must find ----------------------------------------------------------
+
+
+def test_goes_out_in_one_play_when_it_can() -> None:
+    hand = rigged(CLASSIC, ["33344456", "789TJQKA2BR", "456789TJQKA"], "", landlord=0)
+    command = Bot(0).act(view_for(hand.state, 0))
+    assert isinstance(command, Play) and command.cards == parse_ranks("33344456")
+
+
+def test_farmer_does_not_bomb_a_partner() -> None:
+    """Seat 1 (farmer) tops the landlord's 4 with a K; its partner, seat 2, holds only a
+    bomb that beats it: the bot lets the partner's play stand."""
+    hand = rigged(CLASSIC, ["456789TJQKA2BR", "KKAA22", "3333QQ"], "", landlord=0)
+    ok(hand, Play(0, parse_ranks("4")))
+    ok(hand, Play(1, parse_ranks("K")))
+    command = Bot(0).act(view_for(hand.state, 2))
+    assert isinstance(command, Pass)
+
+
+def test_landlord_bombs_a_farmer_about_to_go_out() -> None:
+    """A farmer tops the landlord with its second-last card; passing loses, the bomb
+    and then the 6 win (no farmer can beat a 6 with a 4 or a 3)."""
+    hand = rigged(CLASSIC, ["555569", "4", "A3"], "", landlord=0)
+    ok(hand, Play(0, parse_ranks("9")))
+    ok(hand, Pass(1))
+    ok(hand, Play(2, parse_ranks("A")))
+    command = Bot(0, budget=FAST).act(view_for(hand.state, 0))
+    assert isinstance(command, Play) and command.cards == parse_ranks("5555")
+
+
+@pytest.mark.parametrize("seat", [0, 1, 2])
+def test_suggest_gives_a_legal_hint_for_any_seat(seat: int) -> None:
+    own, one, two, bottom = deal_texts(TIANDI, 8)
+    hand = rigged(TIANDI, [own, one, two], bottom, landlord=seat, wild=[Rank.NINE, Rank.FOUR])
+    ok(hand, Play(seat, view_for(hand.state, seat).legal_moves()[0].cards))
+    turn = hand.state.turn
+    hint = Bot(9).suggest(view_for(hand.state, turn))
+    assert not isinstance(hand.execute(hint), Rejection)
