@@ -56,7 +56,7 @@ class BotApp:
         await self.bus.ensure_stream()
         self.channel = make_channel(self.settings, "rules", target=self.rules_target)
         rules = rules_pb2_grpc.RulesServiceStub(self.channel)  # type: ignore[no-untyped-call]
-        self.autoplay = AutoPlay(rules, self.player)
+        self.autoplay = AutoPlay(rules, self.player, timeout=self.settings.rpc_timeout)
         self.feed = HandFeed(
             self.bus,
             keep_ended=0,

@@ -28,11 +28,12 @@ import grpc
 import structlog
 from ddz.adapters import codec
 from ddz.adapters.grpc_client import error_reason
-from ddz.adapters.hand_feed import HandFeed, HandFold, deal_complete, entry_of
+from ddz.adapters.hand_feed import HandFeed, HandFold, deal_complete
 from ddz.domain.hand import Bid, Command, HandState, Pass, Phase, PlayerView, view_for
 from ddz.domain.players import Player, play_of
 from ddz.v1 import rules_pb2, rules_pb2_grpc
 
+from .batcher import DecideBatcher, DecideError
 from .stats import MoveStats
 
 log = structlog.get_logger("ddz.bot")
@@ -69,14 +70,18 @@ def in_partition(hand_id: str, partition: int, partitions: int) -> bool:
 
 
 class AutoPlay:
-    def __init__(self, rules: rules_pb2_grpc.RulesServiceStub, player: Player) -> None:
+    def __init__(
+        self, rules: rules_pb2_grpc.RulesServiceStub, player: Player, *, timeout: float = 5.0
+    ) -> None:
         self.rules = rules
+        self.moves = DecideBatcher(rules, timeout)
         self.player = player
         self.stats = MoveStats()
         self.feed: HandFeed | None = None
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._dirty: set[str] = set()
         self._rechecks: set[asyncio.Task[None]] = set()
+        self._stuck: dict[str, int] = {}  # hand -> state version its moves were refused at
 
     def attach(self, feed: HandFeed) -> None:
         self.feed = feed
@@ -86,6 +91,8 @@ class AutoPlay:
     def on_change(self, fold: HandFold, applied: list[Any]) -> None:
         if seat_to_act(fold.state) is not None:
             self.kick(fold.hand_id)
+        elif fold.over:
+            self._stuck.pop(fold.hand_id, None)
 
     def kick(self, hand_id: str) -> None:
         """Make sure the hand's task looks at it (again)."""
@@ -105,6 +112,8 @@ class AutoPlay:
                 seat = None if fold is None else seat_to_act(fold.state)
                 if fold is None or seat is None:
                     return
+                if self._stuck.get(hand_id) == fold.state.version:
+                    return  # refused twice here: wait for the hand to move on
                 before = fold.version
                 await self._act(fold, seat)
                 if fold.version == before and hand_id not in self._dirty:
@@ -123,7 +132,11 @@ class AutoPlay:
                         reason=answer.reason, move=repr(command))  # fmt: skip
             fallback = fallback_move(view)
             if fallback != command and seat_to_act(fold.state) == seat:
-                await self._decide(fold, seat, fallback)
+                answer = await self._decide(fold, seat, fallback)
+            if answer is not None and not answer.accepted:
+                # Never loop on refusals (each one is recorded): a bug to look at.
+                log.error("bot_stuck", hand_id=fold.hand_id, seat=seat, reason=answer.reason)
+                self._stuck[fold.hand_id] = fold.state.version
 
     async def _decide(
         self, fold: HandFold, seat: int, command: Command
@@ -138,8 +151,8 @@ class AutoPlay:
         for delay in (*RETRY_DELAYS, None):
             started = time.perf_counter()
             try:
-                answer: rules_pb2.DecideResponse = await self.rules.Decide(request)
-            except grpc.aio.AioRpcError as exc:
+                answer = await self.moves.decide(request)
+            except (grpc.aio.AioRpcError, DecideError) as exc:
                 if exc.code() is grpc.StatusCode.ABORTED:
                     self.stats.conflicts += 1
                     self._recheck_later(fold.hand_id, fold.version)
@@ -153,7 +166,7 @@ class AutoPlay:
                     return None
                 log.error(
                     "bot_move_failed", hand_id=fold.hand_id, seat=seat, code=exc.code().name,
-                    reason=error_reason(exc), details=exc.details(),
+                    reason=_reason(exc), details=exc.details(),
                 )  # fmt: skip
                 self.stats.errors += 1
                 return None
@@ -171,7 +184,7 @@ class AutoPlay:
         (the consumer's copies are then duplicates, ignored): the next bot seat can
         act at once. Hidden events are not in the answer; a gap waits for the feed."""
         if self.feed is not None:
-            await self.feed.learn(fold.hand_id, [entry_of(e) for e in answer.events])
+            await self.feed.learn(fold.hand_id, answer.events)
 
     def _recheck_later(self, hand_id: str, version: int) -> None:
         async def recheck() -> None:
@@ -200,3 +213,8 @@ class AutoPlay:
         for task in tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
+        await self.moves.close()
+
+
+def _reason(exc: grpc.aio.AioRpcError | DecideError) -> str | None:
+    return exc.reason if isinstance(exc, DecideError) else error_reason(exc)

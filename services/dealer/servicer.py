@@ -77,7 +77,7 @@ class DealerServicer(dealer_pb2_grpc.DealerServiceServicer):
             hand_id=hand_id,
             commitment=started.commitment,
             version=cursor.version,
-            events=[codec.parse_envelope(p.envelope) for p in published if not p.hidden],
+            events=[p.message for p in published if not p.hidden],
         )
 
     async def GetSeed(

@@ -15,8 +15,9 @@ events, and errors to gRPC statuses.
 
 from __future__ import annotations
 
+import asyncio
 import uuid
-from typing import Any, TypeAlias
+from typing import Any, NoReturn, TypeAlias
 
 import grpc
 import structlog
@@ -36,10 +37,13 @@ from ddz.domain.hand import (
 )
 from ddz.domain.hand.state import NO_ONE
 from ddz.v1 import dealer_pb2, dealer_pb2_grpc, rules_pb2, rules_pb2_grpc
+from google.rpc import error_details_pb2, status_pb2
 
 from .cache import HandCache, KeyedLocks, LiveHand
 
 log = structlog.get_logger("ddz.rules")
+
+GRPC_DETAILS_KEY = "grpc-status-details-bin"
 
 Context: TypeAlias = grpc.aio.ServicerContext[Any, Any]
 
@@ -66,6 +70,36 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
         self.locks = KeyedLocks()
 
     async def Decide(
+        self, request: rules_pb2.DecideRequest, context: Context
+    ) -> rules_pb2.DecideResponse:
+        return await self._decide_request(request, context)
+
+    async def DecideBatch(
+        self, request: rules_pb2.DecideBatchRequest, context: Context
+    ) -> rules_pb2.DecideBatchResponse:
+        """Every command as by ``Decide``, concurrently: the per-hand lock keeps one
+        hand's commands in the order given (asyncio locks are FIFO and the tasks
+        start in order), different hands overlap, e.g. while waiting for JetStream's
+        acknowledgements. A command's error is its outcome, not the call's."""
+        outcomes = await asyncio.gather(*(self._outcome(command) for command in request.commands))
+        return rules_pb2.DecideBatchResponse(outcomes=outcomes)
+
+    async def _outcome(self, request: rules_pb2.DecideRequest) -> rules_pb2.DecideOutcome:
+        structlog.contextvars.bind_contextvars(hand_id=request.hand_id)
+        capture = _CapturedAbort()
+        try:
+            response = await self._decide_request(request, capture)
+        except _Aborted as aborted:
+            return aborted.outcome
+        except Exception:
+            log.exception("rpc_failed", batched=True)
+            return rules_pb2.DecideOutcome(
+                code=grpc.StatusCode.INTERNAL.value[0],
+                message=f"internal error (request id {request.request_id})",
+            )
+        return rules_pb2.DecideOutcome(response=response)
+
+    async def _decide_request(
         self, request: rules_pb2.DecideRequest, context: Context
     ) -> rules_pb2.DecideResponse:
         hand_id = request.hand_id
@@ -122,7 +156,7 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
             reason=refused.code.value if refused else "",
             message=refused.message if refused else "",
             version=cursor.version,
-            events=[codec.parse_envelope(p.envelope) for p in published if not p.hidden],
+            events=[p.message for p in published if not p.hidden],
         )
 
     async def GetPublicState(
@@ -188,6 +222,34 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
             self.cache.drop(hand_id)  # nothing left to decide but refusals
         else:
             self.cache.put(hand_id, hand)
+
+
+class _Aborted(Exception):
+    def __init__(self, outcome: rules_pb2.DecideOutcome) -> None:
+        super().__init__(outcome.message)
+        self.outcome = outcome
+
+
+class _CapturedAbort:
+    """Stands in for the servicer context of one command of a batch: what ``abort``
+    would have ended the call with becomes that command's outcome instead."""
+
+    async def abort_with_status(self, status: grpc.Status) -> NoReturn:
+        reason = ""
+        for key, value in status.trailing_metadata or ():
+            if key == GRPC_DETAILS_KEY and isinstance(value, bytes):
+                for detail in status_pb2.Status.FromString(value).details:
+                    info = error_details_pb2.ErrorInfo()
+                    if detail.Unpack(info):
+                        reason = info.reason
+        raise _Aborted(
+            rules_pb2.DecideOutcome(
+                code=status.code.value[0], reason=reason, message=status.details
+            )
+        )
+
+    async def abort(self, code: grpc.StatusCode, details: str = "") -> NoReturn:
+        raise _Aborted(rules_pb2.DecideOutcome(code=code.value[0], message=details))
 
 
 async def _command(request: rules_pb2.DecideRequest, context: Context) -> codec.SeatCommand:

@@ -1,5 +1,6 @@
 """The table service, wired: NATS bus + hand feed (durable consumer, with each hand's
-log for streams) + turn clock + channels to the dealer, rules and bot services."""
+log for streams) + turn clock + rooms + channels to the dealer, rules, bot and
+settlement services."""
 
 from __future__ import annotations
 
@@ -11,10 +12,20 @@ from ddz.adapters.grpc_client import make_channel
 from ddz.adapters.grpc_server import full_service_name
 from ddz.adapters.hand_feed import HandFeed, HandFold
 from ddz.adapters.service_runner import nats_url
+from ddz.adapters.tokens import table_token_key, verification_keys
 from ddz.config import Settings
-from ddz.v1 import bot_pb2_grpc, dealer_pb2_grpc, rules_pb2_grpc, table_pb2, table_pb2_grpc
+from ddz.v1 import (
+    bot_pb2_grpc,
+    dealer_pb2_grpc,
+    rules_pb2_grpc,
+    settlement_pb2_grpc,
+    table_pb2,
+    table_pb2_grpc,
+)
 
+from .auth import Gate
 from .clock import TurnClock
+from .rooms import load_rooms
 from .servicer import TableServicer
 from .tables import Tables
 
@@ -30,6 +41,10 @@ class TableApp:
     def __init__(self, settings: Settings, *, targets: dict[str, str] | None = None) -> None:
         self.settings = settings
         self.targets = dict(targets or {})  # service -> "host:port" (tests)
+        # Read now: a bad rooms file or key stops the service before it serves.
+        self.rooms = load_rooms(settings.rooms_file)
+        self.keys = verification_keys(settings)
+        self.table_key = table_token_key(settings)
         self.tables = Tables()
         self.bus: EventBus | None = None
         self.feed: HandFeed | None = None
@@ -54,6 +69,11 @@ class TableApp:
             dealer_pb2_grpc.DealerServiceStub(self._channel("dealer")),  # type: ignore[no-untyped-call]
             rules_pb2_grpc.RulesServiceStub(self._channel("rules")),  # type: ignore[no-untyped-call]
             bot_pb2_grpc.BotServiceStub(self._channel("bot")),  # type: ignore[no-untyped-call]
+            settlement=settlement_pb2_grpc.SettlementServiceStub(self._channel("settlement")),  # type: ignore[no-untyped-call]
+            rooms=self.rooms,
+            gate=Gate(self.keys, self.tables),
+            table_key=self.table_key,
+            ready_wait=self.settings.turn_timeout,
         )
         self.clock = TurnClock(self.settings.turn_timeout, self.servicer.disconnect)
         await self.feed.follow(NAME)
@@ -62,12 +82,16 @@ class TableApp:
         # Deadlines apply to the hands dealt at this service's tables.
         if self.clock is not None and self.tables.table_of(fold.hand_id) is not None:
             self.clock.update(fold)
+        if self.servicer is not None:
+            self.servicer.hand_changed(fold)
 
     def add_to_server(self, server: grpc.aio.Server) -> None:
         assert self.servicer is not None, "start() first"
         table_pb2_grpc.add_TableServiceServicer_to_server(self.servicer, server)  # type: ignore[no-untyped-call]
 
     async def close(self) -> None:
+        if self.servicer is not None:
+            await self.servicer.close()
         if self.clock is not None:
             await self.clock.close()
         if self.feed is not None:

@@ -1,9 +1,10 @@
-"""The tables this service has opened: who sits where, under which rules, which hands.
+"""The tables this service has opened: who sits where, under which rules, which hands,
+and (for a room's tables) who has left and who is ready for the next hand.
 
-In memory for now. Issue 7 (rooms, matchmaking, seats that belong to authenticated
-players, leaving a table) turns this into a ``table-<id>`` event stream (TableOpened,
-PlayerSeated, PlayerLeft, HandDealt) folded the same way hands are; the registry's
-interface (open, get, table_of, next first bidder) is what the servicer relies on.
+In memory: a restarted table service forgets its tables and queues (the hands
+themselves live on the bus and finish with the bot). The registry's interface (open,
+get, table_of, next first bidder) is what the servicer relies on; a ``table-<id>``
+event stream could back it without changing that interface.
 """
 
 from __future__ import annotations
@@ -25,6 +26,22 @@ class TableError(ValueError):
     """A table that cannot be opened as asked (the message says why)."""
 
 
+class TableClosed(Exception):
+    """The table deals no more hands (a player left); the message says why."""
+
+
+@dataclass
+class NextRound:
+    """Who has said they are ready for the table's next hand (NextHand)."""
+
+    number: int  # the hand to come: len(hand_ids) when the round began
+    ready: set[int] = field(default_factory=set)
+    dealt: asyncio.Future[tuple[str, int | None]] = field(
+        default_factory=lambda: asyncio.get_running_loop().create_future()
+    )
+    deadline: asyncio.Task[None] | None = None
+
+
 @dataclass
 class Table:
     table_id: str
@@ -32,12 +49,34 @@ class Table:
     room: RoomSettings
     seats: tuple[SeatInfo, SeatInfo, SeatInfo]
     hand_ids: list[str] = field(default_factory=list)
-    # The first bidder of each hand dealt here, once known (§2 rotation).
+    room_id: str = ""  # the room the table was made for; "" = opened by an operator
+    # Bean rooms: each seat's balance when the table was made (later hands: the last
+    # hand's balances plus its ledger, read from the hand's events).
+    balances: tuple[int, int, int] | None = None
+    left: dict[int, str] = field(default_factory=dict)  # seat -> the player who left it
+    closed_reason: str = ""
+    next_round: NextRound | None = None
     lock: asyncio.Lock = field(default_factory=asyncio.Lock, repr=False)
 
     @property
     def last_hand_id(self) -> str | None:
         return self.hand_ids[-1] if self.hand_ids else None
+
+    @property
+    def closed(self) -> bool:
+        return bool(self.closed_reason)
+
+    @property
+    def people(self) -> list[int]:
+        """Seats a person still holds (not a bot, not left)."""
+        return [s for s, seat in enumerate(self.seats) if not seat.is_bot and s not in self.left]
+
+    def seat_of(self, player_id: str) -> int | None:
+        """The seat ``player_id`` holds here (None: none, or they left it)."""
+        for number, seat in enumerate(self.seats):
+            if seat.player_id == player_id and number not in self.left:
+                return number
+        return None
 
     def first_bidder_after(self, previous_first_bidder: int | None) -> int | None:
         """The first bidder to ask for the next hand (§2): None (the golden card decides)
@@ -46,6 +85,17 @@ class Table:
         if previous_first_bidder is None or previous_first_bidder < 0:
             return None
         return next_first_bidder(previous_first_bidder)
+
+    def close(self, reason: str) -> None:
+        """No more hands here; whoever waits for the next one is told why."""
+        if not self.closed_reason:
+            self.closed_reason = reason
+        waiting = self.next_round
+        if waiting is not None and not waiting.dealt.done():
+            waiting.dealt.set_exception(TableClosed(self.closed_reason))
+            waiting.dealt.exception()  # retrieved: nobody may be waiting
+        if waiting is not None and waiting.deadline is not None:
+            waiting.deadline.cancel()
 
 
 def check_id(kind: str, value: str) -> str:
@@ -65,6 +115,8 @@ class Tables:
         room: RoomSettings,
         seats: list[SeatInfo],
         table_id: str = "",
+        *,
+        room_id: str = "",
     ) -> Table:
         if len(seats) != 3:
             raise TableError(f"a table has exactly three seats, got {len(seats)}")
@@ -72,10 +124,10 @@ class Tables:
             check_id("player id", seat.player_id)
         if len({seat.player_id for seat in seats}) != 3:
             raise TableError("the three seats need three different player ids")
-        table_id = check_id("table id", table_id) if table_id else uuid.uuid4().hex[:16]
+        table_id = check_id("table id", table_id) if table_id else new_table_id()
         if table_id in self._tables:
             raise KeyError(table_id)
-        table = Table(table_id, rules, room, (seats[0], seats[1], seats[2]))
+        table = Table(table_id, rules, room, (seats[0], seats[1], seats[2]), room_id=room_id)
         self._tables[table_id] = table
         return table
 
@@ -95,3 +147,13 @@ class Tables:
     def table_of(self, hand_id: str) -> Table | None:
         """The table a hand was dealt at (hands dealt by this instance only)."""
         return self._by_hand.get(hand_id)
+
+    def all(self) -> list[Table]:
+        return list(self._tables.values())
+
+    def in_room(self, room_id: str) -> int:
+        return sum(1 for table in self._tables.values() if table.room_id == room_id)
+
+
+def new_table_id() -> str:
+    return uuid.uuid4().hex[:16]

@@ -64,6 +64,9 @@ class Settings:
     rpc_timeout: float = 5.0
     turn_timeout: float = 20.0
     max_message_bytes: int = 1024 * 1024
+    rooms_file: Path | None = None  # None: the rooms shipped with the table service
+    table_token_key: bytes = field(default=b"", repr=False)  # empty: derived (tokens.py)
+    operator_key: bytes = field(default=b"", repr=False)  # empty: derived (tokens.py)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -116,6 +119,9 @@ class Settings:
             max_message_bytes=_int(
                 env, "DDZ_MAX_MESSAGE_BYTES", 1024 * 1024, low=1024, high=64 * 1024 * 1024
             ),
+            rooms_file=_path(env, "DDZ_ROOMS_FILE"),
+            table_token_key=env.get("DDZ_TABLE_TOKEN_KEY", "").encode("utf-8"),
+            operator_key=env.get("DDZ_OPERATOR_KEY", "").encode("utf-8"),
         )
 
     def port(self, service: str) -> int:
@@ -164,6 +170,11 @@ class Settings:
         if not key:
             raise ValueError(f"audit key file {path} is empty; delete it or set DDZ_AUDIT_KEY")
         return key
+
+
+def _path(env: Mapping[str, str], name: str) -> Path | None:
+    raw = env.get(name, "").strip()
+    return Path(raw).expanduser().resolve() if raw else None
 
 
 def _float(env: Mapping[str, str], name: str, default: float) -> float:

@@ -121,7 +121,7 @@ def test_ctrl_c_stops_ddz_up_and_leaves_no_process(tmp_path: Path) -> None:
     ports = {name: free_port("127.0.0.1") for name in SERVICE_PORTS}
     settings = dataclasses.replace(settings, ports=ports)
     up = subprocess.Popen(
-        [sys.executable, "-m", "ddz.entrypoints.cli", "up"],
+        [sys.executable, "-m", "ddz.entrypoints.cli", "up", "--nats-port", "0"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ddz_env(settings),
     )  # fmt: skip
     pids: list[int] = []

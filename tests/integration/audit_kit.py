@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import random
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -23,23 +23,23 @@ from pathlib import Path
 from typing import Any
 
 import grpc
-from ddz.adapters import codec, hand_stream
-from ddz.adapters.bus import EventBus
+from ddz.adapters import codec
+from ddz.adapters.bus import EventBus, subject_for
+from ddz.adapters.codec import CommandRejected
 from ddz.adapters.grpc_client import make_channel
+from ddz.adapters.hand_stream import hand_stream_id
 from ddz.adapters.service_runner import RunningService, start_service
 from ddz.audit.sample import Mischief, mischief
 from ddz.config import Settings
 from ddz.domain.hand import (
-    Command,
     Disconnect,
     Escape,
     HandState,
     Phase,
     evolve,
-    replay,
     view_for,
 )
-from ddz.domain.hand.events import Redealt
+from ddz.domain.hand.events import CardsDealt, Redealt
 from ddz.domain.players import RandomPlayer
 from ddz.domain.ruleset import Scoring, ruleset_for
 from ddz.domain.settlement import RoomSettings
@@ -47,6 +47,7 @@ from ddz.v1 import (
     audit_pb2_grpc,
     dealer_pb2,
     dealer_pb2_grpc,
+    envelope_pb2,
     hand_events_pb2,
     rules_pb2,
     rules_pb2_grpc,
@@ -138,9 +139,7 @@ def deal_request(hand_id: str, variant: str, rng: random.Random) -> dealer_pb2.D
         hand_id=hand_id,
         table_id="audit",
         variant=variant,
-        seats=[
-            hand_events_pb2.SeatInfo(player_id=p, is_bot=rng.random() < 0.3) for p in players
-        ],
+        seats=[hand_events_pb2.SeatInfo(player_id=p, is_bot=rng.random() < 0.3) for p in players],
         room=codec.room_to_pb(room_for(variant, rng)),
         client_seeds=[rng.randbytes(8) for _ in range(rng.randrange(3))],
     )
@@ -164,23 +163,44 @@ class Played:
     redeals: int = 0
 
 
-async def full_state(bus: EventBus, hand_id: str) -> HandState:
-    """The hand with every seat's cards, from the bus (as the bot service reads it)."""
-    read, _ = await hand_stream.read(bus, hand_id)
-    return replay(codec.hand_events(r.event for r in read))
+async def with_hidden_deal(
+    bus: EventBus, hand_id: str, state: HandState, public: Sequence[envelope_pb2.EventEnvelope]
+) -> HandState:
+    """``state`` advanced by the public events of one answer plus the hidden deal among
+    them: the deal is read from the bus's internal subject (as the bot service reads
+    it), by its exact subject: JetStream keeps the last message per subject indexed,
+    while scanning a hand's wildcard subject grows with the whole stream."""
+    msg = await bus.js.get_last_msg(
+        bus.stream, subject_for(hand_stream_id(hand_id), CardsDealt.TYPE, internal=True)
+    )
+    hidden, dealt = codec.decode_envelope(msg.data)
+    ordered = sorted([*public, hidden], key=lambda envelope: envelope.stream_version)
+    for envelope in ordered:
+        event = (
+            dealt if envelope is hidden else codec.decode_envelope(envelope.SerializeToString())[1]
+        )
+        if not isinstance(event, CommandRejected):
+            state = evolve(state, event)
+    return state
 
 
 async def play_hand(
-    suite: Services, variant: str, rng: random.Random, odds: Mischief, max_commands: int = 3000
+    suite: Services,
+    variant: str,
+    rng: random.Random,
+    odds: Mischief,
+    max_commands: int = 3000,
+    stop_after: int | None = None,
 ) -> Played:
+    """Deal and play one hand to its end (or only ``stop_after`` commands)."""
     hand_id = f"{variant}-{uuid.uuid4().hex[:12]}"
     played = Played(hand_id, variant)
-    await suite.dealer.Deal(deal_request(hand_id, variant, rng))
-    state = await full_state(suite.bus, hand_id)
+    dealt = await suite.dealer.Deal(deal_request(hand_id, variant, rng))
+    state = await with_hidden_deal(suite.bus, hand_id, HandState(), dealt.events)
     player = RandomPlayer(rng)
     rules = suite.rules
     for _ in range(max_commands):
-        if state.phase is Phase.ENDED:
+        if state.phase is Phase.ENDED or played.commands == stop_after:
             return played
         command = mischief(state, rng, odds) or player.act(view_for(state, state.turn))
         request = rules_pb2.DecideRequest(hand_id=hand_id, seat=command.seat)
@@ -190,15 +210,16 @@ async def play_hand(
         if not response.accepted:
             played.refused += 1
             continue
-        events = [codec.decode_envelope(e.SerializeToString())[1] for e in response.events]
         played.disconnects += isinstance(command, Disconnect)
         played.escaped |= isinstance(command, Escape) and state.rules.scoring is Scoring.BEANS
-        if any(isinstance(e, Redealt) for e in events):
-            played.redeals += 1
-            state = await full_state(suite.bus, hand_id)  # the new deal is internal
+        if any(e.type == Redealt.TYPE for e in response.events):
+            played.redeals += 1  # the new round's cards are hidden: from the bus
+            state = await with_hidden_deal(suite.bus, hand_id, state, response.events)
             continue
-        for event in codec.hand_events(events):
-            state = evolve(state, event)
+        for envelope in response.events:
+            event = codec.decode_envelope(envelope.SerializeToString())[1]
+            if not isinstance(event, CommandRejected):
+                state = evolve(state, event)
     raise AssertionError(f"{hand_id} did not end in {max_commands} commands")
 
 
@@ -216,7 +237,9 @@ async def play_hands(
 
     async def one(index: int) -> Played:
         async with gate:
-            played = await play_hand(suite, variant, random.Random(f"{seed}/{variant}/{index}"), odds)
+            played = await play_hand(
+                suite, variant, random.Random(f"{seed}/{variant}/{index}"), odds
+            )
             if on_hand is not None:
                 on_hand(played)
             return played

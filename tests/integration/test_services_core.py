@@ -468,6 +468,48 @@ async def test_bad_input_gets_a_clear_status_and_reason_and_the_service_keeps_se
     assert await _error(dealer.Deal(two_seats)) == (
         grpc.StatusCode.INVALID_ARGUMENT, "INVALID_ARGUMENT"
     )  # fmt: skip
+
+
+async def test_decide_batch_answers_each_command_as_decide_would(suite: Suite) -> None:
+    """``DecideBatch``: one outcome per command, in order; a command's error (unknown
+    hand, malformed cards, stale version) is its outcome, not the call's; one hand's
+    commands apply in the order given (§2: seat 1 bids first, then seat 2)."""
+    rules, dealer = suite.rules, suite.dealer
+    hand_id = "batch-" + uuid.uuid4().hex[:8]
+    await dealer.Deal(deal_request(hand_id, "classic", first_bidder=1))
+    version = (await rules.GetPublicState(rules_pb2.GetPublicStateRequest(hand_id=hand_id))).version
+    commands = [
+        decide_request(hand_id, Bid.call(1, 1), expected_version=version),
+        decide_request("never-dealt", Bid.pass_(0)),
+        rules_pb2.DecideRequest(
+            hand_id=hand_id, seat=2, play=hand_events_pb2.PlayCommand(cards="33Z")
+        ),
+        decide_request(hand_id, Bid.pass_(2), expected_version=version),  # stale by now
+        decide_request(hand_id, Bid.call(0, 3)),  # seat 2's turn: refused and recorded
+        decide_request(hand_id, Bid.call(2, 2), expected_version=version + 2),
+    ]
+    answer = await rules.DecideBatch(rules_pb2.DecideBatchRequest(commands=commands))
+    outcomes = list(answer.outcomes)
+    assert len(outcomes) == len(commands)
+    first, unknown, malformed, stale, refused, last = outcomes
+    assert first.response.accepted and first.response.version == version + 1
+    assert (unknown.HasField("response"), unknown.code, unknown.reason) == (
+        False, grpc.StatusCode.NOT_FOUND.value[0], "UNKNOWN_HAND"
+    )  # fmt: skip
+    assert (malformed.code, malformed.reason) == (
+        grpc.StatusCode.INVALID_ARGUMENT.value[0], "MALFORMED_CARDS"
+    )  # fmt: skip
+    assert (stale.code, stale.reason) == (grpc.StatusCode.ABORTED.value[0], "VERSION_CONFLICT")
+    assert (refused.response.accepted, refused.response.reason) == (
+        False, RejectReason.NOT_YOUR_TURN.value
+    )  # fmt: skip
+    assert last.response.accepted and last.response.version == version + 3
+    stored = await eventually(lambda: _if_length(stored_stream(suite, hand_id), version + 3))
+    types = [codec.parse_envelope(s.envelope).type for s in stored][version:]
+    assert types == ["bid_made", CommandRejected.TYPE, "bid_made"]
+    # Each answer's events are the stored ones (the answer re-serialises: compare parsed).
+    answered = [*first.response.events, *refused.response.events, *last.response.events]
+    assert answered == [codec.parse_envelope(s.envelope) for s in stored][version:]
     assert await _error(dealer.Deal(deal_request("x", "poker"))) == (
         grpc.StatusCode.INVALID_ARGUMENT, "INVALID_ARGUMENT"
     )  # fmt: skip

@@ -24,9 +24,10 @@ import grpc
 import pytest
 from ddz.adapters import codec, hand_stream
 from ddz.adapters.bus import EventBus
-from ddz.adapters.grpc_client import error_reason, make_channel
+from ddz.adapters.grpc_client import error_reason
 from ddz.adapters.nats_server import NatsServer
 from ddz.adapters.service_runner import RunningService, start_service
+from ddz.adapters.tokens import bearer_channel, operator_token
 from ddz.config import Settings
 from ddz.domain.cards import Card
 from ddz.domain.hand import HandState, Phase, evolve
@@ -70,7 +71,9 @@ async def start_suite(
     table = await start_service("table", settings, port=0, targets=targets)
     suite.services.append(table)
     suite.table_address = f"127.0.0.1:{table.port}"
-    channel = make_channel(settings, target=suite.table_address)
+    # Operator tools play these tables' seats (issue 7: an operator token may act for
+    # any seat; players' own tokens are tested in test_seat_auth.py).
+    channel = bearer_channel(settings, operator_token(settings), target=suite.table_address)
     suite.channels.append(channel)
     suite.table = table_pb2_grpc.TableServiceStub(channel)
     return suite
@@ -426,3 +429,24 @@ async def test_the_first_bidder_rotates_from_hand_to_hand(suite: Suite) -> None:
     assert asked[2] == (first_bidders[1] + 1) % 3
     got = await suite.table.GetTable(table_pb2.GetTableRequest(table_id=table.table_id))
     assert len(got.table.hand_ids) == 3 and got.table.current_hand_id == ""
+
+
+async def test_a_stream_resumes_after_the_last_position_seen(suite: Suite) -> None:
+    """A client that comes back with the last position it saw gets everything after it,
+    nothing missed and nothing twice (issue 7's resumption; positions are versions)."""
+    table = await open_table(suite, "laizi", humans=())
+    started = await suite.table.StartHand(table_pb2.StartHandRequest(table_id=table.table_id))
+
+    async def watch(after: int) -> list[table_pb2.WatchHandResponse]:
+        stream = suite.table.WatchHand(
+            table_pb2.WatchHandRequest(hand_id=started.hand_id, seat=1, after_position=after),
+            timeout=HAND_TIMEOUT,
+        )
+        return [update async for update in stream]
+
+    whole = await watch(0)
+    cut = len(whole) // 2
+    resumed = await watch(cut)
+    assert [u.position for u in resumed] == list(range(cut + 1, len(whole) + 1))
+    assert [u.SerializeToString() for u in resumed] == [u.SerializeToString() for u in whole[cut:]]
+    assert await watch(len(whole)) == []

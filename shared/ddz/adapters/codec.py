@@ -879,6 +879,25 @@ def envelope_for(
     envelope to compare or hash it). Pass ``event_id`` to know it without parsing
     (it becomes the ``Nats-Msg-Id``); otherwise a new UUID is used.
     """
+    return envelope_and_bytes(
+        stream_id, version, event, causation_id, correlation_id, producer,
+        event_id=event_id, occurred_at=occurred_at,
+    )[1]  # fmt: skip
+
+
+def envelope_and_bytes(
+    stream_id: str,
+    version: int,
+    event: Recorded,
+    causation_id: str,
+    correlation_id: str,
+    producer: str,
+    *,
+    event_id: str | None = None,
+    occurred_at: dt.datetime | None = None,
+) -> tuple[envelope_pb2.EventEnvelope, bytes]:
+    """``envelope_for`` and the message it serialised (for a producer that also
+    answers with the envelope: no second parse of its own bytes)."""
     type_, type_version, payload = encode_event(event)
     envelope = envelope_pb2.EventEnvelope(
         event_id=event_id or new_event_id(),
@@ -897,7 +916,7 @@ def envelope_for(
     else:
         envelope.occurred_at.FromDatetime(occurred_at)
     data: bytes = envelope.SerializeToString()
-    return data
+    return envelope, data
 
 
 def parse_envelope(data: bytes) -> envelope_pb2.EventEnvelope:

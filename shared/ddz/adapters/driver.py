@@ -26,6 +26,7 @@ import grpc
 
 from ddz.adapters.grpc_client import make_channel
 from ddz.adapters.hand_stream import hand_stream_id
+from ddz.adapters.tokens import bearer_channel, operator_token
 from ddz.config import Settings
 from ddz.v1 import (
     recorder_pb2,
@@ -73,7 +74,11 @@ class Driver:
 
     def _channel(self, service: str) -> grpc.aio.Channel:
         if service not in self._channels:
-            self._channels[service] = make_channel(self.settings, service)
+            if service == "table":  # opening bot tables is the operator's (issue 7)
+                token = operator_token(self.settings, "driver")
+                self._channels[service] = bearer_channel(self.settings, token, service)
+            else:
+                self._channels[service] = make_channel(self.settings, service)
         return self._channels[service]
 
     @property

@@ -5,12 +5,13 @@ every event of the hand (public and internal, from a durable consumer) and the h
 stream version (which also counts ``CommandRejected``, which the state never folds).
 
 ``HandFeed.follow(durable)`` subscribes it to every event (a durable push consumer).
-Events are applied strictly in version
-order: a duplicate (an old version) is ignored, an event from the future is held
-until the versions before it arrive. A hand first seen in the middle (a service
-restarted mid-hand, a consumer created late) or a gap that does not fill is read back
-from JetStream (``hand_stream.read``), the single source of truth the rules service
-writes to. ``on_change`` is called after each batch of newly applied events.
+Events are applied strictly in version order: a duplicate (an old version) is ignored,
+an event from the future is held until the versions before it arrive. A hand first
+seen in the middle (a service restarted mid-hand, a consumer created late) or a gap
+that does not fill is read back from JetStream (``hand_stream.read``), the single
+source of truth the rules service writes to. ``on_change`` is called after each batch
+of newly applied events; ``learn`` applies the events a call returned, ahead of the
+consumer.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -280,16 +281,18 @@ class HandFeed:
                 fold = self.hands[hand_id] = HandFold(hand_id, self.keep_log)
         await self._offer(fold, entry)
 
-    async def learn(self, hand_id: str, entries: list[Entry]) -> None:
+    async def learn(self, hand_id: str, envelopes: Iterable[envelope_pb2.EventEnvelope]) -> None:
         """Apply events a call answered with (a decision's public events), ahead of the
-        consumer. Only for a hand already followed: anything else the consumer brings."""
+        consumer. Only for a hand already followed: anything else the consumer brings.
+        Events the consumer has already brought are skipped without being decoded."""
         fold = self.hands.get(hand_id)
-        if fold is None and entries and entries[0].version == 1 and hand_id not in self._ended:
-            fold = self.hands[hand_id] = HandFold(hand_id, self.keep_log)  # a deal's answer
-        for entry in entries:
+        for envelope in envelopes:
+            if fold is None and envelope.stream_version == 1 and hand_id not in self._ended:
+                fold = self.hands[hand_id] = HandFold(hand_id, self.keep_log)  # a deal's answer
             if fold is None or self.hands.get(hand_id) is not fold:
                 return
-            await self._offer(fold, entry)
+            if envelope.stream_version > fold.version:
+                await self._offer(fold, entry_of(envelope))
 
     async def _offer(self, fold: HandFold, entry: Entry) -> None:
         applied = fold.offer(entry)

@@ -38,7 +38,7 @@ from ddz.adapters.bus import (
     stream_id_for,
     subject_for,
 )
-from ddz.adapters.codec import Recorded, decode_envelope, envelope_for, new_event_id
+from ddz.adapters.codec import Recorded, decode_envelope, envelope_and_bytes, new_event_id
 from ddz.v1 import envelope_pb2
 
 HAND = "hand"
@@ -76,6 +76,7 @@ class PublishedEvent:
     envelope: bytes
     hidden: bool
     seq: int
+    message: envelope_pb2.EventEnvelope  # ``envelope`` parsed (the very message serialised)
 
 
 async def publish(
@@ -98,7 +99,7 @@ async def publish(
     for event in events:
         version = cursor.version + 1
         event_id = new_event_id()
-        data = envelope_for(
+        message, data = envelope_and_bytes(
             stream_id, version, event, causation_id, correlation_id, producer, event_id=event_id
         )
         hidden = event.HIDDEN
@@ -113,7 +114,7 @@ async def publish(
             timeout,
         )
         cursor = cursor.after(hidden, seq)
-        published.append(PublishedEvent(event, event_id, version, data, hidden, seq))
+        published.append(PublishedEvent(event, event_id, version, data, hidden, seq, message))
     return cursor, published
 
 

@@ -166,4 +166,8 @@ def main(name: str) -> int:
         log.error("cannot_start", service=name, error=str(exc) or type(exc).__name__)
         print(f"ddz: error: {name}: {exc or type(exc).__name__}", file=sys.stderr)
         return 1
+    except ValueError as exc:  # configuration read while building (e.g. the rooms file)
+        log.error("bad_configuration", service=name, error=str(exc))
+        print(f"ddz: error: {name}: {exc}", file=sys.stderr)
+        return 2
     return 0

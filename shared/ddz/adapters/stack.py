@@ -65,6 +65,12 @@ def settings_env(settings: Settings) -> dict[str, str]:
         env["DDZ_NATS_URL"] = settings.nats_url
     if settings.audit_key:
         env["DDZ_AUDIT_KEY"] = settings.audit_key.decode("utf-8")
+    if settings.rooms_file is not None:
+        env["DDZ_ROOMS_FILE"] = str(settings.rooms_file)
+    if settings.table_token_key:
+        env["DDZ_TABLE_TOKEN_KEY"] = settings.table_token_key.decode("utf-8")
+    if settings.operator_key:
+        env["DDZ_OPERATOR_KEY"] = settings.operator_key.decode("utf-8")
     for service, port in settings.ports.items():
         env[f"DDZ_{service.upper()}_PORT"] = str(port)
     return env

@@ -21,7 +21,8 @@ from ddz.audit.checks import audit_hand
 from ddz.audit.report import FAILURE_NAMES, INCOMPLETE, AuditReport, Verdict
 from ddz.audit.source import hand_stream_ids, read_hands
 
-BATCH = 200  # hands per read and per task
+BATCH = 200  # hands per read and per task, at most
+MIN_BATCH = 20
 MAX_LISTED_FAILURES = 1000
 
 
@@ -156,7 +157,7 @@ def audit_all(
     *,
     workers: int = 1,
     limit: int | None = None,
-    batch: int = BATCH,
+    batch: int | None = None,
     on_progress: Callable[[int, int], None] | None = None,
     recorder: Recorder | None = None,
 ) -> AllReport:
@@ -170,6 +171,8 @@ def audit_all(
     try:
         stream_ids = hand_stream_ids(store, limit)
         report = AllReport(workers=workers)
+        if batch is None:  # a few batches per worker, so none waits long on the last one
+            batch = max(MIN_BATCH, min(BATCH, len(stream_ids) // (4 * max(workers, 1)) or 1))
         batches = list(_batches(stream_ids, batch))
         results: Iterable[list[HandVerdict]]
         if workers <= 1 or len(batches) <= 1:

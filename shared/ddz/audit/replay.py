@@ -1,16 +1,36 @@
-"""What settlement is asked, rebuilt from a replayed hand (RULES.md §10).
+"""Commands and outcomes rebuilt from a recorded hand.
 
-The audit recomputes the ledger from scratch: the outcome below comes only from the
-replayed state (who was landlord at what base, who won, the multiplier, the balances
-recorded at the start, who escaped), and ``settle()`` turns it into a ledger.
+``start_command``: the ``StartHand`` a hand's ``HandStarted`` and revealed seed stand for.
+``settlement_outcome``: what settlement is asked (RULES.md §10), from the replayed state
+only (who was landlord at what base, who won, the multiplier, the balances recorded at
+the start, who escaped); ``settle()`` turns it into the ledger the audit compares.
 """
 
 from __future__ import annotations
 
-from ddz.domain.hand import HandState
-from ddz.domain.hand.events import PlayerEscaped
+from typing import cast
+
+from ddz.domain.hand import HandState, SeatInfo, StartHand
+from ddz.domain.hand.events import HandStarted, PlayerEscaped
 from ddz.domain.ruleset import Scoring
 from ddz.domain.settlement import HandOutcome
+
+
+def start_command(started: HandStarted, seed: bytes) -> StartHand:
+    """The start the hand recorded, under its recorded rule set (never the default of
+    its variant's name), with the revealed seed."""
+    return StartHand(
+        started.hand_id,
+        started.rules,
+        started.room,
+        # three seats, or the aggregate refuses the start: the record is then wrong
+        cast("tuple[SeatInfo, SeatInfo, SeatInfo]", tuple(started.seats)),
+        seed,
+        first_bidder=started.first_bidder,
+        client_seeds=tuple(bytes.fromhex(c) for c in started.client_seeds),
+        balances=started.balances,
+        show_before_deal=frozenset(started.show_before_deal),
+    )
 
 
 def settlement_outcome(state: HandState, escaped: PlayerEscaped | None) -> HandOutcome:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, NamedTuple
 
 from ddz.adapters.codec import Recorded
 from ddz.v1 import envelope_pb2
@@ -59,10 +59,10 @@ class CheckResult:
         return {"name": self.name, "passed": self.passed, "detail": self.detail}
 
 
-@dataclass(frozen=True, slots=True)
-class AuditedEvent:
+class AuditedEvent(NamedTuple):
     """One stored event, decoded: its stream version, the event (or rejection) and the
-    envelope it came in (producer, wall-clock time: shown, never used by a check)."""
+    envelope it came in (producer, wall-clock time: shown, never used by a check).
+    A named tuple: one is made for every event of every audited hand."""
 
     version: int
     event_id: str

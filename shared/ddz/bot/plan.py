@@ -36,6 +36,9 @@ _KICKER_MAX = int(Rank.ACE)
 
 _NEG = float("-inf")
 
+MEMO_LIMIT = 60_000
+"""Planner cache entries kept before the cache is emptied (a few tens of MB at most)."""
+
 WILDS_PER_CHAIN = 2
 """Most wildcards one planned chain may use: more is rarely worth it (four wildcards
 are a bomb) and the search grows fast with them."""
@@ -154,7 +157,7 @@ class Planner:
         return Plan(score, tuple(parts))
 
     def score(self, natural: RankCounts, wilds: int = 0) -> float:
-        if len(self._memo) > 300_000:
+        if len(self._memo) > MEMO_LIMIT:
             self._memo.clear()
             self._leaf_memo.clear()
         return self._search(natural, wilds, 0, ())

@@ -39,8 +39,8 @@ class Budget:
 
     iterations: int = 4000
     samples: int = 12
-    max_cards: int = 12  # search only when the bot and its enemies hold this few cards
-    max_ms: float | None = 200.0
+    max_cards: int = 18  # search only when the bot and its enemies hold this few cards
+    max_ms: float | None = 250.0
 
 
 class Bot:
@@ -113,7 +113,7 @@ class Bot:
         key = (view.rules, wild)
         policy = self._policies.get(key)
         if policy is None:
-            if len(self._policies) > 16:
+            if len(self._policies) > 8:
                 self._policies.clear()
             policy = Policy(Planner(view.rules, wild), self.weights)
             self._policies[key] = policy

@@ -23,12 +23,15 @@ from ddz.domain.classify import classify
 from ddz.domain.moves import Move
 from ddz.domain.readings import ComboType, Reading
 
-from .plan import Part, Planner, rank_value, split_wild
+from .plan import TURN_COST, Part, Planner, rank_value, split_wild
 from .situation import Situation
 from .threats import Counter, Holder
 
+FULL_EVALS = 10
+"""Following, at most this many moves outside the plan are planned out (cheapest first)."""
+
 KEEP_PER_MAIN = 4
-"""Following, at most this many moves per reading are weighed (see ``_prune``)."""
+"""Following, at most this many moves per reading are weighed (see ``prune``)."""
 
 WIN_LINE = 100.0
 """Bonus for a move after which the bot can play out its hand unbeaten."""
@@ -36,7 +39,7 @@ WIN_LINE = 100.0
 
 @dataclass(frozen=True, slots=True)
 class Weights:
-    """Tunable constants of the policy (calibrated by self-play, see docs/BOT.md)."""
+    """Tunable constants of the policy (swept against ``rlcard-rule``, see docs/BOT.md)."""
 
     size_bonus: float = 0.6  # per extra card of a lead, up to 4 cards
     keep_control: float = 8.0  # leading a control early wastes it
@@ -72,7 +75,7 @@ class Policy:
     @property
     def search_cache(self) -> tuple[dict[Any, Any], dict[Any, int]]:
         """Caches the endgame search keeps between decisions (pure: only speed)."""
-        if len(self._search_moves) > 50_000:
+        if len(self._search_moves) > 20_000:
             self._search_moves.clear()  # reading ids stay valid: they are never reused
         return self._search_moves, self._search_rids
 
@@ -238,7 +241,16 @@ class Policy:
 
     def follow(self, sit: Situation, moves: list[Move]) -> Move | None:
         w = self.w
-        base = self.hand_score(sit.hand)
+        natural, wilds = split_wild(sit.hand, self.wild)
+        plan = self.planner.plan(natural, wilds)
+        base = plan.score
+        # a move that is a part of the plan leaves the rest of the plan standing: its
+        # worth is known without planning again (a lower bound, nearly always exact)
+        known: dict[RankCounts, float] = {}
+        for part in plan.parts:
+            cards = self.part_cards(part, sit.hand)
+            if cards is not None:
+                known.setdefault(sub(sit.hand, cards), base + TURN_COST - part.value)
         holders = self.enemies(sit)
         owner = sit.trick_seat
         partner_owns = not sit.is_enemy(owner)
@@ -263,8 +275,8 @@ class Policy:
             and sit.trick is not None
             and any(self.counter.can_beat(h, sit.trick) for h in holders)
         )
-        scores: dict[RankCounts, float] = {}
-        for m in self.prune(moves):
+        scores: dict[RankCounts, float] = dict(known)
+        for m in self._follow_candidates(sit.hand, moves, known):
             rem = sub(sit.hand, m.cards)
             left = scores.get(rem)
             if left is None:
@@ -289,6 +301,26 @@ class Policy:
                 best, best_val = m, val
         return best
 
+    def _follow_candidates(
+        self, hand: RankCounts, moves: list[Move], known: dict[RankCounts, float]
+    ) -> list[Move]:
+        """Moves worth weighing: those that are parts of the plan, every bomb, and the
+        cheapest few others (each of those costs a planning of what it leaves)."""
+        planned: list[Move] = []
+        others: list[Move] = []
+        for m in self.prune(moves):
+            if m.reading.is_bomb or sub(hand, m.cards) in known:
+                planned.append(m)
+            else:
+                others.append(m)
+        if len(others) > FULL_EVALS:
+            others = sorted(others, key=self._cost)[:FULL_EVALS]
+        return planned + others
+
+    def _cost(self, m: Move) -> int:
+        wild = self.wild
+        return sum(n * (30 if r in wild else r) for r, n in enumerate(m.cards) if n)
+
     def search_candidates(self, sit: Situation, legal: Callable[[], list[Move]]) -> list[Move]:
         """The moves the endgame search weighs at the root."""
         return self.prune(legal(), keep=3)
@@ -306,11 +338,7 @@ class Policy:
         groups: dict[tuple[object, ...], list[Move]] = {}
         for m in moves:
             groups.setdefault(m.reading.key(), []).append(m)
-        wild = self.wild
-
-        def cost(m: Move) -> int:
-            return sum(n * (30 if r in wild else r) for r, n in enumerate(m.cards) if n)
-
+        cost = self._cost
         out: list[Move] = []
         for group in groups.values():
             if len(group) > keep:

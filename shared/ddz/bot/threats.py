@@ -99,6 +99,8 @@ class Counter:
                         best = max(best, (p.hard_tier.get(s, 0), r))
                     elif have >= 1 and have + w >= s:
                         best = max(best, (p.soft_tier.get(s, 0), r))
+        if len(self._best_bomb) > 20_000:
+            self._best_bomb.clear()
         self._best_bomb[key] = best
         return best
 

@@ -8,11 +8,13 @@ from ddz.domain.cards import Rank, RankCounts
 from ddz.domain.natural import natural_readings
 from ddz.domain.readings import Reading
 from ddz.domain.ruleset import RuleSet
-from ddz.domain.tables import sort_key, tables_for
+from ddz.domain.tables import TWO, sort_key, tables_for
 from ddz.domain.wild import wild_moves
 
 
-def classify(play: RankCounts, rules: RuleSet, wild: frozenset[Rank] = frozenset()) -> list[Reading]:
+def classify(
+    play: RankCounts, rules: RuleSet, wild: frozenset[Rank] = frozenset()
+) -> list[Reading]:
     """Every legal reading of the multiset (deduplicated by ``Reading.key()``), sorted
     highest first (bomb-class above non-bomb; then by ladder tier, then main rank), each
     with ``tier`` set from ``rules.bomb_ladder`` (-1 for non-bombs) and ``substitutes``
@@ -26,6 +28,8 @@ def _reading_only(cards: RankCounts, reading: Reading) -> Reading:
 
 @lru_cache(maxsize=1 << 16)
 def _classify(play: RankCounts, rules: RuleSet, wild: frozenset[Rank]) -> tuple[Reading, ...]:
+    if wild and max(wild) > TWO:
+        raise ValueError("a wildcard rank must be 3..2, never a joker (§5)")
     tb = tables_for(rules)
     held = tuple(int(w) for w in sorted(wild) if play[w])
     if held:

@@ -141,10 +141,7 @@ class _NaturalMoves:
         if found is None:
             table = self.chains[copies]
             minimum = self.tb.chain_min[copies]
-            found = [
-                table[lo][length]
-                for lo, length in _runs(ranks, minimum)
-            ]
+            found = [table[lo][length] for lo, length in _runs(ranks, minimum)]
             self.chain_sets[(copies, ranks)] = found
         return found
 
@@ -159,7 +156,7 @@ class _NaturalMoves:
         """Nested lists of moves, index main rank then kicker ranks (ascending)."""
         if not self.fast or ctype not in self.tb.types:
             return []
-        copies, pairs = _KICKER_TYPES[ctype]
+        _, pairs = _KICKER_TYPES[ctype]
         table: list[Any] = []
         for main in range(TWO + 1):
             if kickers == 1:
@@ -247,7 +244,11 @@ def legal_moves(
     """All plays (each (cards, reading) pair once) the hand can make: leading when
     ``over`` is None, else only those that beat ``over``. Pass is not a Move."""
     nm = _natural_moves_for(rules)
-    wild_held = [int(w) for w in sorted(wild) if hand[w]] if wild else None
+    wild_held = None
+    if wild:
+        if max(wild) > TWO:
+            raise ValueError("a wildcard rank must be 3..2, never a joker (§5)")
+        wild_held = [int(w) for w in sorted(wild) if hand[w]]
     natural = hand
     if wild_held:
         spare = list(hand)
@@ -387,11 +388,11 @@ def _kicked(
         if _TS in types and only in (None, _TS):
             for t in mains:
                 row = nm.ts[t]
-                out.extend([row[k] for k in present if k != t])  # type: ignore[misc]
+                out.extend([row[k] for k in present if k != t])
         if _TP in types and only in (None, _TP):
             for t in mains:
                 row = nm.tp[t]
-                out.extend([row[k] for k in pairs if k != t])  # type: ignore[misc]
+                out.extend([row[k] for k in pairs if k != t])
         fours = [f for f in mains if h[f] >= 4]
         if fours and _FS in types and only in (None, _FS):
             for f in fours:
@@ -400,9 +401,9 @@ def _kicked(
                 for i, k1 in enumerate(ks):
                     row = rows[k1]
                     if h[k1] >= 2:
-                        out.append(row[k1])  # type: ignore[arg-type]
+                        out.append(row[k1])
                     if k1 != BJ or tb.jokers_as_kickers:  # B with R: never (§3)
-                        out.extend([row[k2] for k2 in ks[i + 1 :]])  # type: ignore[misc]
+                        out.extend([row[k2] for k2 in ks[i + 1 :]])
         if fours and _FP in types and only in (None, _FP):
             for f in fours:
                 rows = nm.fp[f]
@@ -410,7 +411,7 @@ def _kicked(
                 for i, k1 in enumerate(ks):
                     if k1 != BJ or tb.jokers_as_kickers:
                         row = rows[k1]
-                        out.extend([row[k2] for k2 in ks[i + 1 :]])  # type: ignore[misc]
+                        out.extend([row[k2] for k2 in ks[i + 1 :]])
     else:
         for ctype in (_TS, _TP, _FS, _FP):
             if ctype in types and only in (None, ctype):

@@ -67,6 +67,7 @@ def natural_readings(play: RankCounts, tb: Tables) -> list[Reading]:
             and all(play[r] == copies for r in present)
         ):
             out.append(tb.natural(CHAIN_TYPES[copies], present[-1], len(present), total))
+    if len(present) >= 2 or tb.kicker_of_main_rank:
         _kicker_readings(play, total, tb, out)
     return out
 

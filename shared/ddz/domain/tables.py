@@ -26,6 +26,9 @@ _TYPE_ORDER = {t: i for i, t in enumerate(ComboType)}
 
 CHAIN_TYPES = {1: ComboType.SOLO_CHAIN, 2: ComboType.PAIR_CHAIN, 3: ComboType.TRIPLE_CHAIN}
 
+_RANKS = tuple(Rank)
+_WILD_READINGS_KEPT = 1 << 17
+
 ReadingKey = tuple[ComboType, Rank, int, int, BombClass | None]
 
 
@@ -89,6 +92,7 @@ class Tables:
         self.may_repeat = k.kicker_of_main_rank or k.four_as_kickers
         self._tiers: dict[tuple[ComboType, int, BombClass | None], int] = {}
         self._readings: dict[object, Reading | None] = {}
+        self._wild_readings: dict[object, Reading | None] = {}
 
     # -- bombs ------------------------------------------------------------------------
 
@@ -127,22 +131,25 @@ class Tables:
         dropped in rule sets whose ladder does not tell makes apart (classic, ct).
         """
         cache_key = (ctype, main, length, size, bomb_class, substitutes)
-        found = self._readings.get(cache_key, False)
+        # Natural readings are few and kept for good; readings with substitutes are
+        # many (one per way of completing a play), so their cache is bounded.
+        cache = self._wild_readings if substitutes else self._readings
+        found = cache.get(cache_key, False)
         if found is not False:
             return found  # type: ignore[return-value]
         result: Reading | None
+        subs = tuple(map(_RANKS.__getitem__, substitutes))
         if ctype.is_bomb_class:
             cls = bomb_class if self.has_classes and ctype is not ComboType.ROCKET else None
             tier = self.tier(ctype, size, cls)
-            if tier < 0:
-                result = None
-            else:
-                result = Reading(
-                    ctype, Rank(main), length, size, cls, tuple(Rank(r) for r in substitutes), tier
-                )
+            result = (
+                None if tier < 0 else Reading(ctype, _RANKS[main], length, size, cls, subs, tier)
+            )
         else:
-            result = Reading(ctype, Rank(main), length, size, None, tuple(map(Rank, substitutes)))
-        self._readings[cache_key] = result
+            result = Reading(ctype, _RANKS[main], length, size, None, subs)
+        if substitutes and len(cache) >= _WILD_READINGS_KEPT:
+            cache.clear()
+        cache[cache_key] = result
         return result
 
     def natural(self, ctype: ComboType, main: int, length: int, size: int) -> Reading:

@@ -106,36 +106,38 @@ def _all_wild(
                 out.append(make(cards, reading))
 
 
-def _fills(
-    natural: list[int], lo: int, hi: int, copies: int, budget: int
-) -> list[tuple[tuple[int, ...], int]]:
+Fill = tuple[tuple[int, ...], int, tuple[int, ...]]
+
+
+def _fills(natural: list[int], lo: int, hi: int, copies: int, budget: int) -> list[Fill]:
     """Every way to make ``copies`` cards of each rank lo..hi-1 from natural cards and at
-    most ``budget`` wildcards: (natural cards per rank, wildcards used), naturals first."""
-    ways: list[tuple[tuple[int, ...], int]] = [((), 0)]
+    most ``budget`` wildcards: (natural cards per rank, wildcards used, the ranks they
+    stand for), naturals first."""
+    ways: list[Fill] = [((), 0, ())]
     for r in range(lo, hi):
-        have = min(copies, natural[r])
-        grown = []
-        for nats, used in ways:
-            least = max(0, copies - (budget - used))
-            for a in range(have, least - 1, -1):
-                grown.append((nats + (a,), used + copies - a))
-        if not grown:
-            return []
-        ways = grown
+        ways = _grow(ways, natural[r], r, copies, budget)
+        if not ways:
+            break
     return ways
 
 
-_ORDER: dict[tuple[int, ...], list[int]] = {}
+def _grow(ways: list[Fill], have: int, rank: int, copies: int, budget: int) -> list[Fill]:
+    """``ways`` extended by one more rank, of which ``have`` natural cards are held."""
+    have = min(copies, have)
+    grown = []
+    for nats, used, subs in ways:
+        least = copies - (budget - used)
+        for a in range(have, (least if least > 0 else 0) - 1, -1):
+            wild = copies - a
+            grown.append(((*nats, a), used + wild, (*subs, *(rank,) * wild) if wild else subs))
+    return grown
 
 
-def _place(room: list[int], free: int, unit: int, preferred: tuple[int, ...]) -> list[int]:
-    """Ranks for ``free`` kicker places of wildcards: their own rank where the caps allow,
-    else the lowest rank that does."""
+def _place(room: list[int], free: int, unit: int, order: list[int]) -> list[int]:
+    """Ranks for ``free`` kicker places of wildcards, taken in ``order`` (their own ranks
+    first, then low to high) where the caps in ``room`` allow."""
     left = list(room)
     placed: list[int] = []
-    order = _ORDER.get(preferred)
-    if order is None:
-        order = _ORDER[preferred] = [*preferred, *(r for r in range(TWO + 1) if r not in preferred)]
     for _ in range(free):
         for r in order:
             if left[r] > 0:
@@ -178,7 +180,12 @@ class _Mixed(Generic[T]):
                     pairs = tuple((w, n) for w, n in zip(wild_ranks, split, strict=True) if n)
                     ways.append((pairs, tuple(w for w, _ in pairs)))
             self.splits.append(ways)
-        self.presents = sorted({present for ways in self.splits for _, present in ways})
+        # Kicker wildcards stand for their own rank first, then the lowest allowed.
+        self.orders = {
+            present: [*present, *(r for r in range(TWO + 1) if r not in present)]
+            for ways in self.splits
+            for _, present in ways
+        }
         self.seen: set[tuple[RankCounts, object]] | None = set() if tb.may_repeat else None
 
     def wants(self, ctype: ComboType, length: int, size: int) -> bool:
@@ -226,7 +233,8 @@ class _Mixed(Generic[T]):
         """Pairs, triples and bombs: natural cards of one rank completed with wildcards."""
         tb = self.tb
         over = self.over
-        for r in range(self.above + 1, TWO + 1):
+        lowest = 0 if ctype.is_bomb_class else self.above + 1  # bombs beat any non-bomb
+        for r in range(lowest, TWO + 1):
             for a in range(min(copies - 1, self.natural[r]), max(1, copies - self.budget) - 1, -1):
                 k = copies - a
                 reading = tb.reading(ctype, r, 1, copies, cls, (r,) * k)
@@ -242,28 +250,26 @@ class _Mixed(Generic[T]):
         minimum = tb.chain_min[copies]
         natural = self.natural
         budget = self.budget
+        add = self.add
         for lo in range(ACE + 1):
-            need = 0
+            # The splits of lo..hi grow one rank at a time with hi.
+            ways: list[Fill] = [((), 0, ())]
             for hi in range(lo, ACE + 1):
-                need += copies - min(copies, natural[hi])
-                if need > budget:
+                ways = _grow(ways, natural[hi], hi, copies, budget)
+                if not ways:
                     break
                 length = hi - lo + 1
                 size = copies * length
                 if length < minimum or hi <= self.above or not self.wants(ctype, length, size):
                     continue
-                for nats, used in _fills(natural, lo, hi + 1, copies, budget):
-                    if not used or not any(nats):
-                        continue
+                for nats, used, subs in ways:
+                    if not used or used == size:
+                        continue  # natural plays and all-wildcard plays are made elsewhere
                     cards = [0] * 15
-                    subs: list[int] = []
-                    for i, a in enumerate(nats):
-                        cards[lo + i] = a
-                        if a < copies:
-                            subs.extend([lo + i] * (copies - a))
-                    reading = tb.reading(ctype, hi, length, size, None, tuple(subs))
+                    cards[lo : hi + 1] = nats
+                    reading = tb.reading(ctype, hi, length, size, None, subs)
                     assert reading is not None
-                    self.add(cards, used, reading)
+                    add(cards, used, reading)
 
     # -- plays with kickers -------------------------------------------------------------
 
@@ -295,10 +301,10 @@ class _Mixed(Generic[T]):
                 continue
             main = range(lo, hi)
             caps = tb.pair_caps(main, copies) if pairs else tb.single_caps(main, copies, length > 1)
-            shared = None
+            shared = None  # with the flag: per split, from the cards the split leaves
             skip = -1
             if tb.kicker_of_main_rank:
-                pass
+                shared = None
             elif length == 1:
                 if per_type is None:
                     no_main = range(0)
@@ -311,13 +317,9 @@ class _Mixed(Generic[T]):
                 shared = per_type
                 skip = lo
             else:
-                spare = self.budget - min(used for _, used in fills)
+                spare = self.budget - min(used for _, used, _ in fills)
                 shared = self.kick_choices(natural, caps, pairs, kickers, spare)
-            for nats, used in fills:
-                subs: list[int] = []
-                for i, a in enumerate(nats):
-                    if a < copies:
-                        subs.extend([lo + i] * (copies - a))
+            for nats, used, subs in fills:
                 choices = shared
                 if choices is None:
                     rest = natural.copy()
@@ -410,7 +412,7 @@ class _Mixed(Generic[T]):
         length: int,
         size: int,
         nats: tuple[int, ...],
-        subs: list[int],
+        subs: tuple[int, ...],
         caps: list[int],
         choices: list[list[_Kick]],
         skip: int,
@@ -420,6 +422,7 @@ class _Mixed(Generic[T]):
         hi = lo + length
         main = hi - 1
         wm = len(subs)
+        kick_cards = size - wm - sum(nats)
         main_natural = any(nats)
         room_low = sum(caps[: TWO + 1])
         overlay = self.tb.kicker_of_main_rank
@@ -433,12 +436,34 @@ class _Mixed(Generic[T]):
                 continue  # natural plays are made elsewhere
             for split, present in self.splits[k]:
                 own = sum(caps[w] for w in present)
+                if bucket[0][4] == 1 and kw <= own and seen is None and not overlay:
+                    # Single kickers whose wildcards all take their own rank: one
+                    # reading for the whole bucket, and a tight loop.
+                    reading = self.kicked_reading(
+                        ctype, main, length, size, subs, (), caps, kw, 1, present
+                    )
+                    # Natural kickers take at most kick_cards - kw places: is there
+                    # always room left for kw wildcards?
+                    roomy = room_low >= kick_cards
+                    for counts, nat, _, _, _, low, _ in bucket:
+                        if (
+                            (skip >= 0 and counts[skip])
+                            or (not nat and not main_natural)
+                            or (not roomy and room_low - low < kw)
+                        ):
+                            continue
+                        full = counts.copy()
+                        full[lo:hi] = nats
+                        for w, n in split:
+                            full[w] += n
+                        out.append(make(tuple(full), reading))
+                    continue
                 readings: dict[object, Reading] = {}
                 for counts, nat, forced, free, unit, low, _ in bucket:
-                    if not nat and not main_natural:
-                        continue  # all-wildcard plays are made elsewhere
                     if skip >= 0 and counts[skip]:
                         continue
+                    if not nat and not main_natural:
+                        continue  # all-wildcard plays are made elsewhere
                     if free and room_low - low < free:
                         continue
                     if free <= own:
@@ -479,14 +504,14 @@ class _Mixed(Generic[T]):
         main: int,
         length: int,
         size: int,
-        subs: list[int],
+        subs: tuple[int, ...],
         forced: tuple[int, ...],
         room: list[int],
         free: int,
         unit: int,
         present: tuple[int, ...],
     ) -> Reading:
-        placed = _place(room, free, unit, present)
+        placed = _place(room, free, unit, self.orders[present])
         substitutes = tuple(sorted([*subs, *forced, *placed]))
         reading = self.tb.reading(ctype, main, length, size, None, substitutes)
         assert reading is not None

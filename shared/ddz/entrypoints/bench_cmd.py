@@ -43,7 +43,6 @@ from ddz.config import Settings
 from ddz.domain.ruleset import ruleset_for
 from ddz.domain.selfplay import hand_seed, play_hand, run_seed
 from ddz.domain.settlement import RoomSettings
-from ddz.entrypoints.cli import UsageError
 from ddz.entrypoints.simulate_cmd import check_variant, whole
 from ddz.v1 import bot_pb2, bot_pb2_grpc, recorder_pb2, recorder_pb2_grpc
 
@@ -133,13 +132,13 @@ def bench_stack(
 ) -> Iterator[tuple[Settings, Stack | None]]:
     if stack_answers(settings):
         if profile is not None:
-            raise UsageError("--profile needs a stack started by the bench: stop `ddz up` first")
+            raise ValueError("--profile needs a stack started by the bench: stop `ddz up` first")
         yield settings, None
         return
     try:
         stack = Stack(settings, ephemeral_ports=True, profile_dir=profile).start()
     except StackError as exc:
-        raise UsageError(f"cannot start the stack: {exc}") from None
+        raise ValueError(f"cannot start the stack: {exc}") from None
     try:
         yield stack.settings, stack
     finally:
@@ -243,7 +242,7 @@ def run_e2e(args: argparse.Namespace) -> int:
         try:
             result = asyncio.run(e2e(live, stack, variant, hands, tables))
         except grpc.aio.AioRpcError as exc:
-            raise UsageError(f"the suite failed during the run: {exc.code().name}: "
+            raise ValueError(f"the suite failed during the run: {exc.code().name}: "
                              f"{exc.details()}") from None  # fmt: skip
     result.selfplay_hands_per_s = selfplay_rate(variant, hands)
     if args.json:

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 # Modules under ddz.entrypoints that add subcommands, in help order.
 COMMAND_MODULES = (
-    # "rules_cmd" is re-enabled when the engine helper lands it (lead's note)
+    "rules_cmd",
     "settle_cmd",
     "selfplay_cmd",
     "serve_cmd",
@@ -23,6 +23,7 @@ COMMAND_MODULES = (
     "bench_cmd",
     "eval_cmd",
     "audit_cmd",
+    "play_cmd",
 )
 
 

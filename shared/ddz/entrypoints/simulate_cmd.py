@@ -28,7 +28,6 @@ from ddz.adapters.driver import Driver, HandResult, SettlementTotals
 from ddz.adapters.stack import Stack, StackError, stack_answers
 from ddz.config import Settings
 from ddz.domain.ruleset import VARIANTS
-from ddz.entrypoints.cli import UsageError
 
 MAX_HANDS = 1_000_000
 MAX_TABLES = 256
@@ -52,15 +51,15 @@ def whole(text: str, name: str, high: int) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise UsageError(f"{name} must be a whole number, got {text!r}") from None
+        raise ValueError(f"{name} must be a whole number, got {text!r}") from None
     if not 1 <= value <= high:
-        raise UsageError(f"{name} must be 1..{high}, got {value}")
+        raise ValueError(f"{name} must be 1..{high}, got {value}")
     return value
 
 
 def check_variant(variant: str) -> str:
     if variant not in VARIANTS:
-        raise UsageError(f"unknown variant {variant!r} (expected one of {', '.join(VARIANTS)})")
+        raise ValueError(f"unknown variant {variant!r} (expected one of {', '.join(VARIANTS)})")
     return variant
 
 
@@ -80,7 +79,7 @@ def running_stack(settings: Settings, *, quiet: bool = False) -> Iterator[Settin
     try:
         stack = Stack(settings, ephemeral_ports=True).start()
     except StackError as exc:
-        raise UsageError(f"cannot start the stack: {exc}") from None
+        raise ValueError(f"cannot start the stack: {exc}") from None
     try:
         yield stack.settings
     finally:
@@ -153,7 +152,7 @@ def play_with_progress(
         MofNCompleteColumn(),
         TimeElapsedColumn(),
         console=console,
-        transient=not console.is_terminal,
+        disable=not console.is_terminal,  # no bar (and no blank lines) in logs and pipes
     ) as progress:
         task = progress.add_task(label or f"{variant}: hands", total=hands)
         return asyncio.run(

@@ -1,6 +1,6 @@
 """``ddz up``: the whole suite on this machine until Ctrl-C (issue 4).
 
-    ddz up
+    ddz up [--nats-port PORT]
 
 Starts a NATS server with JetStream (unless ``DDZ_NATS_URL`` names one; on a random
 port when 4222 is taken) and the six services, each a child process logging to
@@ -28,6 +28,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description="Start NATS (JetStream) and every service as child processes; "
         "Ctrl-C stops them all. Settings: DDZ_* environment variables (docs/CONFIG.md).",
     )
+    parser.add_argument(
+        "--nats-port", default=None, metavar="PORT",
+        help="port of the NATS server it starts (default 4222, or a free one when 4222 is "
+        "taken; 0: always a free one)",
+    )  # fmt: skip
     parser.set_defaults(handler=run)
 
 
@@ -55,6 +60,16 @@ def describe(stack: Stack) -> str:
     return "\n".join(lines)
 
 
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        raise ValueError(f"--nats-port must be a port number, got {text!r}") from None
+    if not 0 <= port <= 65535:
+        raise ValueError(f"--nats-port must be 0..65535, got {port}")
+    return port
+
+
 def _redacted(url: str) -> str:
     if "@" not in url or "://" not in url:
         return url
@@ -66,13 +81,14 @@ def _redacted(url: str) -> str:
 
 def run(args: argparse.Namespace) -> int:
     settings = Settings.from_env()
+    nats_port = None if args.nats_port is None else _port(args.nats_port)
     stop = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         stop.set()
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
-    stack = Stack(settings)
+    stack = Stack(settings, nats_port=nats_port)
     try:
         print(f"ddz: starting NATS and {len(stack.services)} services...", file=sys.stderr)
         try:

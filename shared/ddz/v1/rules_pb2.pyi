@@ -61,6 +61,30 @@ class DecideResponse(_message.Message):
     events: _containers.RepeatedCompositeFieldContainer[_envelope_pb2.EventEnvelope]
     def __init__(self, accepted: _Optional[bool] = ..., reason: _Optional[str] = ..., message: _Optional[str] = ..., version: _Optional[int] = ..., events: _Optional[_Iterable[_Union[_envelope_pb2.EventEnvelope, _Mapping]]] = ...) -> None: ...
 
+class DecideBatchRequest(_message.Message):
+    __slots__ = ("commands",)
+    COMMANDS_FIELD_NUMBER: _ClassVar[int]
+    commands: _containers.RepeatedCompositeFieldContainer[DecideRequest]
+    def __init__(self, commands: _Optional[_Iterable[_Union[DecideRequest, _Mapping]]] = ...) -> None: ...
+
+class DecideBatchResponse(_message.Message):
+    __slots__ = ("outcomes",)
+    OUTCOMES_FIELD_NUMBER: _ClassVar[int]
+    outcomes: _containers.RepeatedCompositeFieldContainer[DecideOutcome]
+    def __init__(self, outcomes: _Optional[_Iterable[_Union[DecideOutcome, _Mapping]]] = ...) -> None: ...
+
+class DecideOutcome(_message.Message):
+    __slots__ = ("response", "code", "reason", "message")
+    RESPONSE_FIELD_NUMBER: _ClassVar[int]
+    CODE_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    response: DecideResponse
+    code: int
+    reason: str
+    message: str
+    def __init__(self, response: _Optional[_Union[DecideResponse, _Mapping]] = ..., code: _Optional[int] = ..., reason: _Optional[str] = ..., message: _Optional[str] = ...) -> None: ...
+
 class GetPublicStateRequest(_message.Message):
     __slots__ = ("hand_id",)
     HAND_ID_FIELD_NUMBER: _ClassVar[int]

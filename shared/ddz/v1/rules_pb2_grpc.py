@@ -39,6 +39,11 @@ class RulesServiceStub:
                 request_serializer=ddz_dot_v1_dot_rules__pb2.DecideRequest.SerializeToString,
                 response_deserializer=ddz_dot_v1_dot_rules__pb2.DecideResponse.FromString,
                 _registered_method=True)
+        self.DecideBatch = channel.unary_unary(
+                '/ddz.v1.RulesService/DecideBatch',
+                request_serializer=ddz_dot_v1_dot_rules__pb2.DecideBatchRequest.SerializeToString,
+                response_deserializer=ddz_dot_v1_dot_rules__pb2.DecideBatchResponse.FromString,
+                _registered_method=True)
         self.GetPublicState = channel.unary_unary(
                 '/ddz.v1.RulesService/GetPublicState',
                 request_serializer=ddz_dot_v1_dot_rules__pb2.GetPublicStateRequest.SerializeToString,
@@ -61,6 +66,18 @@ class RulesServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def DecideBatch(self, request, context):
+        """Several commands (usually of different hands) in one call, for a caller that
+        plays many hands at once (the bot service): each is decided exactly as by Decide
+        (different hands in parallel, one hand's commands in the order given), and each
+        gets its own outcome: Decide's response, or the error Decide would have ended
+        the call with. One call instead of one per command: the per-call cost of gRPC is
+        most of the cost of a move.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def GetPublicState(self, request, context):
         """What everyone at the table may know about a hand (no seat's hidden cards).
         """
@@ -75,6 +92,11 @@ def add_RulesServiceServicer_to_server(servicer, server):
                     servicer.Decide,
                     request_deserializer=ddz_dot_v1_dot_rules__pb2.DecideRequest.FromString,
                     response_serializer=ddz_dot_v1_dot_rules__pb2.DecideResponse.SerializeToString,
+            ),
+            'DecideBatch': grpc.unary_unary_rpc_method_handler(
+                    servicer.DecideBatch,
+                    request_deserializer=ddz_dot_v1_dot_rules__pb2.DecideBatchRequest.FromString,
+                    response_serializer=ddz_dot_v1_dot_rules__pb2.DecideBatchResponse.SerializeToString,
             ),
             'GetPublicState': grpc.unary_unary_rpc_method_handler(
                     servicer.GetPublicState,
@@ -109,6 +131,33 @@ class RulesService:
             '/ddz.v1.RulesService/Decide',
             ddz_dot_v1_dot_rules__pb2.DecideRequest.SerializeToString,
             ddz_dot_v1_dot_rules__pb2.DecideResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DecideBatch(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/ddz.v1.RulesService/DecideBatch',
+            ddz_dot_v1_dot_rules__pb2.DecideBatchRequest.SerializeToString,
+            ddz_dot_v1_dot_rules__pb2.DecideBatchResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -32,7 +32,7 @@ class OpenTableRequest(_message.Message):
     def __init__(self, variant: _Optional[str] = ..., rules: _Optional[_Union[_hand_events_pb2.RuleSet, _Mapping]] = ..., room: _Optional[_Union[_hand_events_pb2.RoomSettings, _Mapping]] = ..., seats: _Optional[_Iterable[_Union[SeatSpec, _Mapping]]] = ..., table_id: _Optional[str] = ...) -> None: ...
 
 class Table(_message.Message):
-    __slots__ = ("table_id", "variant", "rules", "room", "seats", "hand_ids", "current_hand_id")
+    __slots__ = ("table_id", "variant", "rules", "room", "seats", "hand_ids", "current_hand_id", "room_id", "closed", "closed_reason", "left")
     TABLE_ID_FIELD_NUMBER: _ClassVar[int]
     VARIANT_FIELD_NUMBER: _ClassVar[int]
     RULES_FIELD_NUMBER: _ClassVar[int]
@@ -40,6 +40,10 @@ class Table(_message.Message):
     SEATS_FIELD_NUMBER: _ClassVar[int]
     HAND_IDS_FIELD_NUMBER: _ClassVar[int]
     CURRENT_HAND_ID_FIELD_NUMBER: _ClassVar[int]
+    ROOM_ID_FIELD_NUMBER: _ClassVar[int]
+    CLOSED_FIELD_NUMBER: _ClassVar[int]
+    CLOSED_REASON_FIELD_NUMBER: _ClassVar[int]
+    LEFT_FIELD_NUMBER: _ClassVar[int]
     table_id: str
     variant: str
     rules: _hand_events_pb2.RuleSet
@@ -47,7 +51,11 @@ class Table(_message.Message):
     seats: _containers.RepeatedCompositeFieldContainer[_hand_events_pb2.SeatInfo]
     hand_ids: _containers.RepeatedScalarFieldContainer[str]
     current_hand_id: str
-    def __init__(self, table_id: _Optional[str] = ..., variant: _Optional[str] = ..., rules: _Optional[_Union[_hand_events_pb2.RuleSet, _Mapping]] = ..., room: _Optional[_Union[_hand_events_pb2.RoomSettings, _Mapping]] = ..., seats: _Optional[_Iterable[_Union[_hand_events_pb2.SeatInfo, _Mapping]]] = ..., hand_ids: _Optional[_Iterable[str]] = ..., current_hand_id: _Optional[str] = ...) -> None: ...
+    room_id: str
+    closed: bool
+    closed_reason: str
+    left: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, table_id: _Optional[str] = ..., variant: _Optional[str] = ..., rules: _Optional[_Union[_hand_events_pb2.RuleSet, _Mapping]] = ..., room: _Optional[_Union[_hand_events_pb2.RoomSettings, _Mapping]] = ..., seats: _Optional[_Iterable[_Union[_hand_events_pb2.SeatInfo, _Mapping]]] = ..., hand_ids: _Optional[_Iterable[str]] = ..., current_hand_id: _Optional[str] = ..., room_id: _Optional[str] = ..., closed: _Optional[bool] = ..., closed_reason: _Optional[str] = ..., left: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class OpenTableResponse(_message.Message):
     __slots__ = ("table",)
@@ -319,3 +327,105 @@ class SuggestedMove(_message.Message):
     play: _hand_events_pb2.PlayCommand
     text: str
     def __init__(self, bid: _Optional[_Union[_hand_events_pb2.BidCommand, _Mapping]] = ..., show_cards: _Optional[_Union[_hand_events_pb2.ShowCardsCommand, _Mapping]] = ..., play: _Optional[_Union[_hand_events_pb2.PlayCommand, _Mapping]] = ..., text: _Optional[str] = ..., **kwargs) -> None: ...
+
+class Room(_message.Message):
+    __slots__ = ("room_id", "name", "variant", "rules", "settings", "bot_fill_wait_s", "queued", "tables")
+    ROOM_ID_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    VARIANT_FIELD_NUMBER: _ClassVar[int]
+    RULES_FIELD_NUMBER: _ClassVar[int]
+    SETTINGS_FIELD_NUMBER: _ClassVar[int]
+    BOT_FILL_WAIT_S_FIELD_NUMBER: _ClassVar[int]
+    QUEUED_FIELD_NUMBER: _ClassVar[int]
+    TABLES_FIELD_NUMBER: _ClassVar[int]
+    room_id: str
+    name: str
+    variant: str
+    rules: _hand_events_pb2.RuleSet
+    settings: _hand_events_pb2.RoomSettings
+    bot_fill_wait_s: float
+    queued: int
+    tables: int
+    def __init__(self, room_id: _Optional[str] = ..., name: _Optional[str] = ..., variant: _Optional[str] = ..., rules: _Optional[_Union[_hand_events_pb2.RuleSet, _Mapping]] = ..., settings: _Optional[_Union[_hand_events_pb2.RoomSettings, _Mapping]] = ..., bot_fill_wait_s: _Optional[float] = ..., queued: _Optional[int] = ..., tables: _Optional[int] = ...) -> None: ...
+
+class ListRoomsRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListRoomsResponse(_message.Message):
+    __slots__ = ("rooms", "opening_balance")
+    ROOMS_FIELD_NUMBER: _ClassVar[int]
+    OPENING_BALANCE_FIELD_NUMBER: _ClassVar[int]
+    rooms: _containers.RepeatedCompositeFieldContainer[Room]
+    opening_balance: int
+    def __init__(self, rooms: _Optional[_Iterable[_Union[Room, _Mapping]]] = ..., opening_balance: _Optional[int] = ...) -> None: ...
+
+class JoinRoomRequest(_message.Message):
+    __slots__ = ("room_id", "player_id")
+    ROOM_ID_FIELD_NUMBER: _ClassVar[int]
+    PLAYER_ID_FIELD_NUMBER: _ClassVar[int]
+    room_id: str
+    player_id: str
+    def __init__(self, room_id: _Optional[str] = ..., player_id: _Optional[str] = ...) -> None: ...
+
+class JoinRoomResponse(_message.Message):
+    __slots__ = ("room_id", "table", "seat", "token", "token_expires", "hand_id", "balance", "rejoined")
+    ROOM_ID_FIELD_NUMBER: _ClassVar[int]
+    TABLE_FIELD_NUMBER: _ClassVar[int]
+    SEAT_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_EXPIRES_FIELD_NUMBER: _ClassVar[int]
+    HAND_ID_FIELD_NUMBER: _ClassVar[int]
+    BALANCE_FIELD_NUMBER: _ClassVar[int]
+    REJOINED_FIELD_NUMBER: _ClassVar[int]
+    room_id: str
+    table: Table
+    seat: int
+    token: str
+    token_expires: int
+    hand_id: str
+    balance: int
+    rejoined: bool
+    def __init__(self, room_id: _Optional[str] = ..., table: _Optional[_Union[Table, _Mapping]] = ..., seat: _Optional[int] = ..., token: _Optional[str] = ..., token_expires: _Optional[int] = ..., hand_id: _Optional[str] = ..., balance: _Optional[int] = ..., rejoined: _Optional[bool] = ...) -> None: ...
+
+class LeaveRoomRequest(_message.Message):
+    __slots__ = ("room_id", "player_id")
+    ROOM_ID_FIELD_NUMBER: _ClassVar[int]
+    PLAYER_ID_FIELD_NUMBER: _ClassVar[int]
+    room_id: str
+    player_id: str
+    def __init__(self, room_id: _Optional[str] = ..., player_id: _Optional[str] = ...) -> None: ...
+
+class LeaveRoomResponse(_message.Message):
+    __slots__ = ("dequeued", "table_id", "seat", "escaped_hand_id")
+    DEQUEUED_FIELD_NUMBER: _ClassVar[int]
+    TABLE_ID_FIELD_NUMBER: _ClassVar[int]
+    SEAT_FIELD_NUMBER: _ClassVar[int]
+    ESCAPED_HAND_ID_FIELD_NUMBER: _ClassVar[int]
+    dequeued: bool
+    table_id: str
+    seat: int
+    escaped_hand_id: str
+    def __init__(self, dequeued: _Optional[bool] = ..., table_id: _Optional[str] = ..., seat: _Optional[int] = ..., escaped_hand_id: _Optional[str] = ...) -> None: ...
+
+class NextHandRequest(_message.Message):
+    __slots__ = ("table_id",)
+    TABLE_ID_FIELD_NUMBER: _ClassVar[int]
+    table_id: str
+    def __init__(self, table_id: _Optional[str] = ...) -> None: ...
+
+class NextHandResponse(_message.Message):
+    __slots__ = ("hand_id", "first_bidder")
+    HAND_ID_FIELD_NUMBER: _ClassVar[int]
+    FIRST_BIDDER_FIELD_NUMBER: _ClassVar[int]
+    hand_id: str
+    first_bidder: int
+    def __init__(self, hand_id: _Optional[str] = ..., first_bidder: _Optional[int] = ...) -> None: ...
+
+class HintRequest(_message.Message):
+    __slots__ = ("hand_id", "seat")
+    HAND_ID_FIELD_NUMBER: _ClassVar[int]
+    SEAT_FIELD_NUMBER: _ClassVar[int]
+    hand_id: str
+    seat: int
+    def __init__(self, hand_id: _Optional[str] = ..., seat: _Optional[int] = ...) -> None: ...

@@ -84,6 +84,31 @@ class TableServiceStub:
                 request_serializer=ddz_dot_v1_dot_table__pb2.TableSuggestRequest.SerializeToString,
                 response_deserializer=ddz_dot_v1_dot_table__pb2.TableSuggestResponse.FromString,
                 _registered_method=True)
+        self.ListRooms = channel.unary_unary(
+                '/ddz.v1.TableService/ListRooms',
+                request_serializer=ddz_dot_v1_dot_table__pb2.ListRoomsRequest.SerializeToString,
+                response_deserializer=ddz_dot_v1_dot_table__pb2.ListRoomsResponse.FromString,
+                _registered_method=True)
+        self.JoinRoom = channel.unary_unary(
+                '/ddz.v1.TableService/JoinRoom',
+                request_serializer=ddz_dot_v1_dot_table__pb2.JoinRoomRequest.SerializeToString,
+                response_deserializer=ddz_dot_v1_dot_table__pb2.JoinRoomResponse.FromString,
+                _registered_method=True)
+        self.LeaveRoom = channel.unary_unary(
+                '/ddz.v1.TableService/LeaveRoom',
+                request_serializer=ddz_dot_v1_dot_table__pb2.LeaveRoomRequest.SerializeToString,
+                response_deserializer=ddz_dot_v1_dot_table__pb2.LeaveRoomResponse.FromString,
+                _registered_method=True)
+        self.NextHand = channel.unary_unary(
+                '/ddz.v1.TableService/NextHand',
+                request_serializer=ddz_dot_v1_dot_table__pb2.NextHandRequest.SerializeToString,
+                response_deserializer=ddz_dot_v1_dot_table__pb2.NextHandResponse.FromString,
+                _registered_method=True)
+        self.Hint = channel.unary_unary(
+                '/ddz.v1.TableService/Hint',
+                request_serializer=ddz_dot_v1_dot_table__pb2.HintRequest.SerializeToString,
+                response_deserializer=ddz_dot_v1_dot_table__pb2.TableSuggestResponse.FromString,
+                _registered_method=True)
 
 
 class TableServiceServicer:
@@ -163,6 +188,64 @@ class TableServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListRooms(self, request, context):
+        """--- players (issue 7) ------------------------------------------------------------
+
+        Authentication: every call below, and every call above that acts for a seat or
+        reads a seat's cards (Bid, ShowCards, Play, Pass, GetView, WatchHand, Suggest,
+        Hint), carries gRPC metadata `authorization: Bearer <token>`. Tokens
+        (ddz/adapters/tokens.py, docs/OPERATIONS.md): a seat token from JoinRoom; a player
+        token signed by the operator's own login (it acts for the seats its player holds);
+        an operator token (OpenTable, StartHand, and any seat). No token, or one that is
+        malformed, badly signed or expired: UNAUTHENTICATED. A valid token for another
+        seat, another table, or a seat its player has left: PERMISSION_DENIED.
+
+        The rooms of this table service (RULES.md §11). No token needed.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def JoinRoom(self, request, context):
+        """Queue for a room and wait until seated: every three players in the queue are seated
+        at a new table at once; after the room's bot fill wait, empty seats get bots. The
+        table's first hand is dealt at once. Needs a player token (or an operator token and
+        `player_id`). A player below the room's minimum balance: FAILED_PRECONDITION
+        (BALANCE_TOO_LOW). A player already seated at a table of this room gets that seat
+        back with a new token (`rejoined`); one already queued: ALREADY_EXISTS.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def LeaveRoom(self, request, context):
+        """Leave the queue, or the table. Leaving a table while a hand is in play is an
+        escape (§11, §10.3: a bean-room hand ends and the escapee pays; §10.2: in points
+        rooms the bot plays the seat to the end and the first to go is the escapee). The
+        table then deals no more hands; the seat's tokens are refused from then on.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def NextHand(self, request, context):
+        """At a room's table, after a hand: ready for the next. The hand is dealt when every
+        person still seated is ready (bots always are), the first bidder rotated (§2);
+        the call waits for that (at most DDZ_TURN_TIMEOUT after the first to ask; whoever
+        has not asked by then is taken off the table, which closes).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Hint(self, request, context):
+        """A suggested move for the authenticated seat (BotService.Suggest through this service;
+        only the move is returned, never another seat's cards).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_TableServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -214,6 +297,31 @@ def add_TableServiceServicer_to_server(servicer, server):
             'Suggest': grpc.unary_unary_rpc_method_handler(
                     servicer.Suggest,
                     request_deserializer=ddz_dot_v1_dot_table__pb2.TableSuggestRequest.FromString,
+                    response_serializer=ddz_dot_v1_dot_table__pb2.TableSuggestResponse.SerializeToString,
+            ),
+            'ListRooms': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListRooms,
+                    request_deserializer=ddz_dot_v1_dot_table__pb2.ListRoomsRequest.FromString,
+                    response_serializer=ddz_dot_v1_dot_table__pb2.ListRoomsResponse.SerializeToString,
+            ),
+            'JoinRoom': grpc.unary_unary_rpc_method_handler(
+                    servicer.JoinRoom,
+                    request_deserializer=ddz_dot_v1_dot_table__pb2.JoinRoomRequest.FromString,
+                    response_serializer=ddz_dot_v1_dot_table__pb2.JoinRoomResponse.SerializeToString,
+            ),
+            'LeaveRoom': grpc.unary_unary_rpc_method_handler(
+                    servicer.LeaveRoom,
+                    request_deserializer=ddz_dot_v1_dot_table__pb2.LeaveRoomRequest.FromString,
+                    response_serializer=ddz_dot_v1_dot_table__pb2.LeaveRoomResponse.SerializeToString,
+            ),
+            'NextHand': grpc.unary_unary_rpc_method_handler(
+                    servicer.NextHand,
+                    request_deserializer=ddz_dot_v1_dot_table__pb2.NextHandRequest.FromString,
+                    response_serializer=ddz_dot_v1_dot_table__pb2.NextHandResponse.SerializeToString,
+            ),
+            'Hint': grpc.unary_unary_rpc_method_handler(
+                    servicer.Hint,
+                    request_deserializer=ddz_dot_v1_dot_table__pb2.HintRequest.FromString,
                     response_serializer=ddz_dot_v1_dot_table__pb2.TableSuggestResponse.SerializeToString,
             ),
     }
@@ -486,6 +594,141 @@ class TableService:
             target,
             '/ddz.v1.TableService/Suggest',
             ddz_dot_v1_dot_table__pb2.TableSuggestRequest.SerializeToString,
+            ddz_dot_v1_dot_table__pb2.TableSuggestResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListRooms(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/ddz.v1.TableService/ListRooms',
+            ddz_dot_v1_dot_table__pb2.ListRoomsRequest.SerializeToString,
+            ddz_dot_v1_dot_table__pb2.ListRoomsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def JoinRoom(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/ddz.v1.TableService/JoinRoom',
+            ddz_dot_v1_dot_table__pb2.JoinRoomRequest.SerializeToString,
+            ddz_dot_v1_dot_table__pb2.JoinRoomResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def LeaveRoom(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/ddz.v1.TableService/LeaveRoom',
+            ddz_dot_v1_dot_table__pb2.LeaveRoomRequest.SerializeToString,
+            ddz_dot_v1_dot_table__pb2.LeaveRoomResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def NextHand(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/ddz.v1.TableService/NextHand',
+            ddz_dot_v1_dot_table__pb2.NextHandRequest.SerializeToString,
+            ddz_dot_v1_dot_table__pb2.NextHandResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Hint(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/ddz.v1.TableService/Hint',
+            ddz_dot_v1_dot_table__pb2.HintRequest.SerializeToString,
             ddz_dot_v1_dot_table__pb2.TableSuggestResponse.FromString,
             options,
             channel_credentials,

@@ -1,0 +1,159 @@
+"""Matchmaking (RULES.md §11): one queue per room, and where every player is.
+
+``enqueue`` puts a player in a room's queue; every three queued players are taken out
+together and seated at a new table at once; when the oldest queued player has waited
+the room's ``bot_fill_wait``, everyone still queued (one or two players) is seated and
+bots take the empty seats. A player is in at most one place at a time -- joining,
+queued in one room, or seated at one table -- so nobody is seated twice.
+
+Every change of the queues and places happens in one synchronous step (no ``await``
+inside), so concurrent joiners on the event loop can never be taken twice or lost.
+Seating a group is the caller's ``seat_group(room, tickets)``: it must open the table
+and record each player's seat (``lobby.sit``) before returning the coroutine that deals
+the first hand and resolves each ticket's ``seated`` future.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field
+from typing import Any
+
+import structlog
+
+from .rooms import Room, Rooms
+
+log = structlog.get_logger("ddz.table.lobby")
+
+TABLE_SIZE = 3
+
+
+@dataclass(frozen=True, slots=True)
+class Seat:
+    """Where a seated player sits."""
+
+    table_id: str
+    seat: int
+
+
+class LeftQueue(Exception):
+    """The player left the queue before being seated."""
+
+
+@dataclass(eq=False)
+class Ticket:
+    player_id: str
+    room_id: str
+    balance: int | None  # checked against the room's minimum; bean rooms deal with it
+    joined: float
+    seated: asyncio.Future[Seat] = field(
+        default_factory=lambda: asyncio.get_running_loop().create_future()
+    )
+
+
+SeatGroup = Callable[[Room, list[Ticket]], Coroutine[Any, Any, None]]
+
+
+class Lobby:
+    def __init__(
+        self, rooms: Rooms, seat_group: SeatGroup, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.rooms = rooms
+        self.seat_group = seat_group
+        self.clock = clock
+        self.queues: dict[str, list[Ticket]] = {room.room_id: [] for room in rooms.rooms}
+        self.places: dict[str, str | Seat] = {}  # player -> room id (joining, queued) | Seat
+        self._fillers: dict[str, asyncio.Task[None]] = {}
+        self._seatings: set[asyncio.Task[None]] = set()
+
+    # -- where players are -------------------------------------------------------------
+
+    def place_of(self, player_id: str) -> str | Seat | None:
+        return self.places.get(player_id)
+
+    def reserve(self, player_id: str, room_id: str) -> bool:
+        """Mark the player as joining ``room_id``; False if they are somewhere already."""
+        if player_id in self.places:
+            return False
+        self.places[player_id] = room_id
+        return True
+
+    def release(self, player_id: str) -> None:
+        self.places.pop(player_id, None)
+
+    def sit(self, player_id: str, seat: Seat) -> None:
+        self.places[player_id] = seat
+
+    def queued(self, room_id: str) -> int:
+        return len(self.queues.get(room_id, ()))
+
+    # -- the queues ----------------------------------------------------------------------
+
+    def enqueue(self, room: Room, player_id: str, balance: int | None) -> Ticket:
+        """Queue a reserved player; seat a group at once if this makes three."""
+        if self.places.get(player_id) != room.room_id:
+            raise LeftQueue(f"{player_id} is not joining room {room.room_id}")
+        ticket = Ticket(player_id, room.room_id, balance, self.clock())
+        queue = self.queues[room.room_id]
+        queue.append(ticket)
+        if len(queue) >= TABLE_SIZE:
+            group = queue[:TABLE_SIZE]
+            del queue[:TABLE_SIZE]
+            self._seat(room, group)
+        if queue and room.room_id not in self._fillers:
+            task = asyncio.create_task(self._fill(room), name=f"fill:{room.room_id}")
+            self._fillers[room.room_id] = task
+        return ticket
+
+    def dequeue(self, player_id: str) -> bool:
+        """Take a queued player out (they left, or their JoinRoom call ended)."""
+        for queue in self.queues.values():
+            for ticket in queue:
+                if ticket.player_id == player_id:
+                    queue.remove(ticket)
+                    if self.places.get(player_id) == ticket.room_id:
+                        del self.places[player_id]
+                    if not ticket.seated.done():
+                        ticket.seated.set_exception(LeftQueue(f"{player_id} left the queue"))
+                        ticket.seated.exception()  # retrieved: the caller may be gone
+                    return True
+        return False
+
+    async def _fill(self, room: Room) -> None:
+        """Seat whoever is queued, with bots, once the oldest has waited long enough."""
+        try:
+            queue = self.queues[room.room_id]
+            while queue:
+                delay = queue[0].joined + room.bot_fill_wait - self.clock()
+                if delay > 0:
+                    await asyncio.sleep(delay)
+                    continue  # the queue may have changed meanwhile: look again
+                group = list(queue)
+                queue.clear()
+                log.info("bots_fill", room=room.room_id, players=len(group))
+                self._seat(room, group)
+        finally:
+            self._fillers.pop(room.room_id, None)
+
+    def _seat(self, room: Room, group: list[Ticket]) -> None:
+        coroutine = self.seat_group(room, group)
+        task = asyncio.create_task(coroutine, name=f"seat:{room.room_id}")
+        self._seatings.add(task)
+        task.add_done_callback(self._seatings.discard)
+
+    async def close(self) -> None:
+        tasks = [*self._fillers.values(), *self._seatings]
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        for queue in self.queues.values():
+            for ticket in queue:
+                if not ticket.seated.done():
+                    ticket.seated.set_exception(LeftQueue("the table service is stopping"))
+                    ticket.seated.exception()
+            queue.clear()

@@ -1,0 +1,119 @@
+"""Rooms are configuration (RULES.md §11): variant, initial multiplier, N / rake / cap /
+fee, minimum balance to join, and how long a queued player waits before bots fill the
+empty seats.
+
+``load_rooms(path)`` reads a TOML file (or JSON, by the ``.json`` suffix) with a top
+level ``opening_balance`` and a list ``rooms``; ``path`` None reads ``rooms.toml`` next
+to this module (one room per variant). Every mistake is a ``ValueError`` naming the
+file, the room and the key, so the service stops at start with one clear line.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from ddz.domain.ruleset import RuleSet, ruleset_for
+from ddz.domain.settlement import BeanEscapeRule, RoomSettings
+
+DEFAULT_ROOMS_FILE = Path(__file__).with_name("rooms.toml")
+ROOM_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+DEFAULT_BOT_FILL_WAIT = 5.0
+MAX_BOT_FILL_WAIT = 3600.0
+
+SETTING_KEYS = frozenset(f.name for f in fields(RoomSettings)) - {"bean_escape"}
+ESCAPE_KEYS = frozenset(f.name for f in fields(BeanEscapeRule))
+ROOM_KEYS = frozenset({"id", "name", "variant", "bot_fill_wait", "bean_escape"}) | SETTING_KEYS
+
+
+@dataclass(frozen=True, slots=True)
+class Room:
+    room_id: str
+    name: str
+    rules: RuleSet
+    settings: RoomSettings
+    bot_fill_wait: float
+
+
+@dataclass(frozen=True, slots=True)
+class Rooms:
+    rooms: tuple[Room, ...]
+    opening_balance: int
+
+    def get(self, room_id: str) -> Room | None:
+        return next((room for room in self.rooms if room.room_id == room_id), None)
+
+
+def load_rooms(path: Path | None = None) -> Rooms:
+    source = path or DEFAULT_ROOMS_FILE
+    try:
+        text = source.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ValueError(f"rooms file {source}: cannot read it ({exc.strerror})") from None
+    try:
+        data = json.loads(text) if source.suffix == ".json" else tomllib.loads(text)
+    except (json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ValueError(f"rooms file {source}: {exc}") from None
+    return parse_rooms(data, str(source))
+
+
+def parse_rooms(data: Any, source: str = "rooms") -> Rooms:
+    if not isinstance(data, Mapping):
+        raise ValueError(f"{source}: expected a table with 'opening_balance' and 'rooms'")
+    unknown = set(data) - {"opening_balance", "rooms"}
+    if unknown:
+        raise ValueError(f"{source}: unknown key(s) {', '.join(sorted(unknown))}")
+    opening = data.get("opening_balance", 0)
+    if isinstance(opening, bool) or not isinstance(opening, int) or opening < 0:
+        raise ValueError(f"{source}: opening_balance must be a whole number >= 0")
+    items = data.get("rooms")
+    if not isinstance(items, list) or not items:
+        raise ValueError(f"{source}: 'rooms' must be a non-empty list of rooms")
+    rooms = tuple(_room(item, f"{source}: room {n + 1}") for n, item in enumerate(items))
+    ids = [room.room_id for room in rooms]
+    duplicates = sorted({i for i in ids if ids.count(i) > 1})
+    if duplicates:
+        raise ValueError(f"{source}: room id(s) used twice: {', '.join(duplicates)}")
+    return Rooms(rooms, opening)
+
+
+def _room(item: Any, where: str) -> Room:
+    if not isinstance(item, Mapping):
+        raise ValueError(f"{where}: a room is a table of keys")
+    room_id = item.get("id")
+    if not isinstance(room_id, str) or not ROOM_ID.match(room_id):
+        raise ValueError(f"{where}: 'id' must be 1-64 letters, digits, '_' or '-'")
+    where = f"{where} ({room_id!r})"
+    unknown = set(item) - ROOM_KEYS
+    if unknown:
+        raise ValueError(
+            f"{where}: unknown key(s) {', '.join(sorted(unknown))} "
+            f"(known: {', '.join(sorted(ROOM_KEYS))})"
+        )
+    try:
+        rules = ruleset_for(str(item.get("variant", "")))
+        escape = item.get("bean_escape", {})
+        if not isinstance(escape, Mapping) or set(escape) - ESCAPE_KEYS:
+            raise ValueError(f"bean_escape takes {', '.join(sorted(ESCAPE_KEYS))}")
+        settings = RoomSettings(
+            **{key: item[key] for key in SETTING_KEYS if key in item},
+            bean_escape=BeanEscapeRule(**escape),
+        )
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{where}: {exc}") from None
+    wait = item.get("bot_fill_wait", DEFAULT_BOT_FILL_WAIT)
+    if (
+        isinstance(wait, bool)
+        or not isinstance(wait, int | float)
+        or not (0 <= wait <= MAX_BOT_FILL_WAIT)
+    ):
+        raise ValueError(f"{where}: bot_fill_wait must be 0..{MAX_BOT_FILL_WAIT:g} seconds")
+    name = item.get("name", room_id)
+    if not isinstance(name, str):
+        raise ValueError(f"{where}: 'name' must be text")
+    return Room(room_id, name, rules, settings, float(wait))

@@ -1,0 +1,305 @@
+"""The ``ddz play`` loop: join a room, follow each hand on the seat's stream, send what
+the player types, show the settlement, then another hand or quit.
+
+Input is read line by line from the terminal without blocking the event loop (the
+terminal stays in its normal line mode: typing, backspace and Enter work as
+everywhere). The screen is redrawn on every stream update and after every command.
+A stream that breaks is opened again from the last position seen (the server sends
+everything after it, once); the table service takes that as the player being back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import threading
+from collections.abc import AsyncIterator
+from typing import Any, Literal
+
+import grpc
+from rich.console import Console
+from rich.text import Text
+
+from ddz.client.commands import HELP, Typed, hint_to_type, read
+from ddz.client.screen import PHASE_BIDDING, PHASE_ENDED, Scene, render
+from ddz.client.session import Session, refusal
+from ddz.domain.cards import format_counts, parse_ranks
+from ddz.v1 import table_pb2
+
+RESUME_DELAY = 1.0
+"""Seconds before a broken stream is opened again."""
+
+Outcome = Literal["next", "quit"]
+
+
+class Quit(Exception):
+    """The player is done (quit, end of input)."""
+
+
+class Lines:
+    """Lines typed on a file descriptor, as an asyncio queue (None at the end of input).
+
+    A thread reads the descriptor, so a terminal, a pipe or /dev/null all work the same
+    (the event loop's readers cannot watch every kind of file)."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.queue: asyncio.Queue[str | None] = asyncio.Queue()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        loop = asyncio.get_running_loop()
+
+        def read() -> None:
+            buffer = b""
+            while True:
+                try:
+                    chunk = os.read(self.fd, 4096)
+                except OSError:
+                    chunk = b""
+                if not chunk:
+                    loop.call_soon_threadsafe(self.queue.put_nowait, None)
+                    return
+                *lines, buffer = (buffer + chunk).split(b"\n")
+                for line in lines:
+                    text = line.decode("utf-8", "replace").rstrip("\r")
+                    loop.call_soon_threadsafe(self.queue.put_nowait, text)
+
+        # A daemon: it may stay blocked in read() when the player quits.
+        self._thread = threading.Thread(target=read, name="ddz-play-input", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Nothing to undo: the thread ends with the input or the process."""
+
+    async def get(self) -> str:
+        line = await self.queue.get()
+        if line is None:
+            raise Quit()
+        return line
+
+
+class PlayApp:
+    def __init__(
+        self,
+        session: Session,
+        player: str,
+        *,
+        room_id: str | None = None,
+        console: Console | None = None,
+        input_fd: int = 0,
+    ) -> None:
+        self.session = session
+        self.room_id = room_id
+        self.console = console or Console(highlight=False)
+        self.lines = Lines(input_fd)
+        self.scene = Scene(player)
+        self.hand_id = ""
+        self.position = 0
+        self.last_hint: table_pb2.SuggestedMove | None = None
+        self.leaving = False
+
+    # -- the screen ------------------------------------------------------------------
+
+    def redraw(self) -> None:
+        if self.console.is_terminal:
+            self.console.clear()
+        self.console.print(render(self.scene))
+        self.console.print(Text("> "), end="")
+        self.console.file.flush()
+
+    def say(self, message: str) -> None:
+        self.scene.message = message
+        self.redraw()
+
+    # -- the whole session -------------------------------------------------------------
+
+    async def run(self) -> int:
+        self.lines.start()
+        try:
+            room = await self._room()
+            await self._join(room)
+            while True:
+                if await self._hand() == "quit":
+                    break
+                await self._next(room)
+        except Quit:
+            pass
+        finally:
+            self.lines.stop()
+        # Only a player who quits leaves the table; one whose terminal goes away (or who
+        # presses Ctrl-C) has dropped: the bot plays on and `ddz play` brings them back.
+        await self._leave()
+        self.console.print()
+        return 0
+
+    async def _room(self) -> table_pb2.Room:
+        listed = await self.session.rooms()
+        rooms: dict[str, table_pb2.Room] = {room.room_id: room for room in listed.rooms}
+        if self.room_id is not None:
+            if self.room_id not in rooms:
+                raise ValueError(f"no room {self.room_id!r} (rooms: {', '.join(rooms)})")
+            return rooms[self.room_id]
+        self.console.print("Rooms:")
+        for number, room in enumerate(listed.rooms, start=1):
+            minimum = f", at least {room.settings.min_balance}" if room.settings.min_balance else ""
+            self.console.print(f"  {number}. {room.room_id}: {room.name}{minimum}")
+        while True:
+            self.console.print("room (number or name) > ", end="")
+            answer = (await self.lines.get()).strip()
+            if answer in rooms:
+                return rooms[answer]
+            if answer.isdigit() and 1 <= int(answer) <= len(rooms):
+                return list(rooms.values())[int(answer) - 1]
+            if answer in ("q", "quit"):
+                raise Quit()
+            self.console.print(f"no room {answer!r}")
+
+    async def _join(self, room: table_pb2.Room) -> None:
+        self.scene.room = room
+        self.scene.view = None
+        self.scene.status = (
+            f"waiting for players in room {room.room_id} "
+            f"(bots take empty seats after {room.bot_fill_wait_s:g} s)…"
+        )
+        self.redraw()
+        try:
+            joined = await self.session.join(room)
+        except grpc.aio.AioRpcError as exc:
+            raise ValueError(f"cannot join room {room.room_id}: {refusal(exc)}") from None
+        self.scene.table_id = joined.table.table_id
+        self.scene.seat = joined.seat
+        self.scene.status = ""
+        note = "back at your seat" if joined.rejoined else "seated"
+        balance = f"; balance {joined.balance}" if joined.HasField("balance") else ""
+        self.scene.message = f"{note}: seat {joined.seat} at table {joined.table.table_id}{balance}"
+        self.hand_id = joined.hand_id
+
+    async def _next(self, room: table_pb2.Room) -> None:
+        self.scene.status = "waiting for the others at the table to want another hand…"
+        self.redraw()
+        try:
+            self.hand_id = await self.session.next_hand()
+        except grpc.aio.AioRpcError as exc:
+            self.scene.message = f"{refusal(exc)} — joining room {room.room_id} again"
+            await self._join(room)
+        self.scene.status = ""
+
+    async def _leave(self) -> None:
+        if self.session.joined is None:
+            return
+        with contextlib.suppress(grpc.aio.AioRpcError):
+            left = await self.session.leave()
+            if left.escaped_hand_id:
+                self.console.print("you left during the hand: that is an escape (§10)")
+
+    # -- one hand ----------------------------------------------------------------------
+
+    async def _hand(self) -> Outcome:
+        self.position = 0
+        self.scene.view = None
+        self.scene.last.clear()
+        self.last_hint = None
+        watching = asyncio.create_task(self._watch(self.hand_id))
+        try:
+            self.redraw()
+            while True:
+                outcome = await self._command(await self.lines.get())
+                if outcome is not None:
+                    return outcome
+                self.redraw()
+        finally:
+            watching.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watching
+
+    async def _watch(self, hand_id: str) -> None:
+        """Follow the seat's stream to the hand's end, resuming after any break."""
+        while True:
+            try:
+                stream: AsyncIterator[table_pb2.WatchHandResponse] = self.session.watch(
+                    hand_id, self.position
+                )
+                async for update in stream:
+                    self.position = update.position
+                    self.scene.follow(update)
+                    self.redraw()
+                return
+            except grpc.aio.AioRpcError as exc:
+                self.scene.status = f"connection lost ({exc.code().name}): resuming…"
+                self.redraw()
+                await asyncio.sleep(RESUME_DELAY)
+
+    async def _command(self, line: str) -> Outcome | None:
+        view = self.scene.view
+        over = view is not None and view.phase == PHASE_ENDED
+        bidding = view is not None and view.phase == PHASE_BIDDING
+        typed = read(line, bidding=bidding, over=over)
+        if typed is None:
+            return None
+        self.scene.message = ""
+        match typed.kind:
+            case "quit":
+                if over or view is None or self.leaving:
+                    return "quit"
+                self.leaving = True
+                self.scene.message = (
+                    "leaving during a hand is an escape (§10.2/§10.3): type quit again to leave"
+                )
+            case "next":
+                if over:
+                    return "next"
+                self.scene.message = "the hand is still in play"
+            case "help":
+                self.scene.message = HELP
+            case "error":
+                self.scene.message = typed.error
+            case "hint":
+                await self._hint()
+            case _:
+                await self._move(typed)
+        return None
+
+    async def _hint(self) -> None:
+        try:
+            move = await self.session.hint(self.hand_id)
+        except grpc.aio.AioRpcError as exc:
+            self.scene.message = f"no hint: {refusal(exc)}"
+            return
+        self.last_hint = move
+        self.scene.message = f'hint: type "{hint_to_type(move.text)}"  ({move.text})'
+
+    async def _move(self, typed: Typed) -> None:
+        hand_id = self.hand_id
+        try:
+            if typed.kind == "bid":
+                await self._bid(typed)
+            elif typed.kind == "play":
+                await self.session.play(hand_id, typed.cards, self._declared(typed.cards))
+            elif typed.kind == "pass":
+                await self.session.pass_(hand_id)
+            elif typed.kind == "show":
+                await self.session.show(hand_id)
+        except grpc.aio.AioRpcError as exc:
+            self.scene.message = f"✗ {refusal(exc)}"
+            return
+        self.leaving = False
+
+    async def _bid(self, typed: Typed) -> None:
+        action, score = typed.action, typed.score
+        view = self.scene.view
+        legal = list(view.legal_bids) if view is not None else []
+        if action == "call" and not score and any(b.score for b in legal):
+            score = min(b.score for b in legal if b.score)  # "call" in a call-score room
+        await self.session.bid(self.hand_id, action, score)
+
+    def _declared(self, cards: str) -> Any:
+        """The hint's declared reading when the player types the hinted cards (wildcard
+        plays that read more than one way, §3)."""
+        hint = self.last_hint
+        if hint is None or hint.WhichOneof("move") != "play" or not hint.play.HasField("declared"):
+            return None
+        if format_counts(parse_ranks(hint.play.cards)) != cards:
+            return None
+        return hint.play.declared

@@ -1,0 +1,232 @@
+"""The table as the player sees it, drawn with rich from their seat's ``PlayerView``
+(which holds nothing another seat keeps hidden) and the public events of the stream.
+
+    ── ddz play · room ct · table 1f3a… · hand 9c2e… ──────────────────────
+    seat  player   role      cards  last
+    0     you      landlord     20  play 345678
+    1     bot-…    farmer       17  pass
+    2     bob      farmer       15  play 99
+    to beat: 99 (bob)         multiplier ×4 = initial ×1 · bomb ×2 · ...
+    your hand: 33 4 5 66 7 99 T J QQ K A 2 B      wildcards: 7
+    → your turn: a play (cards like 3344 or 10JQKA), pass, hint
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass, field
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.rule import Rule
+from rich.table import Table
+from rich.text import Text
+
+from ddz.adapters import codec
+from ddz.domain.cards import RANK_SYMBOLS, counts_of, format_counts, parse_ranks
+from ddz.domain.hand import events as ev
+from ddz.v1 import hand_events_pb2, rules_pb2, table_pb2
+
+PHASE_BIDDING = rules_pb2.HAND_PHASE_BIDDING
+PHASE_PLAYING = rules_pb2.HAND_PHASE_PLAYING
+PHASE_ENDED = rules_pb2.HAND_PHASE_ENDED
+SIDE_NAMES = {1: "the landlord wins", 2: "the farmers win", 0: "no winner (an escape)"}
+
+
+@dataclass
+class Scene:
+    """What the screen shows; the app updates it from the stream and the player's input."""
+
+    player: str
+    room: table_pb2.Room | None = None
+    seat: int = 0
+    table_id: str = ""
+    view: table_pb2.PlayerView | None = None
+    last: dict[int, str] = field(default_factory=dict)  # seat -> its last public action
+    message: str = ""
+    status: str = ""  # what the app is doing (joining, waiting for others...)
+
+    def follow(self, update: table_pb2.WatchHandResponse) -> None:
+        """Take in one stream update: the seat's view, and the public event for the log."""
+        if update.HasField("view"):
+            self.view = update.view
+        if not update.HasField("event"):
+            return
+        event = update.event
+        decoded = codec.decode_event(event.type, event.type_version, event.payload)
+        seat = getattr(decoded, "seat", None)
+        text = action_text(decoded)
+        if isinstance(decoded, ev.LandlordChosen | ev.Redealt):
+            self.last.clear()  # a new start: bids are history
+        if seat is not None and text:
+            self.last[seat] = text
+
+
+def action_text(event: object) -> str:
+    match event:
+        case ev.BidMade(action=action, score=score):
+            return f"call {score}" if score else str(action.value)
+        case ev.PlayMade(cards=cards):
+            return "play " + format_counts(counts_of(card.rank for card in cards))
+        case ev.Passed():
+            return "pass"
+        case ev.CardsShown():
+            return "shows their hand"
+        case ev.PlayerDisconnected():
+            return "away: the bot plays"
+        case ev.PlayerReconnected():
+            return "back"
+        case ev.PlayerEscaped():
+            return "left (escape)"
+        case ev.LandlordChosen():
+            return "landlord"
+    return ""
+
+
+def grouped(cards_text: str, wild: Collection[str] = ()) -> Text:
+    """``3345666`` -> ``33 4 5 666``, wildcard ranks marked."""
+    counts = parse_ranks(cards_text) if cards_text else ()
+    text = Text()
+    for rank, n in enumerate(counts):
+        if not n:
+            continue
+        if text:
+            text.append(" ")
+        symbol = RANK_SYMBOLS[rank]
+        text.append(symbol * n, style="bold yellow" if symbol in wild else "bold")
+    return text if text else Text("—")
+
+
+def card_ranks(cards: Any) -> str:
+    """Cards in rank notation, low to high."""
+    return format_counts(counts_of(codec.card_from_pb(card).rank for card in cards))
+
+
+def wild_ranks(view: table_pb2.PlayerView) -> set[str]:
+    return {RANK_SYMBOLS[codec.rank_from_pb(rank)] for rank in view.wild}
+
+
+def render(scene: Scene) -> RenderableType:
+    view = scene.view
+    room = scene.room.room_id if scene.room is not None else "?"
+    title = f"ddz play · {scene.player} · room {room}"
+    if scene.table_id:
+        title += f" · table {scene.table_id[:8]}"
+    parts: list[RenderableType] = [Rule(title)]
+    if view is None or view.phase == rules_pb2.HAND_PHASE_NOT_STARTED:
+        parts.append(Text(scene.status or "…"))
+        if scene.message:
+            parts.append(Text(scene.message))
+        return Group(*parts)
+    parts += [_seats(scene, view), _middle(view), _hand(view)]
+    if view.phase == PHASE_ENDED:
+        parts.append(_settlement(scene, view))
+    if scene.status:
+        parts.append(Text(scene.status, style="dim"))
+    if scene.message:
+        parts.append(Text(scene.message, style="bold"))
+    parts.append(Text(prompt_line(scene, view), style="cyan"))
+    return Group(*parts)
+
+
+def _seats(scene: Scene, view: table_pb2.PlayerView) -> Table:
+    table = Table(box=None, pad_edge=False, show_edge=False)
+    for column in ("", "seat", "player", "role", "cards", "last"):
+        table.add_column(column)
+    landlord = view.landlord if view.HasField("landlord") else None
+    shown = {entry.seat: card_ranks(entry.cards) for entry in view.shown}
+    for seat in range(len(view.seats)):
+        name = seat_name(view, seat)
+        role = "" if landlord is None else ("landlord" if seat == landlord else "farmer")
+        turn = "→" if view.HasField("turn") and view.turn == seat else ""
+        last = scene.last.get(seat, "")
+        if seat in view.disconnected:
+            last = (last + " · " if last else "") + "away: the bot plays"
+        if seat in shown and seat != view.seat:
+            last = (last + " · " if last else "") + f"shown: {shown[seat]}"
+        count = view.card_counts[seat] if seat < len(view.card_counts) else 0
+        table.add_row(turn, str(seat), name, role, str(count), last)
+    return table
+
+
+def seat_name(view: table_pb2.PlayerView, seat: int) -> str:
+    if seat == view.seat:
+        return "you"
+    info = view.seats[seat] if seat < len(view.seats) else None
+    if info is None:
+        return f"seat {seat}"
+    return "bot" if info.is_bot else str(info.player_id)
+
+
+def _middle(view: table_pb2.PlayerView) -> Text:
+    line = Text()
+    if view.phase == PHASE_BIDDING:
+        bids = ", ".join(f"seat {b.seat}: {_bid(b)}" for b in view.bids) or "none yet"
+        line.append(f"bidding · bids: {bids}")
+    elif view.phase == PHASE_PLAYING:
+        if view.HasField("trick"):
+            line.append(f"to beat: {card_ranks(view.trick.cards)} (seat {view.trick.seat})")
+        else:
+            line.append("to beat: nothing (the player on turn leads)")
+    factors = " · ".join(f"{f.reason} ×{f.factor}" for f in view.multiplier.factors)
+    line.append(f"   multiplier ×{view.multiplier_total}" + (f" = {factors}" if factors else ""))
+    if view.base:
+        line.append(f"   base {view.base}")
+    if view.bottom:
+        line.append(f"   bottom: {card_ranks(view.bottom)}")
+    if view.wild:
+        line.append(f"   wildcards: {' '.join(sorted(wild_ranks(view)))}")
+    return line
+
+
+def _bid(bid: Any) -> str:
+    action = str(hand_events_pb2.BidAction.Name(bid.action)).removeprefix("BID_ACTION_").lower()
+    return f"call {bid.score}" if bid.score else action
+
+
+def _hand(view: table_pb2.PlayerView) -> Text:
+    text = Text("your hand: ")
+    text.append_text(grouped(view.cards_text, wild_ranks(view)))
+    text.append(f"   ({len(view.cards)} cards)")
+    return text
+
+
+def _settlement(scene: Scene, view: table_pb2.PlayerView) -> RenderableType:
+    if not view.ledger.deltas:
+        return Text("the hand is over; settling…")
+    table = Table(title=f"Settlement: {SIDE_NAMES.get(view.winner, '')}", box=None)
+    table.add_column("seat")
+    table.add_column("player")
+    table.add_column("change", justify="right")
+    table.add_column("cards left")
+    for seat, delta in enumerate(view.ledger.deltas):
+        name = seat_name(view, seat)
+        left = card_ranks(view.final_hands[seat].cards) if seat < len(view.final_hands) else ""
+        table.add_row(str(seat), name, f"{delta:+d}", left or "—")
+    table.add_row("", "system", f"{view.ledger.system:+d}", "")
+    return table
+
+
+def prompt_line(scene: Scene, view: table_pb2.PlayerView) -> str:
+    if view.phase == PHASE_ENDED:
+        return "→ the hand is over: next (n) for another hand, quit (q)"
+    if view.seat in view.disconnected:
+        return "→ you are away and the bot plays for you: type any move to take over"
+    if not view.my_turn:
+        if not view.HasField("turn"):
+            return "→ waiting…"
+        return f"→ waiting for seat {view.turn} ({seat_name(view, view.turn)})"
+    if view.phase == PHASE_BIDDING:
+        options = ", ".join(_bid_word(b) for b in view.legal_bids)
+        return f"→ your bid: {options}; hint (?)" + (", show" if view.can_show else "")
+    options = "a play (cards like 3344 or 10JQKA)"
+    if view.can_pass:
+        options += ", pass"
+    return f"→ your turn: {options}, hint (?)" + (", show" if view.can_show else "")
+
+
+def _bid_word(bid: Any) -> str:
+    if bid.score:
+        return str(bid.score)
+    name = str(hand_events_pb2.BidAction.Name(bid.action))
+    return name.removeprefix("BID_ACTION_").lower()

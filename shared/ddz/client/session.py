@@ -1,0 +1,120 @@
+"""One player's conversation with the table service, over gRPC only.
+
+The player's login token (a player token: the operator's login vouches for the name)
+joins rooms; the seat token ``JoinRoom`` answers with is sent on every call for the
+seat from then on (``authorization: Bearer <token>``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import grpc
+
+from ddz.adapters.tokens import bearer_channel
+from ddz.config import Settings
+from ddz.v1 import hand_events_pb2, table_pb2, table_pb2_grpc
+
+JOIN_TIMEOUT_MARGIN = 30.0
+"""Seconds a JoinRoom may take beyond the room's bot fill wait (the first deal)."""
+NEXT_HAND_TIMEOUT = 600.0
+"""A NextHand call waits for the other people at the table (the server bounds it)."""
+
+
+class Session:
+    def __init__(self, settings: Settings, address: str, login_token: str) -> None:
+        self.settings = settings
+        self.login_token = login_token
+        self.seat_token = ""
+        self.joined: table_pb2.JoinRoomResponse | None = None
+        self._login = bearer_channel(settings, login_token, target=address)
+        self._seat = bearer_channel(settings, lambda: self.seat_token or login_token,
+                                    target=address)  # fmt: skip
+        self.lobby = table_pb2_grpc.TableServiceStub(self._login)  # type: ignore[no-untyped-call]
+        self.table = table_pb2_grpc.TableServiceStub(self._seat)  # type: ignore[no-untyped-call]
+
+    @property
+    def seat(self) -> int:
+        assert self.joined is not None
+        return int(self.joined.seat)
+
+    @property
+    def table_id(self) -> str:
+        assert self.joined is not None
+        return str(self.joined.table.table_id)
+
+    async def rooms(self) -> table_pb2.ListRoomsResponse:
+        answer: table_pb2.ListRoomsResponse = await self.lobby.ListRooms(
+            table_pb2.ListRoomsRequest()
+        )
+        return answer
+
+    async def join(self, room: table_pb2.Room) -> table_pb2.JoinRoomResponse:
+        answer: table_pb2.JoinRoomResponse = await self.lobby.JoinRoom(
+            table_pb2.JoinRoomRequest(room_id=room.room_id),
+            timeout=room.bot_fill_wait_s + JOIN_TIMEOUT_MARGIN,
+        )
+        self.joined = answer
+        self.seat_token = answer.token
+        return answer
+
+    async def leave(self) -> table_pb2.LeaveRoomResponse:
+        answer: table_pb2.LeaveRoomResponse = await self.table.LeaveRoom(
+            table_pb2.LeaveRoomRequest()
+        )
+        return answer
+
+    async def next_hand(self) -> str:
+        answer = await self.table.NextHand(
+            table_pb2.NextHandRequest(table_id=self.table_id), timeout=NEXT_HAND_TIMEOUT
+        )
+        return str(answer.hand_id)
+
+    def watch(self, hand_id: str, after: int) -> AsyncIterator[table_pb2.WatchHandResponse]:
+        stream: AsyncIterator[table_pb2.WatchHandResponse] = self.table.WatchHand(
+            table_pb2.WatchHandRequest(hand_id=hand_id, seat=self.seat, after_position=after)
+        )
+        return stream
+
+    async def view(self, hand_id: str) -> table_pb2.PlayerView:
+        answer = await self.table.GetView(table_pb2.GetViewRequest(hand_id=hand_id, seat=self.seat))
+        view: table_pb2.PlayerView = answer.view
+        return view
+
+    async def bid(self, hand_id: str, action: str, score: int) -> Any:
+        value = hand_events_pb2.BidAction.Value("BID_ACTION_" + action.upper())
+        return await self.table.Bid(
+            table_pb2.BidRequest(hand_id=hand_id, seat=self.seat, action=value, score=score)
+        )
+
+    async def play(self, hand_id: str, cards: str, declared: Any = None) -> Any:
+        request = table_pb2.PlayRequest(hand_id=hand_id, seat=self.seat, cards=cards)
+        if declared is not None:
+            request.declared.CopyFrom(declared)
+        return await self.table.Play(request)
+
+    async def pass_(self, hand_id: str) -> Any:
+        return await self.table.Pass(table_pb2.PassRequest(hand_id=hand_id, seat=self.seat))
+
+    async def show(self, hand_id: str) -> Any:
+        return await self.table.ShowCards(
+            table_pb2.ShowCardsRequest(hand_id=hand_id, seat=self.seat)
+        )
+
+    async def hint(self, hand_id: str) -> table_pb2.SuggestedMove:
+        answer = await self.table.Hint(table_pb2.HintRequest(hand_id=hand_id))
+        move: table_pb2.SuggestedMove = answer.move
+        return move
+
+    async def close(self) -> None:
+        await self._login.close()
+        await self._seat.close()
+
+
+def refusal(exc: grpc.aio.AioRpcError) -> str:
+    """A failed call in one line: the server's own words (the domain's reason)."""
+    details = str(exc.details() or exc.code().name)
+    for prefix in ("rules: ", "bot: "):
+        details = details.removeprefix(prefix)
+    return details

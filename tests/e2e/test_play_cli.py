@@ -1,0 +1,193 @@
+"""``ddz play`` driven as a person drives it (issue 7): the real command in a
+pseudo-terminal (Python's ``pty``), keys typed, the screen read back, against a real
+stack (NATS and the six services as processes, ``ddz.adapters.stack.Stack``).
+
+The player joins a room, is matched with bots after the room's wait, bids and plays a
+whole hand by typing the moves the hint key suggests, sees a clear one-line refusal for
+an illegal play, the settlement at the end, and quits.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import pty
+import re
+import select
+import struct
+import subprocess
+import sys
+import termios
+import time
+from collections.abc import Iterator
+
+import pytest
+from ddz.adapters.stack import Stack, settings_env
+from ddz.config import Settings
+from ddz.entrypoints.cli import build_parser
+from ddz.entrypoints.play_cmd import check_address
+
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
+CLEAR = "\x1b[2J"
+ROOMS = """
+opening_balance = 10000
+
+[[rooms]]
+id = "classic"
+name = "Classic"
+variant = "classic"
+bot_fill_wait = 0.5
+"""
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    data_dir = tmp_path_factory.mktemp("ddz-play")
+    rooms = data_dir / "rooms.toml"
+    rooms.write_text(ROOMS, encoding="utf-8")
+    settings = Settings.from_env({"DDZ_DATA_DIR": str(data_dir), "DDZ_ROOMS_FILE": str(rooms)})
+    with Stack(settings, ephemeral_ports=True, nats_port=0) as running:
+        yield running
+
+
+def env_for(stack: Stack) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DDZ_")}
+    env.update(settings_env(stack.settings))
+    env.update(TERM="xterm", NO_COLOR="1", COLUMNS="150", LINES="50")
+    return env
+
+
+class Terminal:
+    """A program in a pseudo-terminal: type lines, read the screen (the text since the
+    program last cleared it, without escape codes)."""
+
+    def __init__(self, args: list[str], env: dict[str, str]) -> None:
+        self.master, slave = pty.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 150, 0, 0))
+        self.process = subprocess.Popen(
+            args, stdin=slave, stdout=slave, stderr=slave, env=env, start_new_session=True
+        )
+        os.close(slave)
+        self.output = ""
+
+    def pump(self, seconds: float = 0.05) -> None:
+        deadline = time.monotonic() + seconds
+        while True:
+            ready, _, _ = select.select([self.master], [], [], 0.05)
+            if ready:
+                try:
+                    data = os.read(self.master, 65536)
+                except OSError:  # the program has gone
+                    return
+                if not data:
+                    return
+                self.output += data.decode("utf-8", "replace")
+            elif time.monotonic() >= deadline:
+                return
+
+    @property
+    def screen(self) -> str:
+        return ANSI.sub("", self.output.split(CLEAR)[-1]).replace("\r", "")
+
+    def wait_for(self, pattern: str, timeout: float = 60.0) -> re.Match[str]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            self.pump()
+            found = re.search(pattern, self.screen)
+            if found:
+                return found
+            if self.process.poll() is not None:
+                self.pump()
+                break
+        raise AssertionError(f"no {pattern!r} on the screen:\n{self.screen[-3000:]}")
+
+    def type(self, line: str) -> None:
+        os.write(self.master, line.encode() + b"\n")
+
+    def close(self) -> int:
+        try:
+            return self.process.wait(20)
+        finally:
+            if self.process.poll() is None:
+                self.process.kill()
+                self.process.wait()
+            os.close(self.master)
+
+
+PROMPT = r"→ (your bid|your turn|the hand is over)"
+
+
+def test_a_person_plays_a_hand_against_bots_by_typing(stack: Stack) -> None:
+    """Join, be matched with two bots, play by typing the hinted moves, see the
+    settlement, quit."""
+    term = Terminal(
+        [sys.executable, "-m", "ddz.entrypoints.cli", "play", "--room", "classic",
+         "--name", "tester"],
+        env_for(stack),
+    )  # fmt: skip
+    try:
+        term.wait_for(r"your hand: [0-9TJQKA2BR ]+ \(17 cards\)")
+        screen = term.screen
+        assert "tester · room classic" in screen
+        assert len(re.findall(r"^\s*→?\s*\d\s+bot\s", screen, re.M)) == 2  # bots filled in
+        assert re.search(r"→\s+\d\s+you|\d\s+you", screen)
+        tried_illegal = False
+        for _ in range(200):
+            prompt = term.wait_for(PROMPT).group(1)
+            if prompt == "the hand is over":
+                break
+            if prompt == "your turn" and not tried_illegal:
+                tried_illegal = True
+                term.type("RRR")  # a classic deck has one red joker: not in hand
+                refusal = term.wait_for(r"✗ (.+)").group(1)
+                assert "\n" not in refusal.strip() and refusal.strip()
+                continue
+            term.output = term.output[-20000:]
+            term.type("?")
+            typed = term.wait_for(r'hint: type "([^"]+)"').group(1)
+            term.output = ""  # from here on, only what the move brings
+            term.type(typed)
+            term.wait_for(r"→ ")
+        else:
+            raise AssertionError("the hand did not end")
+        assert tried_illegal
+        settled = term.wait_for(r"Settlement: the (landlord|farmers) wins?")
+        assert settled
+        block = term.screen.split("Settlement:")[-1]
+        rows = re.findall(r"^\s*(\d)\s+\S+\s+([+-]\d+)\s", block, re.M)
+        assert [int(seat) for seat, _delta in rows] == [0, 1, 2], block
+        deltas = [int(delta) for _seat, delta in rows]
+        system = re.search(r"system\s+([+-]\d+)", block)
+        assert system is not None, block
+        assert sum(deltas) + int(system.group(1)) == 0  # §10: nothing created or lost
+        term.type("q")
+        assert term.close() == 0
+    finally:
+        if term.process.poll() is None:
+            term.process.kill()
+
+
+def test_bad_input_is_one_line_and_exit_code_2(stack: Stack) -> None:
+    cases = (["--room", "casino", "--name", "tester2"], ["--name", "not a name"])
+    runs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "ddz.entrypoints.cli", "play", *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            env=env_for(stack),
+        )
+        for args in cases
+    ]
+    for run in runs:
+        _out, err = run.communicate(timeout=60)
+        assert run.returncode == 2, err
+        lines = err.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("ddz: error: "), err
+    args = build_parser().parse_args(
+        ["play", "--room", "ct", "--name", "n", "--table-address", "h:1"]
+    )
+    assert (args.room, args.name, args.table_address) == ("ct", "n", "h:1")
+    with pytest.raises(ValueError, match="HOST:PORT"):
+        check_address("nowhere")
