@@ -111,6 +111,7 @@ async def test_ct_escapes_settle_by_the_four_cases_of_section_10_2(suite: Suite)
     stream: the first to go stays the escapee. Hands are steered so both sides win with
     both kinds of escapee; every ledger is the one RULES.md gives."""
     names = ("xia", "yan", "zhu")
+    audited_hands: list[tuple[str, int]] = []
     joined = await asyncio.gather(*(join(suite.player(n), "ct") for n in names))
     table_id = joined[0].table.table_id
     assert {j.table.table_id for j in joined} == {table_id}
@@ -156,6 +157,8 @@ async def test_ct_escapes_settle_by_the_four_cases_of_section_10_2(suite: Suite)
         recorded = await settled_ledger(suite, hand_id)
         assert list(recorded.ledger.deltas) == deltas
         seen.add((landlord_escapes, won))
+        if number == 0:
+            audited_hands.append((hand_id, final.version))
         if seen == wanted:
             break
         nexts = await asyncio.gather(*(
@@ -164,6 +167,12 @@ async def test_ct_escapes_settle_by_the_four_cases_of_section_10_2(suite: Suite)
         ))  # fmt: skip
         hand_id = nexts[0].hand_id
     assert seen == wanted, f"cases met: {sorted(seen)}"
+    # The first hand (two disconnects, one escapee) through `ddz audit`.
+    first_hand, version = audited_hands[0]
+    await stored(suite, first_hand, version)
+    audited = ddz_audit(suite, first_hand)
+    assert audited.returncode == 0, audited.stdout[-2000:] + audited.stderr
+    assert "escape_penalty" in audited.stdout
 
 
 async def test_a_dropped_player_is_played_by_the_bot_and_takes_the_seat_back(

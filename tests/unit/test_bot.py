@@ -12,11 +12,22 @@ import typing
 import pytest
 from ddz.bot import Bot, Budget
 from ddz.bot.situation import situation_of
-from ddz.domain.cards import Rank, parse_ranks
-from ddz.domain.hand import Pass, Phase, Play, PlayerView, Rejection, view_for
-from ddz.domain.hand.events import PlayMade
+from ddz.domain.cards import Card, Rank, parse_ranks
+from ddz.domain.hand import (
+    Command,
+    Hand,
+    Pass,
+    Phase,
+    Play,
+    PlayerView,
+    Rejection,
+    StartHand,
+    view_for,
+)
+from ddz.domain.hand.events import CardsShown, HandEnded, PlayMade
 from ddz.domain.players import GreedyPlayer, RandomPlayer
 from ddz.domain.ruleset import CLASSIC, CT, LAIZI, TIANDI, RuleSet
+from ddz.domain.selfplay import SEATS as SELFPLAY_SEATS
 from ddz.domain.selfplay import hand_seed, play_hand, run_seed
 from ddz.domain.settlement import RoomSettings
 from hand_kit import ok, rigged
@@ -53,6 +64,69 @@ def test_the_view_type_has_no_field_for_other_seats_hidden_cards() -> None:
         if "Card" in str(f.type) or f.name == "history"
     }
     assert card_fields <= {"cards", "bottom", "golden_card", "shown", "history"}
+
+
+def _cards_in(value: object) -> set[Card]:
+    found: set[Card] = set()
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, Card):
+            found.add(item)
+        elif dataclasses.is_dataclass(item) and not isinstance(item, type):
+            stack.extend(getattr(item, f.name) for f in dataclasses.fields(item))
+        elif isinstance(item, tuple | list | set | frozenset):
+            stack.extend(item)
+    return found
+
+
+class _Inspected:
+    """Hands the bot its view, after checking that the view shows no hidden card."""
+
+    def __init__(self, bot: Bot, hand: list[Hand]) -> None:
+        self.bot = bot
+        self.hand = hand
+        self.views = 0
+
+    def act(self, view: PlayerView) -> Command:
+        state = self.hand[0].state
+        visible = set(state.cards[view.seat]) | {c for e in view.history for c in _played(e)}
+        if state.landlord is not None:
+            visible |= set(state.bottom)
+        visible |= {c for s in state.shown for c in state.cards[s.seat]}
+        if state.golden_card is not None:
+            visible.add(state.golden_card)
+        assert _cards_in(view) <= visible
+        assert not any(e.HIDDEN for e in view.history)
+        self.views += 1
+        return self.bot.act(view)
+
+
+def _played(event: object) -> tuple[Card, ...]:
+    if isinstance(event, PlayMade):
+        return event.cards
+    if isinstance(event, CardsShown | HandEnded):
+        return tuple(c for hand in getattr(event, "final_hands", ()) for c in hand) + tuple(
+            getattr(event, "cards", ())
+        )
+    return ()
+
+
+@pytest.mark.parametrize("rules", VARIANTS, ids=lambda r: r.name)
+def test_every_view_the_bot_gets_holds_only_its_own_and_public_cards(rules: RuleSet) -> None:
+    views = 0
+    for i in range(3):
+        holder: list[Hand] = []
+        seats = [_Inspected(Bot(i, budget=FAST), holder) for _ in range(3)]
+        hand = Hand()
+        holder.append(hand)
+        start = StartHand(f"v{i}", rules, RoomSettings(), SELFPLAY_SEATS, bytes([i]) * 32)
+        ok(hand, start)
+        while hand.state.phase is not Phase.ENDED:
+            seat = hand.state.turn
+            ok(hand, seats[seat].act(view_for(hand.state, seat)))
+        views += sum(s.views for s in seats)
+    assert views > 30  # bids, shows and plays, in three hands
 
 
 @pytest.mark.parametrize("deal", [1, 2, 3])
@@ -124,17 +198,18 @@ def test_decisions_are_deterministic_for_one_view() -> None:
 # -- legality over many hands ---------------------------------------------------------------
 
 
-def _mixed(seed: int, i: int) -> list[object]:
+def _seats(seed: int, i: int) -> list[object]:
+    """Two bots and one greedy player (a random one every fourth hand), seats rotating."""
     rng = random.Random(f"{seed}/{i}")
-    bot = Bot(seed, budget=FAST)
-    others = [GreedyPlayer(rng), RandomPlayer(rng, show_rate=0.05), bot]
-    rng.shuffle(others)
-    return [bot, *others[:2]] if i % 2 else [others[0], bot, others[1]]
+    other = RandomPlayer(rng, show_rate=0.05) if i % 4 == 0 else GreedyPlayer(rng)
+    seats = [Bot(seed, budget=FAST), Bot(seed + 1, budget=FAST), other]
+    k = i % 3
+    return seats[k:] + seats[:k]
 
 
 @pytest.mark.parametrize(
     ("rules", "hands"),
-    [(CLASSIC, 120), (CT, 60), (LAIZI, 90), (TIANDI, 70)],
+    [(CLASSIC, 200), (CT, 120), (LAIZI, 150), (TIANDI, 100)],
     ids=lambda x: x.name if isinstance(x, RuleSet) else str(x),
 )
 def test_every_decision_is_accepted(rules: RuleSet, hands: int) -> None:
@@ -143,7 +218,7 @@ def test_every_decision_is_accepted(rules: RuleSet, hands: int) -> None:
     master = run_seed(f"bot-legal-{rules.name}")
     wild_plays = bombs_at_limit = 0
     for i in range(hands):
-        players = _mixed(7, i)
+        players = _seats(7, i)
         events, state = play_hand(
             rules,
             RoomSettings(),

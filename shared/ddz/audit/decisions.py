@@ -130,14 +130,18 @@ def check_decisions(audit: Audit) -> None:
     while index < total:
         audited = decoded[index]
         event, version = audited.event, audited.version
-        kind = type(event)
-        if kind is CommandRejected:
-            _check_refusal(state, event, seed, version)  # type: ignore[arg-type]
+        if isinstance(event, CommandRejected):
+            _check_refusal(state, event, seed, version)
             refused += 1
             index += 1
             continue
-        if kind is HandStarted:
-            command: Command | None = start_command(event, seed)  # type: ignore[arg-type]
+        if isinstance(event, HandStarted):
+            if index or f"hand-{event.hand_id}" != audit.stream_id:
+                raise CheckFailed(
+                    DECISIONS,
+                    f"event #{version} starts hand {event.hand_id!r} in stream {audit.stream_id}",
+                )
+            command: Command | None = start_command(event, seed)
         else:
             command = _command_for(event)
         if command is None:
@@ -146,7 +150,7 @@ def check_decisions(audit: Audit) -> None:
                 f"event #{version}: {event.TYPE} does not start any decision "
                 "(no command makes it here)",
             )
-        if kind is HandStarted and audit.start_decision is not None:
+        if index == 0 and audit.start_decision is not None:
             result: list[Event] | Rejection = audit.start_decision  # made by the deal check
         else:
             result = _decide(state, command, seed, version)
@@ -179,7 +183,8 @@ def check_decisions(audit: Audit) -> None:
                 elif isinstance(actual, PlayerEscaped):
                     assert isinstance(expected, PlayerEscaped)
                     audit.escaped, audit.expected_escape = actual, expected
-                expected = actual  # type: ignore[assignment]
+                assert not isinstance(actual, CommandRejected)  # judged_later said so
+                expected = actual
             elif isinstance(expected, HandSettled):
                 audit.before_settled, audit.settled = state, expected
             elif isinstance(expected, PlayerEscaped):

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from ddz.adapters.codec import CommandRejected
 from ddz.audit import describe
-from ddz.domain.hand import HandState, evolve
+from ddz.domain.hand import Event, HandState, evolve
 from ddz.domain.hand.events import (
     BidMade,
     CardsDealt,
@@ -101,7 +101,7 @@ class _Writer:
             self.after(event, state)
         return self.lines
 
-    def describe(self, version: int, event: object, state: HandState) -> None:
+    def describe(self, version: int, event: Event, state: HandState) -> None:
         match event:
             case HandStarted():
                 self.names = tuple(s.player_id for s in event.seats)
@@ -207,9 +207,9 @@ class _Writer:
                 text = describe.event(event)
                 self.at(version, text.replace(f"seat {event.seat}", self.seat(event.seat), 1))
             case _:
-                self.at(version, describe.event(event, state))  # type: ignore[arg-type]
+                self.at(version, describe.event(event, state))
 
-    def after(self, event: object, state: HandState) -> None:
+    def after(self, event: Event, state: HandState) -> None:
         if isinstance(event, LandlordChosen):
             self.more(
                 f"{self.seat(event.seat)} now holds {len(state.cards[event.seat])} cards: "

@@ -23,7 +23,7 @@ from ddz.domain.classify import classify
 from ddz.domain.moves import Move
 from ddz.domain.readings import ComboType, Reading
 
-from .plan import TURN_COST, Part, Planner, rank_value, split_wild
+from .plan import TURN_COST, Part, Planner, split_wild
 from .situation import Situation
 from .threats import Counter, Holder
 
@@ -50,11 +50,10 @@ class Weights:
     bomb_risk: float = 3.0  # a bomb doubles the stake (and spends a control)
     danger_close: float = 20.0  # the player to beat holds <= 2 cards
     danger_near: float = 6.0  # ... <= 4 cards
+    danger_far: float = 3.0  # ... <= far_cards: an enemy running its hand down
+    far_cards: int = 7
     overtake_min: float = 4.0  # top a partner only with a play this cheap (99: never)
     partner_short: int = 3  # never top a partner holding this few cards
-    # cost of spending a high card on a trick the enemies will top
-    waste_landlord: float = 0.5
-    waste_farmer: float = 0.0
 
 
 def sub(a: RankCounts, b: RankCounts) -> RankCounts:
@@ -96,15 +95,6 @@ class Policy:
             allowance = sit.bombs_left[seat]
             out.append(Holder(seat, cards, sit.counts[seat], exact, allowance != 0))
         return out
-
-    def beaten_chance(self, sit: Situation, reading: Reading, holders: list[Holder]) -> float:
-        """Chance that some enemy tops ``reading`` with a play of its type."""
-        hidden = sum(sit.counts[s] for s in sit.hidden_seats())
-        miss = 1.0
-        for h in holders:
-            sure = sit.landlord_bottom if h.seat == sit.landlord else None
-            miss *= 1.0 - self.counter.beat_chance(h, reading, hidden, sure)
-        return 1.0 - miss
 
     def is_control(self, reading: Reading, holders: list[Holder]) -> bool:
         return not any(self.counter.can_beat(h, reading) for h in holders)
@@ -263,6 +253,8 @@ class Policy:
                 urgency = w.danger_close
             elif owner_left <= 4:
                 urgency = w.danger_near
+            elif owner_left <= w.far_cards:
+                urgency = w.danger_far
             partner = sit.partner()
             if partner is not None and sit.next_seat() == partner:
                 urgency *= 0.5  # the partner still gets a go before the trick comes back
@@ -290,11 +282,7 @@ class Policy:
                 if not overtake or m.reading.is_bomb or val < w.overtake_min:
                     continue
             else:
-                # a play the enemies will top wins no tempo and wastes its high cards
-                lost = self.beaten_chance(sit, m.reading, holders)
                 val += w.tempo + urgency
-                waste = w.waste_landlord if sit.is_landlord else w.waste_farmer
-                val -= lost * waste * max(0.0, rank_value(int(m.reading.main)))
             if val > best_val or (
                 best is not None and val == best_val and m.reading.main < best.reading.main
             ):

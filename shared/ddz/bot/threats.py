@@ -8,7 +8,6 @@ may hold, and no bomb either (or the enemy has no bomb allowance left, §7).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from ddz.domain.cards import RankCounts
@@ -35,14 +34,6 @@ _SET_WIDTH = {
     ComboType.FOUR_TWO_SINGLES: 4,
     ComboType.FOUR_TWO_PAIRS: 4,
 }
-
-
-def _at_least(k: int, copies: int, drawn: int, total: int) -> float:
-    """P(a draw of ``drawn`` from ``total`` cards gets >= ``k`` of ``copies`` given ones)."""
-    if copies < k or drawn < k:
-        return 0.0
-    none_of = sum(math.comb(copies, j) * math.comb(total - copies, drawn - j) for j in range(k))
-    return 1.0 - none_of / math.comb(total, drawn)
 
 
 BombKey = tuple[int, int]
@@ -111,36 +102,6 @@ class Counter:
         if play.is_bomb or play.size > holder.count:
             return False
         return self._same_type_higher(holder.cards, play)
-
-    def beat_chance(
-        self, holder: Holder, play: Reading, hidden_total: int, sure: RankCounts | None = None
-    ) -> float:
-        """Chance that ``holder`` can beat ``play`` with a play of its type (bombs aside).
-
-        A hidden holder's ``count`` cards are a random draw from the ``hidden_total``
-        unseen cards (``holder.cards``); ``sure`` are cards it is known to hold (the
-        landlord's unplayed bottom). Singles and pairs are computed exactly; other
-        types count as certain when the unseen cards could make them at all.
-        """
-        if play.is_bomb or play.size > holder.count:
-            return 0.0
-        exact_odds = play.type is ComboType.SINGLE or (
-            play.type is ComboType.PAIR and not self.wild  # a lone wildcard is its own rank
-        )
-        if holder.exact or not exact_odds:
-            return 1.0 if self._same_type_higher(holder.cards, play) else 0.0
-        width = 1 if play.type is ComboType.SINGLE else 2
-        top = _R if width == 1 or self.joker_pairs else _TWO
-        n, total = holder.count, max(hidden_total, holder.count)
-        miss = 1.0
-        for r in range(int(play.main) + 1, top + 1):
-            c = holder.cards[r]
-            if c < width:
-                continue
-            if sure is not None and sure[r] >= width:
-                return 1.0
-            miss *= 1.0 - _at_least(width, c, n, total)
-        return 1.0 - miss
 
     def bomb_key(self, play: Reading) -> BombKey:
         return (play.tier, int(play.main)) if play.is_bomb else NO_BOMB

@@ -250,7 +250,10 @@ class _Mixed(Generic[T]):
         minimum = tb.chain_min[copies]
         natural = self.natural
         budget = self.budget
-        add = self.add
+        splits = self.splits
+        seen = self.seen
+        make = self.make
+        out = self.out
         for lo in range(ACE + 1):
             # The splits of lo..hi grow one rank at a time with hi.
             ways: list[Fill] = [((), 0, ())]
@@ -265,11 +268,19 @@ class _Mixed(Generic[T]):
                 for nats, used, subs in ways:
                     if not used or used == size:
                         continue  # natural plays and all-wildcard plays are made elsewhere
-                    cards = [0] * 15
-                    cards[lo : hi + 1] = nats
                     reading = tb.reading(ctype, hi, length, size, None, subs)
                     assert reading is not None
-                    add(cards, used, reading)
+                    if seen is None:
+                        for split, _ in splits[used]:
+                            cards = [0] * 15
+                            cards[lo : hi + 1] = nats
+                            for w, n in split:
+                                cards[w] += n
+                            out.append(make(tuple(cards), reading))
+                    else:
+                        cards = [0] * 15
+                        cards[lo : hi + 1] = nats
+                        self.add(cards, used, reading)
 
     # -- plays with kickers -------------------------------------------------------------
 
