@@ -136,6 +136,8 @@ class Planner:
         self.rocket_each = rockets[0][1].size // 2 if rockets else 0
         self._memo: dict[_Key, tuple[float, _Choice]] = {}
         self._leaf_memo: dict[tuple[RankCounts, int, _Planes], tuple[float, _Lend]] = {}
+        self.work = 0
+        """States searched so far (cache misses): callers bound their planning by it."""
 
     # -- public ------------------------------------------------------------------
 
@@ -172,6 +174,7 @@ class Planner:
         hit = self._memo.get(key)
         if hit is not None:
             return hit[0]
+        self.work += 1
         j = i
         while j <= _TOP_CHAIN and c[j] == 0:
             j += 1
@@ -231,6 +234,7 @@ class Planner:
         hit = self._leaf_memo.get(key)
         if hit is not None:
             return hit
+        self.work += 1
         total = 0.0
         singles: list[int] = []
         pairs: list[int] = []

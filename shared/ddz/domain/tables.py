@@ -27,9 +27,7 @@ _TYPE_ORDER = {t: i for i, t in enumerate(ComboType)}
 CHAIN_TYPES = {1: ComboType.SOLO_CHAIN, 2: ComboType.PAIR_CHAIN, 3: ComboType.TRIPLE_CHAIN}
 
 _RANKS = tuple(Rank)
-_WILD_READINGS_KEPT = 1 << 17
-
-ReadingKey = tuple[ComboType, Rank, int, int, BombClass | None]
+_WILD_READINGS_KEPT = 1 << 17  # readings with substitutes kept per rule set, at most
 
 
 def sort_key(reading: Reading) -> tuple[int, int, int, int, int, int]:
