@@ -188,6 +188,21 @@ def test_same_seed_same_hands(rules: RuleSet) -> None:
     assert _events(rules, 11, 3) == _events(rules, 11, 3)
 
 
+@pytest.mark.parametrize("rules", [CLASSIC, TIANDI], ids=lambda r: r.name)
+def test_a_bot_with_a_history_decides_like_a_fresh_one(rules: RuleSet) -> None:
+    """Caches only make the bot faster: a bot that has played other hands first (as a
+    service's long-lived bot has) plays a hand exactly as a fresh bot does."""
+    master = run_seed(f"bot-history-{rules.name}")
+    warm = Bot(4)
+    for i in range(3):
+        play_hand(rules, RoomSettings(), [warm] * 3, hand_seed(master, 100 + i), hand_id=f"w{i}")
+    for i in range(2):
+        seed = hand_seed(master, i)
+        fresh_events, _ = play_hand(rules, RoomSettings(), [Bot(4)] * 3, seed, hand_id=f"h{i}")
+        warm_events, _ = play_hand(rules, RoomSettings(), [warm] * 3, seed, hand_id=f"h{i}")
+        assert warm_events == fresh_events
+
+
 def test_decisions_are_deterministic_for_one_view() -> None:
     own, one, two, bottom = deal_texts(LAIZI, 4)
     hand = rigged(LAIZI, [own, one, two], bottom, landlord=0, wild=[Rank.SEVEN])

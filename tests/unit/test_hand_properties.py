@@ -8,7 +8,7 @@
 - the deal re-derives from the revealed seed (docs/SHUFFLE.md).
 
 Random players also show cards, disconnect, reconnect and (in bean rooms) escape.
-``DDZ_PROPERTY_HANDS`` scales the number of hands (default below; CI keeps it small).
+``DDZ_PROPERTY_HANDS`` scales the number of hands (default below: thousands of hands per variant).
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 SCALE = float(os.environ.get("DDZ_PROPERTY_HANDS", "1"))
-HANDS = {"classic": 800, "ct": 600, "laizi": 150, "tiandi": 80}
+HANDS = {"classic": 2000, "ct": 2000, "laizi": 1000, "tiandi": 1000}
 SEATS = (SeatInfo("a"), SeatInfo("b"), SeatInfo("c", is_bot=True))
 
 

@@ -72,7 +72,8 @@ class Endgame:
         self.nodes = 0
         self.limit = 0
         # shared by every search of this policy: legal moves depend only on their key
-        self._moves: dict[tuple[int, int, bool], list[tuple[_Trick, int, bool]]]
+        self._moves: dict[tuple[int, int, bool], tuple[list[tuple[_Trick, int, bool]], int]]
+        self._charged: set[tuple[int, int, bool]] = set()
         self._rids: dict[tuple[object, ...], int]
         self._moves, self._rids = policy.search_cache
 
@@ -249,15 +250,21 @@ class Endgame:
         key = (hand, trick[0] if trick else -1, no_bombs)
         hit = self._moves.get(key)
         if hit is not None:
-            return hit
+            out, cost = hit
+            if key not in self._charged:  # the work is charged as if listed now, so that
+                self._charged.add(key)  # a warm cache never changes what the search does
+                self.nodes += cost
+            return out
         moves = legal_moves(_decode(hand), self.rules, self.wild, trick[1] if trick else None)
-        self.nodes += MISS_NODES + len(moves) // MOVES_PER_NODE  # listing moves is work too
+        cost = MISS_NODES + len(moves) // MOVES_PER_NODE  # listing moves is work too
+        self._charged.add(key)
+        self.nodes += cost
         if no_bombs:
             moves = [m for m in moves if not m.reading.is_bomb]
         moves = sorted(self.policy.prune(moves, keep=2), key=lambda m: -m.reading.size)
         out = [(self._trick_of(m.reading), hand - _code(m.cards), m.reading.is_bomb) for m in moves]
         out.sort(key=lambda t: t[1] != 0)
-        self._moves[key] = out
+        self._moves[key] = (out, cost)
         return out
 
 

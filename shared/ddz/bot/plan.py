@@ -87,10 +87,11 @@ class Plan:
         return len(self.parts)
 
 
-_Planes = tuple[Part, ...]
+_Chain = tuple[int, int, int, tuple[int, ...]]  # width, lowest rank, top rank, cards taken
+_Planes = tuple[_Chain, ...]
 _Lend = tuple[tuple[int, int], ...]  # (rank, wildcards lent to that rank's group)
 _Key = tuple[RankCounts, int, int, _Planes]  # counts, wildcards, next rank, planes taken
-_Choice = tuple[Part | None, _Key] | None  # chain taken (None: skip a rank), next state
+_Choice = tuple[_Chain | None, _Key] | None  # chain taken (None: skip a rank), next state
 
 
 class Planner:
@@ -153,9 +154,9 @@ class Planner:
                 _, lend = self._leaf(c, w, planes)
                 parts.extend(self._leaf_parts(c, w, planes, lend))
                 break
-            part, key = choice
-            if part is not None and part.type is not ComboType.TRIPLE_CHAIN:
-                parts.append(part)  # planes come back with their wings from the leaf
+            chain, key = choice
+            if chain is not None and chain[0] != 3:
+                parts.append(self._chain_part(chain))  # planes come with the leaf's wings
         return Plan(score, tuple(parts))
 
     def score(self, natural: RankCounts, wilds: int = 0) -> float:
@@ -185,46 +186,47 @@ class Planner:
         skip: _Key = (c, w, j + 1, planes)
         best = self._search(*skip)
         choice: _Choice = (None, skip)
-        for width, min_len, kind in self.chain_kinds:
+        cap = min(w, WILDS_PER_CHAIN)
+        for width, min_len, _ in self.chain_kinds:
             deficit = 0
             natural = 0
+            taken: list[int] = []
             top = j
             while top <= _TOP_CHAIN:
                 have = c[top]
-                if have == 0 and w == deficit:
+                use = have if have < width else width
+                deficit += width - use
+                if deficit > cap:
                     break
-                deficit += width - have if have < width else 0
-                natural += have if have < width else width
-                if deficit > w or deficit > WILDS_PER_CHAIN:
-                    break
+                natural += use
+                taken.append(use)
                 if top - j + 1 >= min_len and natural > deficit:
-                    part, rest, used = self._take_chain(c, j, top, width, kind)
+                    rest = c[:j] + tuple(c[j + k] - t for k, t in enumerate(taken)) + c[top + 1 :]
+                    chain: _Chain = (width, j, top, tuple(taken))
                     if width == 3:
-                        nxt: _Key = (rest, w - used, j, (*planes, part))
+                        nxt: _Key = (rest, w - deficit, j, (*planes, chain))
                         score = self._search(*nxt)  # planes are scored with their wings
                     else:
-                        nxt = (rest, w - used, j, planes)
-                        score = self._search(*nxt) + part.value - TURN_COST
+                        nxt = (rest, w - deficit, j, planes)
+                        score = self._search(*nxt) + rank_value(top) + 1.0 - TURN_COST
                     if score > best:
                         best = score
-                        choice = (part, nxt)
+                        choice = (chain, nxt)
                 top += 1
         self._memo[key] = (best, choice)
         return best
 
-    def _take_chain(
-        self, c: RankCounts, lo: int, hi: int, width: int, kind: ComboType
-    ) -> tuple[Part, RankCounts, int]:
-        rest = list(c)
-        ranks = []
-        subs: list[int] = []
-        for r in range(lo, hi + 1):
-            have = min(width, c[r])
-            rest[r] -= have
-            ranks.append((r, width))
-            subs.extend([r] * (width - have))
-        part = Part(kind, hi, hi - lo + 1, tuple(ranks), tuple(subs), value=rank_value(hi) + 1.0)
-        return part, tuple(rest), len(subs)
+    @staticmethod
+    def _chain_part(chain: _Chain) -> Part:
+        """The part a chain choice of the search stands for (built only for the plan
+        returned: the search's memo holds plain tuples, which the garbage collector
+        need not track)."""
+        width, lo, hi, taken = chain
+        ranks = tuple((r, width) for r in range(lo, hi + 1))
+        subs = tuple(
+            r for r, t in zip(range(lo, hi + 1), taken, strict=True) for _ in range(width - t)
+        )
+        return Part(_CHAIN_KIND[width], hi, hi - lo + 1, ranks, subs, value=rank_value(hi) + 1.0)
 
     # -- leftovers ----------------------------------------------------------------
 
@@ -263,17 +265,17 @@ class Planner:
                 total += rank_value(r) - TURN_COST  # a joker single, or ct's joker pair
         # kickers: lowest eligible singles/pairs hang on planes, then on triples
         absorbed: dict[int, int] = {}  # item rank -> carrier rank (-1: a plane)
-        for plane in planes:
-            total += plane.value - TURN_COST
-            inside = {r for r, _ in plane.ranks}
+        for _, lo, hi, _ in planes:
+            total += rank_value(hi) + 1.0 - TURN_COST
+            length = hi - lo + 1
             for items, allowed in ((singles, self.plane_singles), (pairs, self.plane_pairs)):
                 if not allowed:
                     continue
                 free = [
-                    r for r in items if r <= _KICKER_MAX and r not in inside and r not in absorbed
+                    r for r in items if r <= _KICKER_MAX and not lo <= r <= hi and r not in absorbed
                 ]
-                if len(free) >= plane.length:
-                    for r in free[: plane.length]:
+                if len(free) >= length:
+                    for r in free[:length]:
                         absorbed[r] = -1
                     break
         carried: dict[int, int] = {}  # triple rank -> kicker rank
@@ -474,7 +476,8 @@ class Planner:
                 parts.append(Part(kind, r, 1, ((r, n),), value=rank_value(r)))
         natural_items = [r for r in singles + pairs if subs[r] == 0]
         absorbed: dict[int, int] = {}
-        for plane in planes:
+        for chain in planes:
+            plane = self._chain_part(chain)
             inside = {r for r, _ in plane.ranks}
             done = plane
             for items, allowed, kind in (
@@ -555,6 +558,9 @@ class Planner:
                 )
             )
         return parts
+
+
+_CHAIN_KIND = {1: ComboType.SOLO_CHAIN, 2: ComboType.PAIR_CHAIN, 3: ComboType.TRIPLE_CHAIN}
 
 
 def split_wild(hand: RankCounts, wild_ranks: tuple[int, ...]) -> tuple[RankCounts, int]:

@@ -522,7 +522,10 @@ class _Mixed(Generic[T]):
         unit: int,
         present: tuple[int, ...],
     ) -> Reading:
-        placed = _place(room, free, unit, self.orders[present])
+        if len(present) == 1 and room[present[0]] >= free:
+            placed = [present[0]] * (free * unit)  # the usual case: all on their own rank
+        else:
+            placed = _place(room, free, unit, self.orders[present])
         substitutes = tuple(sorted([*subs, *forced, *placed]))
         reading = self.tb.reading(ctype, main, length, size, None, substitutes)
         assert reading is not None

@@ -72,10 +72,16 @@ def print_where(settings: Settings, reports: list[Report]) -> None:
     store = settings.database_url
     if store.startswith("sqlite:///"):
         store = store.removeprefix("sqlite:///") + " (SQLite)"
+    hand_id = last.hand_id if last is not None else "HAND_ID"
     lines = [
         "",
         f"Event store: {store}",
         f"Data dir:    {settings.data_dir} (JetStream files; service logs in logs/)",
+        "",
+        "Audit a hand (transcript, every check, exit 0 when clean; --at N for the table",
+        "after event N) and every hand in the store:",
+        f"  .venv/bin/ddz audit {hand_id}",
+        "  .venv/bin/ddz audit --all",
         "",
         f"Inspect a hand (e.g. {stream}) while the suite runs (`ddz up` in another",
         "terminal; this demo's own stack stops when the demo ends):",
