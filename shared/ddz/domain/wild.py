@@ -481,11 +481,12 @@ class _Mixed(Generic[T]):
                         # Free wildcards take their own rank, where no natural kicker
                         # can be (its cards are all wild): the choice does not matter.
                         memo = (forced, free)
-                        reading = readings.get(memo)
-                        if reading is None:
-                            reading = readings[memo] = self.kicked_reading(
+                        known = readings.get(memo)
+                        if known is None:
+                            known = readings[memo] = self.kicked_reading(
                                 ctype, main, length, size, subs, forced, caps, free, unit, present
                             )
+                        reading = known
                     else:
                         room = caps.copy()
                         for r in set(nat):
