@@ -95,9 +95,7 @@ async def suite(nats_server: NatsServer, bus: EventBus, tmp_path: Path) -> Async
         await stop_suite(running)
 
 
-async def open_table(
-    suite: Suite, variant: str, humans: tuple[int, ...] = (0,)
-) -> table_pb2.Table:
+async def open_table(suite: Suite, variant: str, humans: tuple[int, ...] = (0,)) -> table_pb2.Table:
     seats = [
         table_pb2.SeatSpec(player_id=f"{'human' if s in humans else 'bot'}-{s}",
                            is_bot=s not in humans)

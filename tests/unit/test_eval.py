@@ -103,7 +103,10 @@ def test_bad_requests() -> None:
         run_eval("classic", "random", 0)
 
 
+@pytest.mark.peers
 def test_rlcard_rule_opponent_plays_legal_classic() -> None:
+    """The adapter's every answer maps to a move the hand accepts (``play_fixed`` raises
+    on a rejected command), for the rlcard-rule seats in both roles."""
     pytest.importorskip("rlcard")
     out = run_eval("classic", "rlcard-rule", 2, seed=4)
     assert len(out.games) == 4
@@ -143,3 +146,33 @@ def test_bot_factory_is_used() -> None:
 
     run_eval("classic", "random", 1, seed=8, bot_factory=factory)
     assert made == [8, 8]
+
+
+@pytest.mark.peers
+def test_rlcard_observation_is_in_rlcards_own_notation() -> None:
+    """The adapter's observation uses RLCard's strings: every action is a key of RLCard's
+    card-type table, the hand is sorted as RLCard sorts it, the trace is (seat, action)."""
+    pytest.importorskip("rlcard")
+    import random
+
+    from ddz.bot.rlcard_peer import raw_observation
+    from ddz.domain.hand import Bid, Hand, StartHand, view_for
+    from ddz.domain.players import GreedyPlayer
+    from ddz.domain.ruleset import CLASSIC
+    from rlcard.games.doudizhu.utils import CARD_RANK_STR, CARD_TYPE
+
+    hand = Hand()
+    start = StartHand("o", CLASSIC, harness.eval_room(CLASSIC), harness.SEATS, b"o" * 32, 0)
+    for command in (start, Bid.call(0, 1), Bid.pass_(1), Bid.pass_(2)):
+        hand.execute(command)
+    greedy = GreedyPlayer(random.Random(0))
+    for _ in range(5):
+        seat = hand.state.turn
+        obs = raw_observation(view_for(hand.state, seat))
+        assert obs["self"] == seat and obs["landlord"] == 0
+        ranks = [CARD_RANK_STR.index(c) for c in obs["current_hand"]]
+        assert ranks == sorted(ranks) and len(ranks) == len(hand.state.cards[seat])
+        assert all(a == "pass" or a in CARD_TYPE[0] for a in obs["actions"])
+        assert ("pass" in obs["actions"]) == (hand.state.trick is not None)
+        hand.execute(greedy.act(view_for(hand.state, seat)))
+    assert [s for s, _ in obs["trace"]] == [0, 1, 2, 0][: len(obs["trace"])]

@@ -83,9 +83,7 @@ def test_bean_escape_ends_the_hand_counting_unplayed_bombs_section_10_3() -> Non
     farmer pays 2 x the actual amount: X = 1 x 32 x 1 x 0.25 = 8, x N 100 = 800, shared
     2:1 by the landlord and the other farmer (533 + 266, 1 to the system)."""
     room = RoomSettings(coefficient=100)
-    h = rigged(
-        LAIZI, ["345", "9999BR3", "JQ"], "", landlord=0, wild=[Rank.SEVEN], room=room
-    )
+    h = rigged(LAIZI, ["345", "9999BR3", "JQ"], "", landlord=0, wild=[Rank.SEVEN], room=room)
     ok(h, play(0, "3"))
     events = ok(h, Escape(2))
     assert [type(e) for e in events] == [PlayerEscaped, HandEnded, HandSettled, SeedRevealed]

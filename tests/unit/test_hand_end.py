@@ -114,9 +114,7 @@ def test_ct_settlement_with_rake_at_the_end_section_10_2() -> None:
 def test_bean_settlement_at_the_end_section_10_3() -> None:
     """§10.3: X = 1 x 2 (spring) x role x 0.25 (wildcard room), N = 10, A = 1."""
     room = RoomSettings(coefficient=10, fee=1)
-    h = rigged(
-        LAIZI, ["34567", "KK", "AA"], "", landlord=0, room=room, balances=(100, 100, 100)
-    )
+    h = rigged(LAIZI, ["34567", "KK", "AA"], "", landlord=0, room=room, balances=(100, 100, 100))
     events = ok(h, play(0, "34567"))
     ledger = of_type(events, HandSettled)[0].ledger
     # each farmer pays 0.5·10 + 1 = 6; the landlord receives 1·10 - 1 = 9; system 3·1

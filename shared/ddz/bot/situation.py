@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ddz.domain.cards import EMPTY_COUNTS, RankCounts, card_counts
-from ddz.domain.hand.events import Passed, PlayMade
+from ddz.domain.hand.events import PlayMade
 from ddz.domain.hand.view import PlayerView
 from ddz.domain.readings import Reading
 from ddz.domain.ruleset import RuleSet
@@ -28,15 +28,12 @@ class Situation:
     counts: tuple[int, int, int]  # cards left per seat
     trick: Reading | None  # the play to beat; None: the bot leads
     trick_seat: int  # who made it (-1 when leading)
-    trick_cards: RankCounts
     passes: int  # passes since the play to beat
     pool: RankCounts  # unseen cards: in the hidden hands of other seats
     known: tuple[RankCounts | None, ...]  # a seat's exact hand when the bot can see it
     landlord_bottom: RankCounts  # bottom cards not yet played (in the landlord's hand)
     bombs_left: tuple[int | None, ...]  # §7 allowance per seat; None = no limit
     played: tuple[RankCounts, ...]  # cards each seat has played this hand
-    plays: tuple[tuple[int, Reading | None], ...]  # (seat, reading | None=pass), in order
-    multiplier: int
 
     @property
     def is_landlord(self) -> bool:
@@ -71,15 +68,11 @@ def situation_of(view: PlayerView) -> Situation:
     rules = view.rules
     landlord = view.landlord if view.landlord is not None else -1
     played = [EMPTY_COUNTS, EMPTY_COUNTS, EMPTY_COUNTS]
-    plays: list[tuple[int, Reading | None]] = []
     for event in view.history:
         if isinstance(event, PlayMade):
             played[event.seat] = tuple(
                 x + y for x, y in zip(played[event.seat], card_counts(event.cards), strict=True)
             )
-            plays.append((event.seat, event.reading))
-        elif isinstance(event, Passed):
-            plays.append((event.seat, None))
     deck = rules.max_copies
     pool = _sub(deck, view.counts)
     for seat_played in played:
@@ -109,13 +102,10 @@ def situation_of(view: PlayerView) -> Situation:
         counts=(view.card_counts[0], view.card_counts[1], view.card_counts[2]),
         trick=trick.reading if trick is not None else None,
         trick_seat=trick.seat if trick is not None else -1,
-        trick_cards=card_counts(trick.cards) if trick is not None else EMPTY_COUNTS,
         passes=view.passes,
         pool=pool,
         known=tuple(known),
         landlord_bottom=bottom_left,
         bombs_left=tuple(view.bombs_left),
         played=tuple(played),
-        plays=tuple(plays),
-        multiplier=view.multiplier.total,
     )

@@ -162,8 +162,9 @@ def deal(rules: RuleSet, master: bytes, round_no: int) -> Deal:
     bottom = deck[dealt:]
     if rules.golden_card:
         position = DrawStream(key, "golden").below(dealt)
-        return Deal(round_no, commitment(key), deck, hands, bottom, position, deck[position],
-                    position % 3)
+        return Deal(
+            round_no, commitment(key), deck, hands, bottom, position, deck[position], position % 3
+        )
     first = DrawStream(key, "first-bidder").below(3)
     return Deal(round_no, commitment(key), deck, hands, bottom, None, None, first)
 

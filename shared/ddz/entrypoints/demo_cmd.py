@@ -85,7 +85,7 @@ def print_where(settings: Settings, reports: list[Report]) -> None:
         "",
         f"Inspect a hand (e.g. {stream}) while the suite runs (`ddz up` in another",
         "terminal; this demo's own stack stops when the demo ends):",
-        f"  grpcurl -plaintext -d '{{\"stream_id\": \"{stream}\"}}' \\",
+        f'  grpcurl -plaintext -d \'{{"stream_id": "{stream}"}}\' \\',
         f"    {recorder} ddz.v1.RecorderService/ReadStream",
     ]
     if settings.database_url.startswith("sqlite:///"):
@@ -94,7 +94,7 @@ def print_where(settings: Settings, reports: list[Report]) -> None:
             "or read the store itself:",
             f"  sqlite3 {path} \\",
             f"    \"select stream_version, type from events where stream_id = '{stream}'"
-            " order by stream_version\"",
+            ' order by stream_version"',
         ]
     lines.append("More: docs/OPERATIONS.md")
     print("\n".join(lines))

@@ -37,7 +37,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "eval",
         help="duplicate-deal evaluation of the bot against a reference opponent",
         description="Play duplicate deals (each deal twice, roles swapped) between the bot "
-        "and an opponent; report WP and ADP with 95%% intervals.",
+        "and an opponent; report WP and ADP with 95% intervals.",
     )
     parser.add_argument("--variant", default="classic", help=f"one of {', '.join(VARIANTS)}")
     parser.add_argument("--opponent", default="greedy", help=f"one of {', '.join(OPPONENTS)}")

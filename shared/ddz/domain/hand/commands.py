@@ -114,6 +114,4 @@ class Escape:
     seat: int
 
 
-Command: TypeAlias = (
-    StartHand | Bid | ShowCards | Play | Pass | Disconnect | Reconnect | Escape
-)
+Command: TypeAlias = StartHand | Bid | ShowCards | Play | Pass | Disconnect | Reconnect | Escape

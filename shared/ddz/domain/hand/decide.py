@@ -281,9 +281,7 @@ def _end_bidding(state: HandState, bids: tuple[BidMade, ...], seed: bytes | None
                 ),
             ]
     landlord, base = result
-    chosen = LandlordChosen(
-        landlord, base, state.bottom, bomb_limits_for(rules, landlord, bids)
-    )
+    chosen = LandlordChosen(landlord, base, state.bottom, bomb_limits_for(rules, landlord, bids))
     return [chosen, *_draws(rules, master, state.round, WildcardDraw.AFTER_LANDLORD, state.wild)]
 
 

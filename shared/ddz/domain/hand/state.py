@@ -284,9 +284,7 @@ def _(event: BidMade, state: HandState) -> Changes:
     if event.action is BidAction.GRAB:
         multiplier = multiplier.with_factor(grab_factor(state.rules, event.seat, state.version))
     turn = next_bidder(state.rules, state.first_bidder, bids)
-    return dict(
-        bids=bids, multiplier=multiplier, turn=NO_ONE if turn is None else turn
-    )
+    return dict(bids=bids, multiplier=multiplier, turn=NO_ONE if turn is None else turn)
 
 
 @_on(Redealt)
