@@ -1,8 +1,9 @@
 """The bot service, wired: NATS bus + hand feed (durable consumer) + autoplay + servicer.
 
 ``build(settings, player=..., partition=i, partitions=n)``: the player kind
-(``ddz.autoplay``; default greedy) and this instance's share of the hands (see
-``autoplay`` on scaling out; one instance plays every hand by default).
+(``ddz.autoplay``; default ``settings.bot_player``, the strong bot) and this instance's
+share of the hands (see ``autoplay`` on scaling out; one instance plays every hand by
+default).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from ddz.adapters.grpc_client import make_channel
 from ddz.adapters.grpc_server import full_service_name
 from ddz.adapters.hand_feed import HandFeed
 from ddz.adapters.service_runner import nats_url
-from ddz.autoplay import DEFAULT_PLAYER, make_player
+from ddz.autoplay import make_player
 from ddz.config import Settings
 from ddz.v1 import bot_pb2, bot_pb2_grpc, rules_pb2_grpc
 
@@ -32,7 +33,7 @@ class BotApp:
         self,
         settings: Settings,
         *,
-        player: str = DEFAULT_PLAYER,
+        player: str | None = None,
         partition: int = 0,
         partitions: int = 1,
         rules_target: str | None = None,
@@ -40,7 +41,8 @@ class BotApp:
         if not 0 <= partition < max(1, partitions):
             raise ValueError(f"partition {partition} is not one of 0..{partitions - 1}")
         self.settings = settings
-        self.player = make_player(player)
+        self.player_kind = player or settings.bot_player
+        self.player = make_player(self.player_kind, max_ms=settings.bot_max_ms)
         self.partition = partition
         self.partitions = partitions
         self.rules_target = rules_target
@@ -64,7 +66,7 @@ class BotApp:
             accept=lambda hand_id: in_partition(hand_id, self.partition, self.partitions),
         )
         self.autoplay.attach(self.feed)
-        self.servicer = BotServicer(self.feed, self.autoplay, self.player)
+        self.servicer = BotServicer(self.feed, self.autoplay, self.player, self.player_kind)
         await self.feed.follow(self.durable)
 
     def add_to_server(self, server: grpc.aio.Server) -> None:

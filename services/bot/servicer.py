@@ -16,10 +16,13 @@ from .autoplay import AutoPlay
 
 
 class BotServicer(bot_pb2_grpc.BotServiceServicer):
-    def __init__(self, feed: HandFeed, autoplay: AutoPlay, player: Player) -> None:
+    def __init__(
+        self, feed: HandFeed, autoplay: AutoPlay, player: Player, player_kind: str
+    ) -> None:
         self.feed = feed
         self.autoplay = autoplay
         self.player = player
+        self.player_kind = player_kind
 
     async def Suggest(
         self, request: bot_pb2.SuggestRequest, context: grpc.aio.ServicerContext[Any, Any]
@@ -46,7 +49,9 @@ class BotServicer(bot_pb2_grpc.BotServiceServicer):
     async def GetStats(
         self, request: bot_pb2.GetStatsRequest, context: grpc.aio.ServicerContext[Any, Any]
     ) -> bot_pb2.GetStatsResponse:
-        return self.autoplay.stats.to_pb(self.autoplay.hands_in_play)
+        stats = self.autoplay.stats.to_pb(self.autoplay.hands_in_play)
+        stats.player = self.player_kind
+        return stats
 
     async def _hand(self, hand_id: str, context: grpc.aio.ServicerContext[Any, Any]) -> HandFold:
         fold = self.feed.get(hand_id) if self.feed.accept(hand_id) else None

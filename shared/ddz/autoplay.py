@@ -3,11 +3,12 @@
 One small factory so the bot service, ``ddz bench`` (its in-process baseline) and the
 tests all seat the same player, and swapping it is one line:
 
+* ``strong`` -- ``ddz.bot.Bot`` (issue 6): plans, counts cards, searches endgames within
+  a wall-clock cap (``max_ms``, ``DDZ_BOT_MAX_MS``). The default: it is what players
+  meet in empty seats and what plays for them while they are disconnected.
 * ``greedy`` -- ``ddz.domain.players.GreedyPlayer``: the simple baseline, sub-millisecond
-  per decision. The default while the strong bot is slow: the bench's target (100
-  hands/s on 2 cores) leaves well under 1 ms of decision time per move.
+  per decision (``DDZ_BOT_PLAYER=greedy`` for load tests of the suite itself).
 * ``random`` -- ``RandomPlayer``: uniformly random legal moves.
-* ``strong`` -- ``ddz.bot.Bot`` (issue 6): plans, counts cards, searches endgames.
 
 Every player reads only a ``PlayerView``; all are deterministic given their seed.
 """
@@ -18,18 +19,24 @@ import random
 
 from ddz.domain.players import GreedyPlayer, Player, RandomPlayer
 
-PLAYER_KINDS = ("greedy", "random", "strong")
-DEFAULT_PLAYER = "greedy"
+PLAYER_KINDS = ("strong", "greedy", "random")
+DEFAULT_PLAYER = "strong"
 
 
-def make_player(kind: str = DEFAULT_PLAYER, seed: int = 0) -> Player:
-    """A player of ``kind`` (one of ``PLAYER_KINDS``); ``ValueError`` otherwise."""
+def make_player(kind: str = DEFAULT_PLAYER, seed: int = 0, max_ms: float | None = None) -> Player:
+    """A player of ``kind`` (one of ``PLAYER_KINDS``); ``ValueError`` otherwise.
+
+    ``max_ms`` caps one strong-bot decision (None: the bot's own default budget).
+    """
     if kind == "greedy":
         return GreedyPlayer(random.Random(seed))
     if kind == "random":
         return RandomPlayer(random.Random(seed))
     if kind == "strong":
-        from ddz.bot import Bot  # imported on demand: it builds planner tables
+        from dataclasses import replace
 
-        return Bot(seed)
+        from ddz.bot import Bot, Budget  # imported on demand: it builds planner tables
+
+        budget = Budget() if max_ms is None else replace(Budget(), max_ms=max_ms)
+        return Bot(seed, budget=budget)
     raise ValueError(f"unknown player {kind!r} (expected one of {', '.join(PLAYER_KINDS)})")

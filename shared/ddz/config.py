@@ -15,6 +15,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Literal
 
+from ddz.autoplay import DEFAULT_PLAYER, PLAYER_KINDS
+
 LogFormat = Literal["json", "console", "auto"]
 
 SERVICE_PORTS: Mapping[str, int] = MappingProxyType(
@@ -67,6 +69,8 @@ class Settings:
     rooms_file: Path | None = None  # None: the rooms shipped with the table service
     table_token_key: bytes = field(default=b"", repr=False)  # empty: derived (tokens.py)
     operator_key: bytes = field(default=b"", repr=False)  # empty: derived (tokens.py)
+    bot_player: str = DEFAULT_PLAYER  # one of ddz.autoplay.PLAYER_KINDS
+    bot_max_ms: float = 250.0  # wall-clock cap on one strong-bot decision
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -100,6 +104,11 @@ class Settings:
             raise ValueError(
                 f"DDZ_LOG_FORMAT must be one of {', '.join(LOG_FORMATS)}, got {log_format!r}"
             )
+        bot_player = env.get("DDZ_BOT_PLAYER", "").strip().lower() or DEFAULT_PLAYER
+        if bot_player not in PLAYER_KINDS:
+            raise ValueError(
+                f"DDZ_BOT_PLAYER must be one of {', '.join(PLAYER_KINDS)}, got {bot_player!r}"
+            )
         audit_key_id = env.get("DDZ_AUDIT_KEY_ID", "k1").strip() or "k1"
         if not audit_key_id.isascii() or not audit_key_id.isprintable():
             raise ValueError("DDZ_AUDIT_KEY_ID must be printable ASCII")
@@ -122,6 +131,8 @@ class Settings:
             rooms_file=_path(env, "DDZ_ROOMS_FILE"),
             table_token_key=env.get("DDZ_TABLE_TOKEN_KEY", "").encode("utf-8"),
             operator_key=env.get("DDZ_OPERATOR_KEY", "").encode("utf-8"),
+            bot_player=bot_player,
+            bot_max_ms=_float(env, "DDZ_BOT_MAX_MS", 250.0),
         )
 
     def port(self, service: str) -> int:

@@ -200,9 +200,12 @@ async def test_nothing_a_player_receives_shows_another_seats_hidden_cards(
     watchers = {s: Watcher(stub, hand_id, s).start() for s, stub in stubs.items()}
     received: dict[int, list[Any]] = {ann.seat: [], ben.seat: []}
     shown = False
+    ann_here = asyncio.Event()  # Ben waits while Ann is away, so the hand outlasts her drop
+    ann_here.set()
 
     async def ben_moves(view: Any) -> Any:
         nonlocal shown
+        await ann_here.wait()
         if view.can_show and not shown:
             shown = True
             return table_pb2.SuggestedMove(show_cards=hand_events_pb2.ShowCardsCommand())
@@ -217,6 +220,7 @@ async def test_nothing_a_player_receives_shows_another_seats_hidden_cards(
     ]  # fmt: skip
     # Ann's connection drops while the hand is being bid; Ben sees her go and come back.
     await watchers[ann.seat].until(lambda u: u.view.phase == BIDDING)
+    ann_here.clear()
     await watchers[ann.seat].drop()
     gone = await watchers[ben.seat].until(lambda u: typed(u, "player_disconnected"))
     assert codec.decode_event(gone.event.type, 1, gone.event.payload).seat == ann.seat
@@ -224,6 +228,7 @@ async def test_nothing_a_player_receives_shows_another_seats_hidden_cards(
     received[ann.seat].append(await view_of(stubs[ann.seat], hand_id, ann.seat))
     watchers[ann.seat].start()
     await watchers[ben.seat].until(lambda u: typed(u, "player_reconnected"))
+    ann_here.set()
     ends = await asyncio.wait_for(asyncio.gather(*playing), 60)
     assert all(end.phase == ENDED for end in ends)
 

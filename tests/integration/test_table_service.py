@@ -24,7 +24,7 @@ import grpc
 import pytest
 from ddz.adapters import codec, hand_stream
 from ddz.adapters.bus import EventBus
-from ddz.adapters.grpc_client import error_reason
+from ddz.adapters.grpc_client import error_reason, make_channel
 from ddz.adapters.nats_server import NatsServer
 from ddz.adapters.service_runner import RunningService, start_service
 from ddz.adapters.tokens import bearer_channel, operator_token
@@ -32,7 +32,7 @@ from ddz.config import Settings
 from ddz.domain.cards import Card
 from ddz.domain.hand import HandState, Phase, evolve
 from ddz.domain.ruleset import VARIANTS
-from ddz.v1 import hand_events_pb2, rules_pb2, table_pb2, table_pb2_grpc
+from ddz.v1 import bot_pb2, bot_pb2_grpc, hand_events_pb2, rules_pb2, table_pb2, table_pb2_grpc
 from google.protobuf.message import Message
 
 ENDED = rules_pb2.HAND_PHASE_ENDED
@@ -46,6 +46,7 @@ class Suite:
     table: table_pb2_grpc.TableServiceStub
     bus: EventBus
     table_address: str = ""
+    bot_address: str = ""
     services: list[RunningService] = field(default_factory=list)
     channels: list[grpc.aio.Channel] = field(default_factory=list)
 
@@ -67,7 +68,8 @@ async def start_suite(
     rules_at = f"127.0.0.1:{rules.port}"
     bot = await start_service("bot", settings, port=0, rules_target=rules_at)
     suite.services.append(bot)
-    targets = {"dealer": dealer_at, "rules": rules_at, "bot": f"127.0.0.1:{bot.port}"}
+    suite.bot_address = f"127.0.0.1:{bot.port}"
+    targets = {"dealer": dealer_at, "rules": rules_at, "bot": suite.bot_address}
     table = await start_service("table", settings, port=0, targets=targets)
     suite.services.append(table)
     suite.table_address = f"127.0.0.1:{table.port}"
@@ -251,6 +253,14 @@ async def test_a_person_plays_a_hand_through_the_table_service(suite: Suite) -> 
     view = (await suite.table.GetView(
         table_pb2.GetViewRequest(hand_id=started.hand_id, seat=0))).view  # fmt: skip
     assert view.phase == ENDED and view.version == updates[-1].position
+    # Issue 6: the bot seats were played by the strong bot (the default DDZ_BOT_PLAYER),
+    # and the rules accepted every move it sent.
+    channel = make_channel(suite.settings, target=suite.bot_address)
+    suite.channels.append(channel)
+    bot = bot_pb2_grpc.BotServiceStub(channel)  # type: ignore[no-untyped-call]
+    stats = await bot.GetStats(bot_pb2.GetStatsRequest())
+    assert stats.player == "strong"
+    assert stats.accepted >= len(moves) - len(mine) and stats.refused == 0
 
 
 @pytest.mark.parametrize("variant", list(VARIANTS))

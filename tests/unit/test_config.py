@@ -33,6 +33,7 @@ def test_defaults(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         False,
     )
     assert (settings.rpc_timeout, settings.turn_timeout) == (5.0, 20.0)
+    assert (settings.bot_player, settings.bot_max_ms) == ("strong", 250.0)  # issue 6
     assert settings.address("table") == "127.0.0.1:50055"
     assert not tmp_path.joinpath(".ddz").exists()  # reading settings creates nothing
 
@@ -51,6 +52,8 @@ def test_every_variable_is_read(tmp_path: Path) -> None:
         "DDZ_RPC_TIMEOUT": "2.5",
         "DDZ_TURN_TIMEOUT": "30",
         "DDZ_MAX_MESSAGE_BYTES": "65536",
+        "DDZ_BOT_PLAYER": "Greedy",
+        "DDZ_BOT_MAX_MS": "40",
         **{f"DDZ_{name.upper()}_PORT": str(60000 + n) for n, name in enumerate(SERVICE_PORTS)},
     }
     settings = Settings.from_env(env)
@@ -66,6 +69,7 @@ def test_every_variable_is_read(tmp_path: Path) -> None:
     assert (settings.audit_key, settings.audit_key_id) == (b"s3cret-key", "2025-01")
     assert (settings.rpc_timeout, settings.turn_timeout) == (2.5, 30.0)
     assert settings.max_message_bytes == 65536
+    assert (settings.bot_player, settings.bot_max_ms) == ("greedy", 40.0)
     assert [settings.port(name) for name in SERVICE_PORTS] == list(range(60000, 60006))
 
 
@@ -84,6 +88,8 @@ def test_every_variable_is_read(tmp_path: Path) -> None:
         ("DDZ_DATABASE_URL", "events.db"),
         ("DDZ_NATS_URL", "localhost:4222"),
         ("DDZ_MAX_MESSAGE_BYTES", "10"),
+        ("DDZ_BOT_PLAYER", "clever"),
+        ("DDZ_BOT_MAX_MS", "0"),
     ],
 )
 def test_bad_values_name_the_variable(name: str, value: str) -> None:
@@ -152,3 +158,14 @@ def test_console_format_and_log_file(tmp_path: Path) -> None:
     configure_logging(Settings(data_dir=tmp_path), service="pytest", stream=io.StringIO())
     (line,) = (tmp_path / "logs" / "bot.log").read_text().splitlines()
     assert json.loads(line)["event"] == "to the file"
+
+
+def test_settings_env_gives_child_processes_the_same_settings(tmp_path: Path) -> None:
+    """The local stack hands its settings to each service as variables (settings_env)."""
+    from ddz.adapters.stack import settings_env
+
+    settings = Settings.from_env(
+        {"DDZ_DATA_DIR": str(tmp_path), "DDZ_BOT_PLAYER": "random", "DDZ_BOT_MAX_MS": "12.5",
+         "DDZ_AUDIT_KEY": "k", "DDZ_TURN_TIMEOUT": "3"}
+    )  # fmt: skip
+    assert Settings.from_env(settings_env(settings)) == settings

@@ -60,6 +60,8 @@ def settings_env(settings: Settings) -> dict[str, str]:
         "DDZ_RPC_TIMEOUT": repr(settings.rpc_timeout),
         "DDZ_TURN_TIMEOUT": repr(settings.turn_timeout),
         "DDZ_MAX_MESSAGE_BYTES": str(settings.max_message_bytes),
+        "DDZ_BOT_PLAYER": settings.bot_player,
+        "DDZ_BOT_MAX_MS": repr(settings.bot_max_ms),
     }
     if settings.nats_url:
         env["DDZ_NATS_URL"] = settings.nats_url

@@ -29,7 +29,7 @@ import os
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +38,7 @@ import grpc
 from ddz.adapters.driver import Driver
 from ddz.adapters.grpc_client import make_channel
 from ddz.adapters.stack import Stack, StackError, stack_answers
-from ddz.autoplay import DEFAULT_PLAYER, make_player
+from ddz.autoplay import PLAYER_KINDS, make_player
 from ddz.config import Settings
 from ddz.domain.ruleset import ruleset_for
 from ddz.domain.selfplay import hand_seed, play_hand, run_seed
@@ -63,6 +63,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     e2e.add_argument("--tables", default="8", help="tables playing at once (default 8)")
     e2e.add_argument("--hands", default="200", help="hands in all (default 200)")
     e2e.add_argument("--variant", default="classic", help="variant (default classic)")
+    e2e.add_argument(
+        "--player", default=None, choices=PLAYER_KINDS,
+        help="bot seats' player for a stack started here (default: DDZ_BOT_PLAYER, strong)",
+    )  # fmt: skip
     e2e.add_argument("--json", action="store_true", help="print one JSON object")
     e2e.add_argument(
         "--profile", default=None, metavar="DIR",
@@ -75,6 +79,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 class E2EResult:
     variant: str
     tables: int
+    player: str = ""
     hands: int = 0
     events: int = 0
     stored_events: int = 0
@@ -103,7 +108,7 @@ class E2EResult:
     def to_json(self) -> dict[str, Any]:
         return {
             "variant": self.variant,
-            "player": DEFAULT_PLAYER,
+            "player": self.player,
             "tables": self.tables,
             "hands": self.hands,
             "seconds": round(self.seconds, 3),
@@ -221,10 +226,10 @@ async def e2e(settings: Settings, stack: Stack | None, variant: str, hands: int,
     return result
 
 
-def selfplay_rate(variant: str, hands: int) -> float:
+def selfplay_rate(variant: str, hands: int, player: str) -> float:
     """In-process hands/s with the bot service's player in every seat."""
     rules = ruleset_for(variant)
-    players = [make_player(DEFAULT_PLAYER, seed) for seed in range(3)]
+    players = [make_player(player, seed) for seed in range(3)]
     master = run_seed("bench-e2e")
     started = time.perf_counter()
     for index in range(hands):
@@ -238,13 +243,20 @@ def run_e2e(args: argparse.Namespace) -> int:
     tables = whole(args.tables, "--tables", 1024)
     profile = Path(args.profile).resolve() if args.profile else None
     settings = Settings.from_env()
+    if args.player:
+        settings = replace(settings, bot_player=args.player)
     with bench_stack(settings, profile) as (live, stack):
+        if stack is None and args.player:
+            raise ValueError(
+                "--player applies to a stack started by the bench: stop `ddz up` first"
+            )
         try:
             result = asyncio.run(e2e(live, stack, variant, hands, tables))
         except grpc.aio.AioRpcError as exc:
             raise ValueError(f"the suite failed during the run: {exc.code().name}: "
                              f"{exc.details()}") from None  # fmt: skip
-    result.selfplay_hands_per_s = selfplay_rate(variant, hands)
+    result.player = live.bot_player
+    result.selfplay_hands_per_s = selfplay_rate(variant, hands, live.bot_player)
     if args.json:
         print(json.dumps(result.to_json()))
     else:
@@ -258,7 +270,7 @@ def print_result(result: E2EResult) -> None:
 
     data = result.to_json()
     table = Table(title=f"ddz bench e2e: {result.variant}, {result.tables} tables, "
-                        f"{DEFAULT_PLAYER} bots")  # fmt: skip
+                        f"{result.player} bots")  # fmt: skip
     table.add_column("figure")
     table.add_column("value", justify="right")
     latency = data["play_latency_ms"]

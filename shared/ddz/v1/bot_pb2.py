@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from ddz.v1 import table_pb2 as ddz_dot_v1_dot_table__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x10\x64\x64z/v1/bot.proto\x12\x06\x64\x64z.v1\x1a\x12\x64\x64z/v1/table.proto\"D\n\x0eSuggestRequest\x12\x0f\n\x07hand_id\x18\x01 \x01(\t\x12\x0c\n\x04seat\x18\x02 \x01(\r\x12\x13\n\x0bmin_version\x18\x03 \x01(\x04\"G\n\x0fSuggestResponse\x12#\n\x04move\x18\x01 \x01(\x0b\x32\x15.ddz.v1.SuggestedMove\x12\x0f\n\x07version\x18\x02 \x01(\x04\"\x11\n\x0fGetStatsRequest\"-\n\rLatencyBucket\x12\r\n\x05le_us\x18\x01 \x01(\x04\x12\r\n\x05\x63ount\x18\x02 \x01(\x04\"\x97\x01\n\x10GetStatsResponse\x12\x10\n\x08\x61\x63\x63\x65pted\x18\x01 \x01(\x04\x12\x0f\n\x07refused\x18\x02 \x01(\x04\x12\x11\n\tconflicts\x18\x03 \x01(\x04\x12\x0e\n\x06\x65rrors\x18\x04 \x01(\x04\x12&\n\x07latency\x18\x05 \x03(\x0b\x32\x15.ddz.v1.LatencyBucket\x12\x15\n\rhands_in_play\x18\x06 \x01(\x04\x32\x87\x01\n\nBotService\x12:\n\x07Suggest\x12\x16.ddz.v1.SuggestRequest\x1a\x17.ddz.v1.SuggestResponse\x12=\n\x08GetStats\x12\x17.ddz.v1.GetStatsRequest\x1a\x18.ddz.v1.GetStatsResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x10\x64\x64z/v1/bot.proto\x12\x06\x64\x64z.v1\x1a\x12\x64\x64z/v1/table.proto\"D\n\x0eSuggestRequest\x12\x0f\n\x07hand_id\x18\x01 \x01(\t\x12\x0c\n\x04seat\x18\x02 \x01(\r\x12\x13\n\x0bmin_version\x18\x03 \x01(\x04\"G\n\x0fSuggestResponse\x12#\n\x04move\x18\x01 \x01(\x0b\x32\x15.ddz.v1.SuggestedMove\x12\x0f\n\x07version\x18\x02 \x01(\x04\"\x11\n\x0fGetStatsRequest\"-\n\rLatencyBucket\x12\r\n\x05le_us\x18\x01 \x01(\x04\x12\r\n\x05\x63ount\x18\x02 \x01(\x04\"\xa7\x01\n\x10GetStatsResponse\x12\x10\n\x08\x61\x63\x63\x65pted\x18\x01 \x01(\x04\x12\x0f\n\x07refused\x18\x02 \x01(\x04\x12\x11\n\tconflicts\x18\x03 \x01(\x04\x12\x0e\n\x06\x65rrors\x18\x04 \x01(\x04\x12&\n\x07latency\x18\x05 \x03(\x0b\x32\x15.ddz.v1.LatencyBucket\x12\x15\n\rhands_in_play\x18\x06 \x01(\x04\x12\x0e\n\x06player\x18\x07 \x01(\t2\x87\x01\n\nBotService\x12:\n\x07Suggest\x12\x16.ddz.v1.SuggestRequest\x1a\x17.ddz.v1.SuggestResponse\x12=\n\x08GetStats\x12\x17.ddz.v1.GetStatsRequest\x1a\x18.ddz.v1.GetStatsResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -41,7 +41,7 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_LATENCYBUCKET']._serialized_start=210
   _globals['_LATENCYBUCKET']._serialized_end=255
   _globals['_GETSTATSRESPONSE']._serialized_start=258
-  _globals['_GETSTATSRESPONSE']._serialized_end=409
-  _globals['_BOTSERVICE']._serialized_start=412
-  _globals['_BOTSERVICE']._serialized_end=547
+  _globals['_GETSTATSRESPONSE']._serialized_end=425
+  _globals['_BOTSERVICE']._serialized_start=428
+  _globals['_BOTSERVICE']._serialized_end=563
 # @@protoc_insertion_point(module_scope)

@@ -38,17 +38,19 @@ class LatencyBucket(_message.Message):
     def __init__(self, le_us: _Optional[int] = ..., count: _Optional[int] = ...) -> None: ...
 
 class GetStatsResponse(_message.Message):
-    __slots__ = ("accepted", "refused", "conflicts", "errors", "latency", "hands_in_play")
+    __slots__ = ("accepted", "refused", "conflicts", "errors", "latency", "hands_in_play", "player")
     ACCEPTED_FIELD_NUMBER: _ClassVar[int]
     REFUSED_FIELD_NUMBER: _ClassVar[int]
     CONFLICTS_FIELD_NUMBER: _ClassVar[int]
     ERRORS_FIELD_NUMBER: _ClassVar[int]
     LATENCY_FIELD_NUMBER: _ClassVar[int]
     HANDS_IN_PLAY_FIELD_NUMBER: _ClassVar[int]
+    PLAYER_FIELD_NUMBER: _ClassVar[int]
     accepted: int
     refused: int
     conflicts: int
     errors: int
     latency: _containers.RepeatedCompositeFieldContainer[LatencyBucket]
     hands_in_play: int
-    def __init__(self, accepted: _Optional[int] = ..., refused: _Optional[int] = ..., conflicts: _Optional[int] = ..., errors: _Optional[int] = ..., latency: _Optional[_Iterable[_Union[LatencyBucket, _Mapping]]] = ..., hands_in_play: _Optional[int] = ...) -> None: ...
+    player: str
+    def __init__(self, accepted: _Optional[int] = ..., refused: _Optional[int] = ..., conflicts: _Optional[int] = ..., errors: _Optional[int] = ..., latency: _Optional[_Iterable[_Union[LatencyBucket, _Mapping]]] = ..., hands_in_play: _Optional[int] = ..., player: _Optional[str] = ...) -> None: ...
