@@ -10,9 +10,11 @@ that deal or draw (start, the bid that ends bidding) or end the hand (to reveal 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from operator import ge
+from typing import Any
 
 import ddz
 from ddz.domain.cards import NUM_RANKS, SUITED_RANKS, Card, Rank, RankCounts
@@ -106,24 +108,12 @@ Decision = list[Event] | Rejection
 
 def decide(state: HandState, command: Command, seed: bytes | None = None) -> Decision:
     """The events ``command`` causes in ``state``, or why it is refused."""
-    match command:
-        case StartHand():
-            return _start(state, command)
-        case Bid():
-            return _bid(state, command, seed)
-        case Play():
-            return _play(state, command, seed)
-        case Pass():
-            return _pass(state, command)
-        case ShowCards():
-            return _show(state, command)
-        case Disconnect():
-            return _disconnect(state, command.seat)
-        case Reconnect():
-            return _reconnect(state, command)
-        case Escape():
-            return _escape(state, command, seed)
-    raise TypeError(f"not a hand command: {command!r}")
+    # A table, not a ``match``: plays and passes are most commands of a hand, and a
+    # lookup by type costs the same for every command.
+    handler = _DECIDERS.get(type(command))
+    if handler is None:
+        raise TypeError(f"not a hand command: {command!r}")
+    return handler(state, command, seed)
 
 
 # --- helpers ---------------------------------------------------------------------------
@@ -366,9 +356,10 @@ def _play(state: HandState, cmd: Play, seed: bytes | None) -> Decision:
 
 
 def _pass(state: HandState, cmd: Pass) -> Decision:
-    refused = _check_turn(state, cmd.seat, Phase.PLAYING)
-    if refused is not None:
-        return refused
+    if state.phase is not Phase.PLAYING or cmd.seat != state.turn:
+        refused = _check_turn(state, cmd.seat, Phase.PLAYING)
+        if refused is not None:
+            return refused
     if state.trick is None:
         return _reject(RejectReason.LEADER_CANNOT_PASS, "you lead this trick: play something")
     return [Passed(cmd.seat)]
@@ -487,3 +478,15 @@ def _escape(state: HandState, cmd: Escape, seed: bytes | None) -> Decision:
     landlord = state.landlord if state.landlord is not None else (cmd.seat + 1) % 3
     settled = _settle(after, landlord, None, cmd.seat, escape_multiplier, seed)
     return [escaped, ended, *settled]
+
+
+_DECIDERS: dict[type, Callable[[HandState, Any, bytes | None], Decision]] = {
+    StartHand: lambda state, cmd, seed: _start(state, cmd),
+    Bid: _bid,
+    Play: _play,
+    Pass: lambda state, cmd, seed: _pass(state, cmd),
+    ShowCards: lambda state, cmd, seed: _show(state, cmd),
+    Disconnect: lambda state, cmd, seed: _disconnect(state, cmd.seat),
+    Reconnect: lambda state, cmd, seed: _reconnect(state, cmd),
+    Escape: _escape,
+}

@@ -95,9 +95,12 @@ class PlayerView:
 
     def legal_moves(self) -> list[Move]:
         """Every play this seat may make now (§3, §4), within its bomb allowance (§7)."""
-        if not self.my_turn or self.phase is not Phase.PLAYING:
+        # my_turn and over inlined: a bot asks this for every move it makes
+        if self.turn != self.seat or self.phase is not Phase.PLAYING:
             return []
-        moves = legal_moves(self.counts, self.rules, frozenset(self.wild), self.over)
+        trick = self.trick
+        over = trick.reading if trick is not None else None
+        moves = legal_moves(self.counts, self.rules, frozenset(self.wild), over)
         limit = self.bomb_limits[self.seat]
         if limit is not None and self.bombs_made[self.seat] >= limit:
             moves = [m for m in moves if not m.reading.is_bomb]
