@@ -27,21 +27,45 @@ COMMAND_MODULES = (
 )
 
 
+# The subcommands each module adds: ``ddz rules ...`` imports only ``rules_cmd``, so a
+# command does not pay for the gRPC, SQLAlchemy and NATS imports of the others (a tool
+# that calls ``ddz rules`` once per position would). ``ddz --help`` imports them all.
+COMMANDS = {
+    "rules": "rules_cmd",
+    "settle": "settle_cmd",
+    "selfplay": "selfplay_cmd",
+    "serve": "serve_cmd",
+    "up": "up_cmd",
+    "simulate": "simulate_cmd",
+    "demo": "demo_cmd",
+    "bench": "bench_cmd",
+    "eval": "eval_cmd",
+    "audit": "audit_cmd",
+    "rebuild": "audit_cmd",
+    "play": "play_cmd",
+}
+
+
 class UsageError(Exception):
     """Bad input from the user: printed as one line, exit code 2."""
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every command, or only of ``command``'s module when it is known."""
     parser = argparse.ArgumentParser(prog="ddz", description="Dou Dizhu platform tools")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    wanted = COMMANDS.get(command or "")
     for name in COMMAND_MODULES:
-        module = importlib.import_module(f"ddz.entrypoints.{name}")
-        module.register(subparsers)
+        if wanted is None or name == wanted:
+            module = importlib.import_module(f"ddz.entrypoints.{name}")
+            module.register(subparsers)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    command = argv[0] if argv and not argv[0].startswith("-") else None
+    parser = build_parser(command)
     args = parser.parse_args(argv)
     try:
         result: int = args.handler(args)
@@ -54,4 +78,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Run the imported module's main, not this copy's: under ``python -m`` this file is
+    # ``__main__``, and the command modules raise ``ddz.entrypoints.cli.UsageError``.
+    from ddz.entrypoints.cli import main as cli_main
+
+    sys.exit(cli_main())
