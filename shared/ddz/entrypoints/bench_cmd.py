@@ -43,6 +43,7 @@ from ddz.config import Settings
 from ddz.domain.ruleset import ruleset_for
 from ddz.domain.selfplay import hand_seed, play_hand, run_seed
 from ddz.domain.settlement import RoomSettings
+from ddz.entrypoints.figures import print_figures
 from ddz.entrypoints.simulate_cmd import check_variant, whole
 from ddz.v1 import bot_pb2, bot_pb2_grpc, recorder_pb2, recorder_pb2_grpc
 
@@ -265,14 +266,8 @@ def run_e2e(args: argparse.Namespace) -> int:
 
 
 def print_result(result: E2EResult) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
     data = result.to_json()
-    table = Table(title=f"ddz bench e2e: {result.variant}, {result.tables} tables, "
-                        f"{result.player} bots")  # fmt: skip
-    table.add_column("figure")
-    table.add_column("value", justify="right")
+    title = f"ddz bench e2e: {result.variant}, {result.tables} tables, {result.player} bots"
     latency = data["play_latency_ms"]
     rows = [
         ("hands (every event stored)", f"{result.hands} in {result.seconds:.2f} s"),
@@ -286,6 +281,4 @@ def print_result(result: E2EResult) -> None:
         ("end to end / in-process", f"{data['ratio']}"),
     ]
     rows += [(f"CPU ms/hand: {name}", f"{ms:.1f}") for name, ms in result.cpu_ms_per_hand.items()]
-    for name, value in rows:
-        table.add_row(name, value)
-    Console().print(table)
+    print_figures(title, rows)

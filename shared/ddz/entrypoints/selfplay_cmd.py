@@ -23,6 +23,7 @@ from ddz.domain.players import PLAYERS, Player
 from ddz.domain.ruleset import VARIANTS, ruleset_for
 from ddz.domain.selfplay import hand_seed, play_hand, run_seed
 from ddz.domain.settlement import RoomSettings
+from ddz.entrypoints.figures import print_figures
 
 MAX_HANDS = 10_000_000
 
@@ -130,12 +131,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _print_table(data: dict[str, Any]) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title=f"ddz selfplay: {data['variant']}, {data['player']} players")
-    table.add_column("figure")
-    table.add_column("value", justify="right")
+    title = f"ddz selfplay: {data['variant']}, {data['player']} players"
     rows = [
         ("hands", f"{data['hands']}"),
         ("hands/s", f"{data['hands_per_s']:.1f}"),
@@ -149,6 +145,4 @@ def _print_table(data: dict[str, Any]) -> None:
         ("conserved (every ledger sums to 0)", "yes" if data["conserved"] else "NO"),
         ("seed", data["seed"]),
     ]
-    for name, value in rows:
-        table.add_row(name, value)
-    Console().print(table)
+    print_figures(title, rows)

@@ -28,6 +28,7 @@ from ddz.adapters.driver import Driver, HandResult, SettlementTotals
 from ddz.adapters.stack import Stack, StackError, stack_answers
 from ddz.config import Settings
 from ddz.domain.ruleset import VARIANTS
+from ddz.entrypoints.figures import print_figures
 
 MAX_HANDS = 1_000_000
 MAX_TABLES = 256
@@ -175,12 +176,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def print_report(report: Report) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title=f"ddz simulate: {report.variant}, {report.tables} table(s), bots")
-    table.add_column("figure")
-    table.add_column("value", justify="right")
+    title = f"ddz simulate: {report.variant}, {report.tables} table(s), bots"
     rows = [
         ("hands", f"{report.hands}"),
         ("hands/s", f"{report.hands_per_s:.1f}"),
@@ -200,6 +196,4 @@ def print_report(report: Report) -> None:
             (f"settlement: best of {len(players)} players ({best})", f"{players[best]:+d}"),
             (f"settlement: worst ({worst})", f"{players[worst]:+d}"),
         ]
-    for name, value in rows:
-        table.add_row(name, value)
-    Console().print(table)
+    print_figures(title, rows)
