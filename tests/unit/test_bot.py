@@ -210,6 +210,22 @@ def test_decisions_are_deterministic_for_one_view() -> None:
     assert Bot(3).act(view) == Bot(3).act(view) == Bot(3).suggest(view)
 
 
+def test_the_time_cap_bounds_the_search() -> None:
+    """Issue 6: the worst case is bounded by a configurable budget (``DDZ_BOT_MAX_MS``).
+    In this endgame (found by trying random small deals) the search changes the
+    landlord's lead. A cap that has always passed stops the search after its first
+    sampled deal, before any result counts: the bot then plays its policy's move, exactly
+    as a bot with no search at all does."""
+    hand = rigged(CLASSIC, ["35589", "Q44", "267"], "", landlord=0)
+    view = view_for(hand.state, 0)
+    full = Budget(max_ms=None)
+    searched = Bot(12, budget=full).act(view)
+    unsearched = Bot(12, budget=dataclasses.replace(full, iterations=0)).act(view)
+    capped = Bot(12, budget=dataclasses.replace(full, max_ms=1e-9)).act(view)
+    assert searched != unsearched
+    assert capped == unsearched
+
+
 # -- legality over many hands ---------------------------------------------------------------
 
 
