@@ -3,7 +3,8 @@ the player types, show the settlement, then another hand or quit.
 
 Input is read line by line from the terminal without blocking the event loop (the
 terminal stays in its normal line mode: typing, backspace and Enter work as
-everywhere). The screen is redrawn on every stream update and after every command.
+everywhere). The screen is redrawn on every stream update and after every command (a
+move's answer is shown at once when the stream has not brought it yet).
 A stream that breaks is opened again from the last position seen (the server sends
 everything after it, once); the table service takes that as the player being back.
 """
@@ -274,25 +275,28 @@ class PlayApp:
         hand_id = self.hand_id
         try:
             if typed.kind == "bid":
-                await self._bid(typed)
+                answer = await self._bid(typed)
             elif typed.kind == "play":
-                await self.session.play(hand_id, typed.cards, self._declared(typed.cards))
+                answer = await self.session.play(hand_id, typed.cards, self._declared(typed.cards))
             elif typed.kind == "pass":
-                await self.session.pass_(hand_id)
+                answer = await self.session.pass_(hand_id)
             elif typed.kind == "show":
-                await self.session.show(hand_id)
+                answer = await self.session.show(hand_id)
+            else:
+                return
         except grpc.aio.AioRpcError as exc:
             self.scene.message = f"✗ {refusal(exc)}"
             return
         self.leaving = False
+        self.scene.follow_move(answer.outcome)
 
-    async def _bid(self, typed: Typed) -> None:
+    async def _bid(self, typed: Typed) -> Any:
         action, score = typed.action, typed.score
         view = self.scene.view
         legal = list(view.legal_bids) if view is not None else []
         if action == "call" and not score and any(b.score for b in legal):
             score = min(b.score for b in legal if b.score)  # "call" in a call-score room
-        await self.session.bid(self.hand_id, action, score)
+        return await self.session.bid(self.hand_id, action, score)
 
     def _declared(self, cards: str) -> Any:
         """The hint's declared reading when the player types the hinted cards (wildcard

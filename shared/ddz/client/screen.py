@@ -31,6 +31,7 @@ PHASE_BIDDING = rules_pb2.HAND_PHASE_BIDDING
 PHASE_PLAYING = rules_pb2.HAND_PHASE_PLAYING
 PHASE_ENDED = rules_pb2.HAND_PHASE_ENDED
 SIDE_NAMES = {1: "the landlord wins", 2: "the farmers win", 0: "no winner (an escape)"}
+AWAY = "away: the bot plays"
 
 
 @dataclass
@@ -49,10 +50,30 @@ class Scene:
     def follow(self, update: table_pb2.WatchHandResponse) -> None:
         """Take in one stream update: the seat's view, and the public event for the log."""
         if update.HasField("view"):
-            self.view = update.view
-        if not update.HasField("event"):
+            self.take_view(update.view)
+        if update.HasField("event"):
+            self.log(update.event)
+
+    def follow_move(self, outcome: table_pb2.MoveOutcome) -> None:
+        """Take in the answer to the player's own move, when it is ahead of the stream:
+        the screen shows the move at once instead of a stale "your turn" until the
+        stream catches up (the stream then sends the same events again: the "last"
+        column ends up the same)."""
+        if not outcome.HasField("view"):
             return
-        event = update.event
+        if self.view is not None and outcome.view.version <= self.view.version:
+            return  # the stream got there first
+        for event in outcome.events:
+            self.log(event)
+        self.view = outcome.view
+
+    def take_view(self, view: table_pb2.PlayerView) -> None:
+        """Show ``view`` unless a later one is shown already (a move's answer came first)."""
+        if self.view is None or view.version >= self.view.version:
+            self.view = view
+
+    def log(self, event: Any) -> None:
+        """A public event's mark in its seat's "last" column."""
         decoded = codec.decode_event(event.type, event.type_version, event.payload)
         seat = getattr(decoded, "seat", None)
         text = action_text(decoded)
@@ -73,7 +94,7 @@ def action_text(event: object) -> str:
         case ev.CardsShown():
             return "shows their hand"
         case ev.PlayerDisconnected():
-            return "away: the bot plays"
+            return AWAY
         case ev.PlayerReconnected():
             return "back"
         case ev.PlayerEscaped():
@@ -140,8 +161,8 @@ def _seats(scene: Scene, view: table_pb2.PlayerView) -> Table:
         role = "" if landlord is None else ("landlord" if seat == landlord else "farmer")
         turn = "→" if view.HasField("turn") and view.turn == seat else ""
         last = scene.last.get(seat, "")
-        if seat in view.disconnected:
-            last = (last + " · " if last else "") + "away: the bot plays"
+        if seat in view.disconnected and not last.endswith(AWAY):
+            last = (last + " · " if last else "") + AWAY
         if seat in shown and seat != view.seat:
             last = (last + " · " if last else "") + f"shown: {shown[seat]}"
         count = view.card_counts[seat] if seat < len(view.card_counts) else 0
