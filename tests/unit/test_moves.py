@@ -6,8 +6,6 @@ Expected move lists are written out by hand from the rules; a move is written
 
 from __future__ import annotations
 
-from dataclasses import FrozenInstanceError
-
 import pytest
 from ddz.domain.cards import Rank, format_counts, parse_ranks
 from ddz.domain.classify import classify
@@ -165,7 +163,7 @@ def test_move_is_immutable_and_compares_by_value() -> None:
     move = legal_moves(parse_ranks("3"), CLASSIC)[0]
     assert move == Move(parse_ranks("3"), top("3"))
     assert hash(move) == hash(Move(parse_ranks("3"), top("3")))
-    with pytest.raises(FrozenInstanceError):
+    with pytest.raises(AttributeError):
         move.cards = parse_ranks("4")  # type: ignore[misc]
 
 

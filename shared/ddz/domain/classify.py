@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from functools import lru_cache
+from operator import itemgetter
 
 from ddz.domain.cards import Rank, RankCounts
 from ddz.domain.natural import natural_readings
@@ -22,10 +23,6 @@ def classify(
     return list(_classify(tuple(play), rules, wild))
 
 
-def _reading_only(cards: RankCounts, reading: Reading) -> Reading:
-    return reading
-
-
 @lru_cache(maxsize=1 << 16)
 def _classify(play: RankCounts, rules: RuleSet, wild: frozenset[Rank]) -> tuple[Reading, ...]:
     if wild and max(wild) > TWO:
@@ -33,7 +30,7 @@ def _classify(play: RankCounts, rules: RuleSet, wild: frozenset[Rank]) -> tuple[
     tb = tables_for(rules)
     held = tuple(int(w) for w in sorted(wild) if play[w])
     if held:
-        found = wild_moves(play, tb, held, None, sum(play), _reading_only)
+        found = wild_moves(play, tb, held, None, sum(play), itemgetter(1))
     else:
         found = natural_readings(play, tb)
     unique: dict[object, Reading] = {}

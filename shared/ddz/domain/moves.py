@@ -9,11 +9,10 @@ Plays that use wildcards come from ``ddz.domain.wild``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
-from functools import cache
+from collections.abc import Callable, Iterable
+from functools import cache, partial
 from itertools import chain, combinations
-from typing import Any
+from typing import Any, NamedTuple
 
 from ddz.domain.cards import Rank, RankCounts
 from ddz.domain.compare import beats
@@ -23,13 +22,19 @@ from ddz.domain.tables import ACE, BJ, CHAIN_TYPES, RJ, TWO, Tables, tables_for
 from ddz.domain.wild import wild_moves
 
 
-@dataclass(frozen=True, slots=True)
-class Move:
+class Move(NamedTuple):
     """One play a hand can make: the physical ranks played (wildcards as their own
-    rank) and the reading they are played as."""
+    rank) and the reading they are played as.
+
+    A named tuple (immutable, compares by value) because a hand with wildcards has
+    thousands of plays: making one from a (cards, reading) pair is a single C call
+    (``_as_move``), where a frozen dataclass runs Python code per field."""
 
     cards: RankCounts
     reading: Reading
+
+
+_as_move: Callable[[tuple[RankCounts, Reading]], Move] = partial(tuple.__new__, Move)
 
 
 _S = ComboType.SINGLE
@@ -52,20 +57,6 @@ _KICKER_TYPES: dict[ComboType, tuple[int, bool]] = {
     _PP: (3, True),
 }
 _KICKERS_PER_RANK = {_TS: 1, _TP: 1, _FS: 2, _FP: 2, _PS: 1, _PP: 1}
-
-
-_new = object.__new__
-_set_cards = Move.__dict__["cards"].__set__
-_set_reading = Move.__dict__["reading"].__set__
-
-
-def _move(cards: RankCounts, reading: Reading) -> Move:
-    """``Move(cards, reading)`` at half the cost: the slots are set directly, which is
-    what the frozen dataclass's ``__init__`` does through ``object.__setattr__``."""
-    move: Move = _new(Move)
-    _set_cards(move, cards)
-    _set_reading(move, reading)
-    return move
 
 
 def _counts(spec: Iterable[tuple[int, int]]) -> RankCounts:
@@ -208,7 +199,7 @@ class _NaturalMoves:
             for r in kick:
                 counts[r] += unit
             size = copies * length + unit * len(kick)
-            move = _move(tuple(counts), self.tb.natural(ctype, lo + length - 1, length, size))
+            move = Move(tuple(counts), self.tb.natural(ctype, lo + length - 1, length, size))
             table[kick] = move
         return move
 
@@ -264,7 +255,7 @@ def legal_moves(
         _follow(natural, nm, over, out)
         _bombs(natural, nm, None, out)
     if wild_held:
-        out.extend(wild_moves(hand, nm.tb, tuple(wild_held), over, None, _move))
+        out += wild_moves(hand, nm.tb, tuple(wild_held), over, None, _as_move)
     return out
 
 

@@ -9,7 +9,10 @@ reading is made once and shared by every move and every hand that plays it.
 
 from __future__ import annotations
 
+import struct
+from collections.abc import Callable, Iterable, Iterator
 from functools import cache
+from itertools import repeat
 
 from ddz.domain.cards import Rank
 from ddz.domain.readings import BombClass, ComboType, Reading
@@ -28,6 +31,31 @@ CHAIN_TYPES = {1: ComboType.SOLO_CHAIN, 2: ComboType.PAIR_CHAIN, 3: ComboType.TR
 
 _RANKS = tuple(Rank)
 _WILD_READINGS_KEPT = 1 << 17  # readings with substitutes kept per rule set, at most
+
+# Rank counts as one int, a byte per rank (rank r at bits 8r..8r+7): the wildcard
+# generator adds and compares whole plays, substitutions and kicker choices with one
+# int operation each instead of a loop over 15 ranks.
+ONE = tuple(1 << (8 * r) for r in range(15))
+"""The code of one card of each rank; ``code(counts) == sum(n * ONE[r])``."""
+FAMILY_SHIFT = 8 * 15  # family ids sit above the 15 rank bytes of a substitutes code
+
+
+def code_of(counts: Iterable[int]) -> int:
+    """The code of some rank counts (each below 256)."""
+    return int.from_bytes(bytes(counts), "little")
+
+
+_unpack: Callable[[bytes], tuple[int, ...]] = struct.Struct("15B").unpack
+_to_bytes: Callable[[int, int, str], bytes] = int.to_bytes  # type: ignore[assignment]
+
+
+def counts_of_code(code: int) -> tuple[int, ...]:
+    return _unpack(_to_bytes(code, 15, "little"))
+
+
+def counts_of_codes(codes: Iterable[int]) -> Iterator[tuple[int, ...]]:
+    """``counts_of_code`` of each code, in one C-level pipeline."""
+    return map(_unpack, map(_to_bytes, codes, repeat(15), repeat("little")))
 
 
 def sort_key(reading: Reading) -> tuple[int, int, int, int, int, int]:
@@ -91,6 +119,10 @@ class Tables:
         self._tiers: dict[tuple[ComboType, int, BombClass | None], int] = {}
         self._readings: dict[object, Reading | None] = {}
         self._wild_readings: dict[object, Reading | None] = {}
+        self._families: dict[tuple[ComboType, int, int, int], int] = {}
+        self._family_keys: list[tuple[ComboType, int, int, int]] = []
+        self.coded = _CodedReadings(self)
+        self._caps: dict[tuple[bool, int, int, int], list[int]] = {}
 
     # -- bombs ------------------------------------------------------------------------
 
@@ -150,6 +182,16 @@ class Tables:
         cache[cache_key] = result
         return result
 
+    def family(self, ctype: ComboType, main: int, length: int, size: int) -> int:
+        """A number for the non-bomb readings of one type, main rank, length and size;
+        plus a substitutes code, it is a key of ``coded``."""
+        key = (ctype, main, length, size)
+        found = self._families.get(key)
+        if found is None:
+            found = self._families[key] = len(self._family_keys) << FAMILY_SHIFT
+            self._family_keys.append(key)
+        return found
+
     def natural(self, ctype: ComboType, main: int, length: int, size: int) -> Reading:
         """A reading of natural cards (bombs hard where classes matter); must exist."""
         cls = self.natural_class if ctype is not ComboType.ROCKET else None
@@ -158,6 +200,21 @@ class Tables:
         return found
 
     # -- kickers ----------------------------------------------------------------------
+
+    def kicker_caps(self, pairs: bool, copies: int, lo: int, length: int) -> list[int]:
+        """``pair_caps`` or ``single_caps`` of the main ranks lo..lo+length-1, made once
+        (shared: never to be changed)."""
+        key = (pairs, copies, lo, length)
+        caps = self._caps.get(key)
+        if caps is None:
+            main = range(lo, lo + length)
+            caps = (
+                self.pair_caps(main, copies)
+                if pairs
+                else self.single_caps(main, copies, length > 1)
+            )
+            self._caps[key] = caps
+        return caps
 
     def single_caps(self, main_ranks: range, copies: int, plane: bool) -> list[int]:
         """Most single kickers of each rank beside a main part of ``copies`` cards per
@@ -186,6 +243,26 @@ class Tables:
             spare = max(0, self.rank_copies - copies) // 2 if self.kicker_of_main_rank else 0
             caps[r] = min(self.pair_units, spare)
         return caps
+
+
+class _CodedReadings(dict[int, Reading]):
+    """Interned non-bomb readings by ``family + substitutes code``: the wildcard
+    generator's look-up, an int key where ``reading()`` builds a tuple key per call."""
+
+    def __init__(self, tb: Tables) -> None:
+        super().__init__()
+        self.tb = tb
+
+    def __missing__(self, key: int) -> Reading:
+        ctype, main, length, size = self.tb._family_keys[key >> FAMILY_SHIFT]
+        subs = counts_of_code(key & ((1 << FAMILY_SHIFT) - 1))
+        substitutes = tuple(r for r in range(15) for _ in range(subs[r]))
+        reading = self.tb.reading(ctype, main, length, size, None, substitutes)
+        assert reading is not None, "only bomb-class readings can be missing"
+        if len(self) >= _WILD_READINGS_KEPT:
+            self.clear()
+        self[key] = reading
+        return reading
 
 
 @cache

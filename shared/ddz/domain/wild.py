@@ -14,19 +14,35 @@ Kicker wildcards (**Decision**, docs/DECISIONS.md): a wildcard used as a kicker 
 for its own rank when the kicker rules allow it, otherwise for the lowest rank that
 they allow; the reading's ``substitutes`` record that choice. A kicker's rank never
 changes the reading, so this only fixes which substitution is recorded.
+
+A hand with wildcards has thousands of plays, so the generator works on rank counts
+coded as ints (``tables.ONE``): a play's cards are the sum of the codes of its main
+part, its kickers and its wildcards, and its reading is looked up by the code of its
+substitutes. Each part is built once and combined with the others by int additions.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from itertools import chain, combinations, product
+from collections.abc import Callable, Iterable
+from itertools import chain, combinations, compress, product, repeat
+from operator import itemgetter
 from typing import Generic, TypeVar
 
 from ddz.domain.cards import RankCounts
 from ddz.domain.compare import beats
 from ddz.domain.natural import natural_readings
 from ddz.domain.readings import BombClass, ComboType, Reading
-from ddz.domain.tables import ACE, BJ, CHAIN_TYPES, RJ, TWO, Tables
+from ddz.domain.tables import (
+    ACE,
+    BJ,
+    CHAIN_TYPES,
+    ONE,
+    RJ,
+    TWO,
+    Tables,
+    counts_of_code,
+    counts_of_codes,
+)
 
 _KICKED: tuple[tuple[ComboType, int, bool, int], ...] = (
     # (type, copies per main rank, pair kickers, kickers per main rank)
@@ -40,13 +56,12 @@ _KICKED: tuple[tuple[ComboType, int, bool, int], ...] = (
 _PLANES = (ComboType.PLANE_SINGLES, ComboType.PLANE_PAIRS)
 _SIMPLE = {2: ComboType.PAIR, 3: ComboType.TRIPLE}
 _SOFT = BombClass.SOFT
+_SUBS = itemgetter(2)  # of a Fill
+_BJ_SHIFT = 8 * BJ
+_RJ_SHIFT = 8 * RJ
 
+Play = tuple[RankCounts, Reading]
 T = TypeVar("T")
-# A kicker choice: the natural kickers as counts and as ranks (one entry per card),
-# wildcards whose rank is forced (a natural card completed to a pair), free places for
-# wildcards (singles, or pairs of two wildcards), cards per free place, places the
-# natural kickers already took from ranks 3..2, and the wildcards it uses in all.
-_Kick = tuple[list[int], tuple[int, ...], tuple[int, ...], int, int, int, int]
 
 
 def wild_moves(
@@ -55,9 +70,9 @@ def wild_moves(
     wild_ranks: tuple[int, ...],
     over: Reading | None,
     size: int | None,
-    make: Callable[[RankCounts, Reading], T],
+    make: Callable[[Play], T],
 ) -> list[T]:
-    """``make(cards, reading)`` for every play that uses at least one of the hand's
+    """``make((cards, reading))`` for every play that uses at least one of the hand's
     wildcards: all of them (``over`` None) or those that beat ``over``; all sizes or
     only ``size``."""
     natural = list(hand)
@@ -79,7 +94,7 @@ def _all_wild(
     counts: list[int],
     over: Reading | None,
     size: int | None,
-    make: Callable[[RankCounts, Reading], T],
+    make: Callable[[Play], T],
     out: list[T],
 ) -> None:
     for split in product(*(range(n + 1) for n in counts)):
@@ -103,52 +118,104 @@ def _all_wild(
             readings.append(tb.reading(ComboType.BOMB, top, 1, 4, BombClass.MIXED, (top,) * 4))
         for reading in readings:
             if reading is not None and (over is None or beats(reading, over)):
-                out.append(make(cards, reading))
+                out.append(make((cards, reading)))
 
 
-Fill = tuple[tuple[int, ...], int, tuple[int, ...]]
+# A way to make a main part: (code of its natural cards, wildcards used, code of the
+# ranks they stand for).
+Fill = tuple[int, int, int]
 
 
-def _fills(natural: list[int], lo: int, hi: int, copies: int, budget: int) -> list[Fill]:
-    """Every way to make ``copies`` cards of each rank lo..hi-1 from natural cards and at
-    most ``budget`` wildcards: (natural cards per rank, wildcards used, the ranks they
-    stand for), naturals first."""
-    ways: list[Fill] = [((), 0, ())]
-    for r in range(lo, hi):
-        ways = _grow(ways, natural[r], r, copies, budget)
-        if not ways:
-            break
-    return ways
+def _grow(ways: list[Fill], steps: list[tuple[int, int, int]], budget: int) -> list[Fill]:
+    """``ways`` extended by one more rank, made in one of the ``steps``."""
+    return [
+        (nats + a, used + wild, subs + stand)
+        for nats, used, subs in ways
+        for a, wild, stand in steps
+        if used + wild <= budget
+    ]
 
 
-def _grow(ways: list[Fill], have: int, rank: int, copies: int, budget: int) -> list[Fill]:
-    """``ways`` extended by one more rank, of which ``have`` natural cards are held."""
-    have = min(copies, have)
-    grown = []
-    for nats, used, subs in ways:
-        least = copies - (budget - used)
-        for a in range(have, (least if least > 0 else 0) - 1, -1):
-            wild = copies - a
-            grown.append(((*nats, a), used + wild, (*subs, *(rank,) * wild) if wild else subs))
-    return grown
-
-
-def _place(room: list[int], free: int, unit: int, order: list[int]) -> list[int]:
-    """Ranks for ``free`` kicker places of wildcards, taken in ``order`` (their own ranks
-    first, then low to high) where the caps in ``room`` allow."""
+def _place(room: list[int], free: int, unit: int, order: list[int]) -> int:
+    """The code of the ranks for ``free`` kicker places of wildcards, taken in ``order``
+    (their own ranks first, then low to high) where the caps in ``room`` allow."""
     left = list(room)
-    placed: list[int] = []
+    placed = 0
     for _ in range(free):
         for r in order:
             if left[r] > 0:
                 left[r] -= 1
-                placed.extend([r] * unit)
+                placed += unit * ONE[r]
                 break
     return placed
 
 
+class _Choices:
+    """The kicker choices that take the same number of wildcards, as columns: the code
+    of the natural kicker cards and the group of each. A group is (code of the
+    wildcards that complete natural cards to pairs, free places for wildcards); the
+    choices of a group share their reading."""
+
+    __slots__ = ("_index", "_without", "codes", "gids", "groups", "lows", "most_free")
+
+    def __init__(self, groups: list[tuple[int, int]] | None = None) -> None:
+        self.codes: list[int] = []
+        self.gids: list[int] = []
+        # Places the natural kickers take on ranks 3..2 (pairs); single kickers: None,
+        # counted from the codes when asked.
+        self.lows: list[int] | None = []
+        self.groups: list[tuple[int, int]] = [] if groups is None else groups
+        self.most_free = 0
+        self._index: dict[tuple[int, int], int] = {}
+        self._without: dict[int, _Choices] = {}
+
+    def group(self, forced: int, free: int) -> int:
+        key = (forced, free)
+        gid = self._index.get(key)
+        if gid is None:
+            gid = self._index[key] = len(self.groups)
+            self.groups.append(key)
+            self.most_free = max(self.most_free, free)
+        return gid
+
+    def keep(self, flags: list[bool]) -> _Choices:
+        """The choices whose flag is set, in order."""
+        kept = _Choices(self.groups)
+        kept.most_free = self.most_free
+        kept.codes = list(compress(self.codes, flags))
+        if len(self.groups) > 1:
+            kept.gids = list(compress(self.gids, flags))
+        kept.lows = None if self.lows is None else list(compress(self.lows, flags))
+        return kept
+
+    def without(self, mask: int) -> _Choices:
+        """The choices with no natural kicker of the ranks in ``mask`` (255 in each of
+        their bytes), made once per mask."""
+        found = self._without.get(mask)
+        if found is None:
+            found = self._without[mask] = self.keep([not c & mask for c in self.codes])
+        return found
+
+    def with_room(self, room_low: int) -> _Choices:
+        """The choices whose free wildcards find places on ranks 3..2 beside the
+        natural kickers."""
+        lows = self.lows
+        if lows is None:
+            # Single kickers: every natural kicker but a joker takes a place.
+            lows = [sum(counts_of_code(c)[: TWO + 1]) for c in self.codes]
+        if len(self.groups) == 1:
+            free = [self.groups[0][1]] * len(self.codes)
+        else:
+            free = [self.groups[g][1] for g in self.gids]
+        return self.keep([room_low - n >= f for n, f in zip(lows, free, strict=True)])
+
+
 class _Mixed(Generic[T]):
-    """Plays of natural cards and wildcards together."""
+    """Plays of natural cards and wildcards together.
+
+    The generators append each play to two columns, the code of its cards and its
+    reading; ``run`` turns them into ``make((cards, reading))`` at the end, in one pass.
+    """
 
     def __init__(
         self,
@@ -158,35 +225,64 @@ class _Mixed(Generic[T]):
         counts: list[int],
         over: Reading | None,
         size: int | None,
-        make: Callable[[RankCounts, Reading], T],
+        make: Callable[[Play], T],
         out: list[T],
     ) -> None:
         self.tb = tb
         self.make = make
+        self.out = out
         self.natural = natural
-        self.wild_ranks = wild_ranks
         self.budget = sum(counts)
         self.over = over
         self.size = size
-        self.out = out
+        self.every = over is None and size is None  # every play is wanted
         self.above = int(over.main) if over is not None and not over.is_bomb else -1
-        # Per number of wildcards: each way to take them from the hand, as
-        # (counts per wild rank added to a card list, wild ranks used).
-        self.splits: list[list[tuple[tuple[tuple[int, int], ...], tuple[int, ...]]]] = []
+        # Per number of wildcards: each way to take them from the hand, as (their code,
+        # wild ranks used).
+        self.splits: list[list[tuple[int, tuple[int, ...]]]] = []
         for k in range(self.budget + 1):
             ways = []
             for split in product(*(range(min(n, k) + 1) for n in counts)):
                 if sum(split) == k:
                     pairs = tuple((w, n) for w, n in zip(wild_ranks, split, strict=True) if n)
-                    ways.append((pairs, tuple(w for w, _ in pairs)))
+                    ways.append((sum(n * ONE[w] for w, n in pairs), tuple(w for w, _ in pairs)))
             self.splits.append(ways)
+        # With wildcards of one rank only (laizi), k of them are always k * one_wild.
+        self.one_wild = ONE[wild_ranks[0]] if len(wild_ranks) == 1 else 0
         # Kicker wildcards stand for their own rank first, then the lowest allowed.
         self.orders = {
             present: [*present, *(r for r in range(TWO + 1) if r not in present)]
             for ways in self.splits
             for _, present in ways
         }
-        self.seen: set[tuple[RankCounts, object]] | None = set() if tb.may_repeat else None
+        self.codes: list[int] = []
+        self.readings: list[Reading] = []
+        # (copies, lo) -> ways to make lo..hi, per hi: chains, planes and kicker types
+        # share them.
+        self._ways: dict[tuple[int, int], list[list[Fill]]] = {}
+        self._steps: dict[int, list[list[tuple[int, int, int]]]] = {}
+
+    def fills(self, copies: int, lo: int, hi: int) -> list[Fill]:
+        """Every way to make ``copies`` cards of each rank lo..hi-1 from natural cards and
+        at most all the wildcards, naturals first."""
+        grown = self._ways.get((copies, lo))
+        if grown is None:
+            grown = self._ways[(copies, lo)] = [[(0, 0, 0)]]
+        steps = self.steps(copies)
+        while len(grown) <= hi - lo and grown[-1]:
+            grown.append(_grow(grown[-1], steps[lo + len(grown) - 1], self.budget))
+        return grown[hi - lo] if hi - lo < len(grown) else []
+
+    def steps(self, copies: int) -> list[list[tuple[int, int, int]]]:
+        """Per rank, the ways to make ``copies`` cards of it: (code of the natural cards,
+        wildcards, code of the rank they stand for), naturals first."""
+        found = self._steps.get(copies)
+        if found is None:
+            found = self._steps[copies] = [
+                [(a * one, copies - a, (copies - a) * one) for a in range(min(copies, n), -1, -1)]
+                for n, one in zip(self.natural, ONE, strict=True)
+            ]
+        return found
 
     def wants(self, ctype: ComboType, length: int, size: int) -> bool:
         if self.size is not None and size != self.size:
@@ -196,19 +292,12 @@ class _Mixed(Generic[T]):
             return True
         return ctype is over.type and length == over.length and size == over.size
 
-    def add(self, cards: list[int], k: int, reading: Reading) -> None:
-        """Emit ``cards`` plus each way of taking ``k`` wildcards, read as ``reading``."""
-        for split, _ in self.splits[k]:
-            full = cards.copy()
-            for w, n in split:
-                full[w] += n
-            play = tuple(full)
-            if self.seen is not None:
-                key = (play, reading.key())
-                if key in self.seen:
-                    continue
-                self.seen.add(key)
-            self.out.append(self.make(play, reading))
+    def add(self, code: int, k: int, reading: Reading) -> None:
+        """The natural cards ``code`` plus each way of taking ``k`` wildcards, read as
+        ``reading``."""
+        for wilds, _ in self.splits[k]:
+            self.codes.append(code + wilds)
+            self.readings.append(reading)
 
     def run(self) -> None:
         tb = self.tb
@@ -226,6 +315,18 @@ class _Mixed(Generic[T]):
         for btype, bsize in tb.rank_bombs:
             if self.wants(btype, 1, bsize):
                 self.one_rank(btype, bsize, _SOFT)
+        codes: Iterable[int] = self.codes
+        readings: Iterable[Reading] = self.readings
+        if tb.may_repeat:
+            # With a kicker flag two main parts can make the same play: keep the first.
+            seen: set[tuple[int, object]] = set()
+            first = []
+            for code, reading in zip(self.codes, self.readings, strict=True):
+                key = (code, reading.key())
+                first.append(key not in seen)
+                seen.add(key)
+            codes, readings = compress(codes, first), compress(readings, first)
+        self.out.extend(map(self.make, zip(counts_of_codes(codes), readings, strict=True)))
 
     # -- plays without kickers ----------------------------------------------------------
 
@@ -240,47 +341,44 @@ class _Mixed(Generic[T]):
                 reading = tb.reading(ctype, r, 1, copies, cls, (r,) * k)
                 if reading is None or (over is not None and not beats(reading, over)):
                     continue
-                cards = [0] * 15
-                cards[r] = a
-                self.add(cards, k, reading)
+                self.add(a * ONE[r], k, reading)
 
     def chains(self, copies: int) -> None:
         tb = self.tb
         ctype = CHAIN_TYPES[copies]
         minimum = tb.chain_min[copies]
-        natural = self.natural
+        coded = tb.coded
+        one_wild = self.one_wild
+        steps = self.steps(copies)
         budget = self.budget
-        splits = self.splits
-        seen = self.seen
-        make = self.make
-        out = self.out
         for lo in range(ACE + 1):
-            # The splits of lo..hi grow one rank at a time with hi.
-            ways: list[Fill] = [((), 0, ())]
+            # The ways to make lo..hi grow one rank at a time with hi (and are kept for
+            # the planes and kicker types).
+            ways: list[Fill] = [(0, 0, 0)]
+            grown = self._ways[(copies, lo)] = [ways]
             for hi in range(lo, ACE + 1):
-                ways = _grow(ways, natural[hi], hi, copies, budget)
+                ways = _grow(ways, steps[hi], budget)
+                grown.append(ways)
                 if not ways:
                     break
                 length = hi - lo + 1
                 size = copies * length
-                if length < minimum or hi <= self.above or not self.wants(ctype, length, size):
+                if length < minimum or hi <= self.above:
                     continue
-                for nats, used, subs in ways:
-                    if not used or used == size:
-                        continue  # natural plays and all-wildcard plays are made elsewhere
-                    reading = tb.reading(ctype, hi, length, size, None, subs)
-                    assert reading is not None
-                    if seen is None:
-                        for split, _ in splits[used]:
-                            cards = [0] * 15
-                            cards[lo : hi + 1] = nats
-                            for w, n in split:
-                                cards[w] += n
-                            out.append(make(tuple(cards), reading))
-                    else:
-                        cards = [0] * 15
-                        cards[lo : hi + 1] = nats
-                        self.add(cards, used, reading)
+                if not self.every and not self.wants(ctype, length, size):
+                    continue
+                # Natural plays (no wildcard: the first way, if any) and all-wildcard
+                # plays (the last, if any) are made elsewhere.
+                plays = ways[1:] if not ways[0][1] else ways
+                if plays and plays[-1][1] == size:
+                    plays = plays[:-1]
+                family = tb.family(ctype, hi, length, size)
+                if one_wild:
+                    self.codes += [nats + used * one_wild for nats, used, _ in plays]
+                    self.readings += map(coded.__getitem__, map(family.__add__, map(_SUBS, plays)))
+                else:
+                    for nats, used, subs in plays:
+                        self.add(nats, used, coded[family + subs])
 
     # -- plays with kickers -------------------------------------------------------------
 
@@ -298,236 +396,202 @@ class _Mixed(Generic[T]):
             spans = [(r, 1) for r in range(TWO + 1)]
         total = sum(natural) + self.budget
         # Without the main-rank flag the main ranks take no kickers, so the kicker
-        # choices are the same for every split of a main part; for a triple or four
-        # they are even the same for every main rank, less those that use that rank.
-        per_type: list[list[_Kick]] | None = None
+        # choices are the same for every split of a main part; for a triple or four,
+        # and for the pairs of a plane of a given length, they are even those of no main
+        # part at all, less those that hold a main rank.
+        per_length: dict[int, list[_Choices]] = {}
         for lo, length in spans:
             hi = lo + length
             kickers = per_rank * length
             size = copies * length + unit * kickers
-            if size > total or hi - 1 <= self.above or not self.wants(ctype, length, size):
+            if size > total or hi - 1 <= self.above:
                 continue
-            fills = _fills(natural, lo, hi, copies, self.budget)
+            if not self.every and not self.wants(ctype, length, size):
+                continue
+            fills = self.fills(copies, lo, hi)
             if not fills:
                 continue
-            main = range(lo, hi)
-            caps = tb.pair_caps(main, copies) if pairs else tb.single_caps(main, copies, length > 1)
+            caps = tb.kicker_caps(pairs, copies, lo, length)
             shared = None  # with the flag: per split, from the cards the split leaves
-            skip = -1
+            held = 0  # the main ranks (as a code mask) that the shared choices may hold
             if tb.kicker_of_main_rank:
                 shared = None
-            elif length == 1:
-                if per_type is None:
-                    no_main = range(0)
-                    every = (
-                        tb.pair_caps(no_main, copies)
-                        if pairs
-                        else tb.single_caps(no_main, copies, False)
-                    )
-                    per_type = self.kick_choices(natural, every, pairs, kickers, self.budget)
-                shared = per_type
-                skip = lo
+            elif length == 1 or pairs:
+                shared = per_length.get(length)
+                if shared is None:
+                    no_main = tb.kicker_caps(pairs, copies, 0, 0)
+                    shared = self.kick_choices(natural, no_main, pairs, kickers, self.budget)
+                    per_length[length] = shared
+                held = sum(255 * ONE[r] for r in range(lo, hi) if natural[r])
             else:
                 spare = self.budget - min(used for _, used, _ in fills)
                 shared = self.kick_choices(natural, caps, pairs, kickers, spare)
-            for nats, used, subs in fills:
+            family = tb.family(ctype, hi - 1, length, size)
+            for fill in fills:
                 choices = shared
                 if choices is None:
                     rest = natural.copy()
-                    for i, a in enumerate(nats):
-                        rest[lo + i] -= a
-                    choices = self.kick_choices(rest, caps, pairs, kickers, self.budget - used)
-                self.with_kickers(ctype, lo, length, size, nats, subs, caps, choices, skip)
+                    for r, a in zip(range(lo, hi), counts_of_code(fill[0])[lo:hi], strict=True):
+                        rest[r] -= a
+                    choices = self.kick_choices(rest, caps, pairs, kickers, self.budget - fill[1])
+                self.with_kickers(family, fill, kickers, unit, caps, choices, held)
 
     def kick_choices(
         self, rest: list[int], caps: list[int], pairs: bool, kickers: int, budget: int
-    ) -> list[list[_Kick]]:
+    ) -> list[_Choices]:
         """Every legal choice of natural kickers with the wildcards (at most ``budget``)
         that complete it, by the number of wildcards it uses."""
-        tb = self.tb
-        found: list[list[_Kick]] = [[] for _ in range(budget + 1)]
-        if not pairs:
-            pool: list[int] = []
-            for r in range(15):
-                have = min(rest[r], caps[r])
-                if have > 0:
-                    pool.extend([r] * have)
-            split_jokers = not tb.jokers_as_kickers and BJ in pool and RJ in pool
-            no_red = [r for r in pool if r != RJ]
-            no_black = [r for r in pool if r != BJ]
-            for free in range(min(kickers, budget) + 1):
-                n = kickers - free
-                if n > len(pool):
-                    continue
-                if split_jokers:
-                    picks = dict.fromkeys(chain(combinations(no_red, n), combinations(no_black, n)))
-                else:
-                    picks = dict.fromkeys(combinations(pool, n))
-                for pick in picks:
-                    counts = [0] * 15
-                    for r in pick:
-                        counts[r] += 1
-                    low = n - counts[BJ] - counts[RJ]
-                    found[free].append((counts, pick, (), free, 1, low, free))
+        found = [_Choices() for _ in range(budget + 1)]
+        if pairs:
+            self.pair_choices(rest, caps, kickers, budget, found)
             return found
-        # Pairs: per rank, how many pairs and how many natural cards (at least one; the
-        # others are wildcards standing for that rank, never for a joker).
-        options: list[tuple[int, list[tuple[int, int]]]] = []
+        pool: list[int] = []
+        for r in range(15):
+            have = min(rest[r], caps[r])
+            if have > 0:
+                pool += [ONE[r]] * have
+        # Both jokers are never kickers together (§3): choose without one or the other.
+        split_jokers = not self.tb.jokers_as_kickers and ONE[BJ] in pool and ONE[RJ] in pool
+        no_red = [c for c in pool if c != ONE[RJ]]
+        no_black = [c for c in pool if c != ONE[BJ]]
+        for free in range(min(kickers, budget) + 1):
+            n = kickers - free
+            if n > len(pool):
+                continue
+            picks = (
+                chain(combinations(no_red, n), combinations(no_black, n))
+                if split_jokers
+                else combinations(pool, n)
+            )
+            # A code is a multiset of ranks: equal picks of equal ranks dedupe as codes.
+            choices = found[free]
+            choices.codes = list(dict.fromkeys(map(sum, picks)))
+            choices.group(0, free)
+            choices.lows = None
+        return found
+
+    def pair_choices(
+        self, rest: list[int], caps: list[int], kickers: int, budget: int, found: list[_Choices]
+    ) -> None:
+        """Pair kickers: per rank, how many pairs and how many natural cards (at least
+        one; the others are wildcards standing for that rank, never for a joker)."""
+        jokers_ok = self.tb.jokers_as_kickers
+        options: list[tuple[int, list[tuple[int, int, int]]]] = []
         for r in range(15):
             if not caps[r] or not rest[r]:
                 continue
             opts = [
-                (u, x)
+                (u, x * ONE[r], 2 * u - x)
                 for u in range(1, caps[r] + 1)
                 for x in range(min(2 * u, rest[r]), 0, -1)
                 if x == 2 * u or (r <= TWO and 2 * u - x <= budget)
             ]
             if opts:
                 options.append((r, opts))
-        nat: list[int] = []
-        forced: list[int] = []
-        ranks: list[int] = []
 
-        def walk(start: int, left: int, low: int) -> None:
+        def walk(start: int, left: int, low: int, nat: int, forced: int, wild: int) -> None:
             # The pairs chosen so far, the ``left`` others made of two wildcards each;
             # then each way to add one more natural-backed pair on a higher rank.
-            if left * 2 + len(forced) <= budget and (
-                tb.jokers_as_kickers or not (BJ in ranks and RJ in ranks)
+            if left * 2 + wild <= budget and (
+                jokers_ok or not (nat >> _BJ_SHIFT & 255 and nat >> _RJ_SHIFT)
             ):
-                counts = [0] * 15
-                for r in nat:
-                    counts[r] += 1
-                wilds = len(forced) + 2 * left
-                found[wilds].append((counts, tuple(nat), tuple(forced), left, 2, low, wilds))
+                choices = found[wild + 2 * left]
+                choices.codes.append(nat)
+                choices.gids.append(choices.group(forced, left))
+                choices.lows.append(low)  # type: ignore[union-attr]
             if not left:
                 return
             for j in range(start, len(options)):
                 r, opts = options[j]
-                for u, x in opts:
-                    if u <= left and len(forced) + 2 * u - x <= budget:
-                        nat.extend([r] * x)
-                        forced.extend([r] * (2 * u - x))
-                        ranks.append(r)
-                        walk(j + 1, left - u, low + (u if r <= TWO else 0))
-                        ranks.pop()
-                        del forced[len(forced) - (2 * u - x) :]
-                        del nat[len(nat) - x :]
+                for u, x, f in opts:
+                    if u <= left and wild + f <= budget:
+                        walk(
+                            j + 1,
+                            left - u,
+                            low + (u if r <= TWO else 0),
+                            nat + x,
+                            forced + f * ONE[r],
+                            wild + f,
+                        )
 
-        walk(0, kickers, 0)
-        return found
+        walk(0, kickers, 0, 0, 0, 0)
 
     def with_kickers(
         self,
-        ctype: ComboType,
-        lo: int,
-        length: int,
-        size: int,
-        nats: tuple[int, ...],
-        subs: tuple[int, ...],
+        family: int,
+        fill: Fill,
+        kickers: int,
+        unit: int,
         caps: list[int],
-        choices: list[list[_Kick]],
-        skip: int,
+        choices: list[_Choices],
+        held: int,
     ) -> None:
         """One split of a main part with every kicker choice (but those with a natural
-        card of rank ``skip``), as plays."""
-        hi = lo + length
-        main = hi - 1
-        wm = len(subs)
-        kick_cards = size - wm - sum(nats)
-        main_natural = any(nats)
+        card of a rank in the mask ``held``), as plays."""
+        nats, wm, subs = fill
+        key = family + subs
         room_low = sum(caps[: TWO + 1])
-        overlay = self.tb.kicker_of_main_rank
-        make = self.make
-        out = self.out
-        seen = self.seen
+        # Free wildcards need places on ranks 3..2; only a long plane can run short.
+        roomy = room_low >= kickers
+        # The choice of wildcards only (no natural kicker) is alone in its bucket.
+        all_free = -1 if nats else unit * kickers
+        coded = self.tb.coded
+        codes = self.codes
+        readings = self.readings
         for kw in range(min(len(choices) - 1, self.budget - wm) + 1):
-            bucket = choices[kw]
             k = wm + kw
-            if not bucket or not k:
-                continue  # natural plays are made elsewhere
-            for split, present in self.splits[k]:
-                own = sum(caps[w] for w in present)
-                if bucket[0][4] == 1 and kw <= own and seen is None and not overlay:
-                    # Single kickers whose wildcards all take their own rank: one
-                    # reading for the whole bucket, and a tight loop.
-                    reading = self.kicked_reading(
-                        ctype, main, length, size, subs, (), caps, kw, 1, present
-                    )
-                    # Natural kickers take at most kick_cards - kw places: is there
-                    # always room left for kw wildcards?
-                    roomy = room_low >= kick_cards
-                    for counts, nat, _, _, _, low, _ in bucket:
-                        if (
-                            (skip >= 0 and counts[skip])
-                            or (not nat and not main_natural)
-                            or (not roomy and room_low - low < kw)
-                        ):
-                            continue
-                        full = counts.copy()
-                        full[lo:hi] = nats
-                        for w, n in split:
-                            full[w] += n
-                        out.append(make(tuple(full), reading))
-                    continue
-                readings: dict[object, Reading] = {}
-                for counts, nat, forced, free, unit, low, _ in bucket:
-                    if skip >= 0 and counts[skip]:
+            if not k or kw == all_free:
+                continue  # natural plays, all-wildcard plays are made elsewhere
+            bucket = choices[kw]
+            if held:
+                bucket = bucket.without(held)
+            if not roomy:
+                bucket = bucket.with_room(room_low)
+            n = len(bucket.codes)
+            if not n:
+                continue
+            groups = bucket.groups
+            for wilds, present in self.splits[k]:
+                base = nats + wilds
+                if len(present) == 1:
+                    # The usual case: free wildcards all on their own rank, where no
+                    # natural kicker can be (its cards are all wild): one reading per
+                    # group of choices.
+                    own = present[0]
+                    if bucket.most_free <= caps[own]:
+                        placed = unit * ONE[own]
+                        codes += map(base.__add__, bucket.codes)
+                        if len(groups) == 1:
+                            forced, free = groups[0]
+                            readings += repeat(coded[key + forced + free * placed], n)
+                        else:
+                            by_group = [coded[key + f + free * placed] for f, free in groups]
+                            readings += map(by_group.__getitem__, bucket.gids)
                         continue
-                    if not nat and not main_natural:
-                        continue  # all-wildcard plays are made elsewhere
-                    if free and room_low - low < free:
-                        continue
-                    if free <= own:
-                        # Free wildcards take their own rank, where no natural kicker
-                        # can be (its cards are all wild): the choice does not matter.
-                        memo = (forced, free)
-                        known = readings.get(memo)
-                        if known is None:
-                            known = readings[memo] = self.kicked_reading(
-                                ctype, main, length, size, subs, forced, caps, free, unit, present
-                            )
-                        reading = known
-                    else:
-                        room = caps.copy()
-                        for r in set(nat):
-                            room[r] -= (nat.count(r) + forced.count(r)) // unit
-                        reading = self.kicked_reading(
-                            ctype, main, length, size, subs, forced, room, free, unit, present
-                        )
-                    full = counts.copy()
-                    if overlay:
-                        for i, a in enumerate(nats):
-                            full[lo + i] += a
-                    else:
-                        full[lo:hi] = nats
-                    for w, n in split:
-                        full[w] += n
-                    play = tuple(full)
-                    if seen is not None:
-                        key = (play, reading.key())
-                        if key in seen:
-                            continue
-                        seen.add(key)
-                    out.append(make(play, reading))
+                self.spilled(key, base, bucket, caps, unit, present)
 
-    def kicked_reading(
+    def spilled(
         self,
-        ctype: ComboType,
-        main: int,
-        length: int,
-        size: int,
-        subs: tuple[int, ...],
-        forced: tuple[int, ...],
-        room: list[int],
-        free: int,
+        key: int,
+        base: int,
+        bucket: _Choices,
+        caps: list[int],
         unit: int,
         present: tuple[int, ...],
-    ) -> Reading:
-        if len(present) == 1 and room[present[0]] >= free:
-            placed = [present[0]] * (free * unit)  # the usual case: all on their own rank
-        else:
-            placed = _place(room, free, unit, self.orders[present])
-        substitutes = tuple(sorted([*subs, *forced, *placed]))
-        reading = self.tb.reading(ctype, main, length, size, None, substitutes)
-        assert reading is not None
-        return reading
+    ) -> None:
+        """Kicker choices one by one, for free wildcards that may not all fit on their
+        own ranks: the ranks they stand for then depend on the natural kickers."""
+        order = self.orders[present]
+        own = sum(caps[w] for w in present)
+        gids = bucket.gids if len(bucket.groups) > 1 else [0] * len(bucket.codes)
+        for code, g in zip(bucket.codes, gids, strict=True):
+            forced, free = bucket.groups[g]
+            room = caps
+            if free > own:
+                room = caps.copy()
+                both = code + forced
+                for r in range(15):
+                    if code >> 8 * r & 255:
+                        room[r] -= (both >> 8 * r & 255) // unit
+            self.codes.append(base + code)
+            self.readings.append(self.tb.coded[key + forced + _place(room, free, unit, order)])
