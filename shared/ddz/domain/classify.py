@@ -20,7 +20,14 @@ def classify(
     highest first (bomb-class above non-bomb; then by ladder tier, then main rank), each
     with ``tier`` set from ``rules.bomb_ladder`` (-1 for non-bombs) and ``substitutes``
     = sorted ranks the wildcards stand for. An empty list: not a legal play."""
-    return list(_classify(tuple(play), rules, wild))
+    return list(readings_of(play, rules, wild))
+
+
+def readings_of(
+    play: RankCounts, rules: RuleSet, wild: frozenset[Rank] = frozenset()
+) -> tuple[Reading, ...]:
+    """``classify`` as the shared, immutable tuple (no copy): for the hot paths."""
+    return _classify(play if type(play) is tuple else tuple(play), rules, wild)
 
 
 @lru_cache(maxsize=1 << 16)

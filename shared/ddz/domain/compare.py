@@ -44,15 +44,20 @@ def choose_reading(
     reading that beats ``over`` (any bomb class above any non-bomb, then the higher main
     rank); None if there is none.
     """
-    from ddz.domain.classify import classify
+    from ddz.domain.classify import readings_of
 
-    readings = classify(play, rules, wild)
+    readings = readings_of(play, rules, wild)
     if declared is not None:
-        wanted = declared.key()
-        for reading in readings:
-            if reading.key() == wanted:
-                return reading if over is None or beats(reading, over) else None
-        return None
+        # A declared reading taken from ``legal_moves`` is the very object ``classify``
+        # returns (both come from the same interned tables): identity settles it
+        # without building keys. Any other declared reading is matched by key.
+        chosen = next((r for r in readings if r is declared), None)
+        if chosen is None:
+            wanted = declared.key()
+            chosen = next((r for r in readings if r.key() == wanted), None)
+        if chosen is None:
+            return None
+        return chosen if over is None or beats(chosen, over) else None
     for reading in readings:  # highest first
         if over is None or beats(reading, over):
             return reading
