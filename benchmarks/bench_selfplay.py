@@ -68,11 +68,20 @@ class RLCard:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--hands", type=int, default=1000, help="classic hands (and RLCard games)")
+    parser.add_argument(
+        "--variants",
+        default=",".join(VARIANTS),
+        help="comma-separated variants to play beside RLCard (default: all four)",
+    )
     args = parser.parse_args()
+    variants = [v.strip() for v in args.variants.split(",") if v.strip()]
+    unknown = sorted(set(variants) - set(VARIANTS))
+    if unknown or not variants:
+        parser.error(f"--variants: expected some of {', '.join(VARIANTS)}, got {args.variants!r}")
 
     # Interleaved game by game, so that load from other processes hits all engines alike.
     engines: dict[str, Ours | RLCard] = {"rlcard": RLCard()}
-    engines.update((variant, Ours(variant)) for variant in VARIANTS)
+    engines.update((variant, Ours(variant)) for variant in variants)
     every = {"rlcard": 1, **EVERY}
     seconds = dict.fromkeys(engines, 0.0)
     games = dict.fromkeys(engines, 0)
@@ -95,7 +104,7 @@ def main() -> None:
     )
     print(f"{'engine':36} {'games':>6} {'games/s':>9} {'vs RLCard':>10}")
     print(f"{'RLCard DoudizhuGame (classic, play)':36} {games['rlcard']:6} {base:9.1f} {1:9.2f}x")
-    for variant in VARIANTS:
+    for variant in variants:
         label = f"ddz {variant} (deal+bid+play+settle)"
         print(f"{label:36} {games[variant]:6} {rate[variant]:9.1f} {rate[variant] / base:9.2f}x")
 

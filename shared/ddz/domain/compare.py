@@ -51,12 +51,16 @@ def choose_reading(
         # A declared reading taken from ``legal_moves`` is the very object ``classify``
         # returns (both come from the same interned tables): identity settles it
         # without building keys. Any other declared reading is matched by key.
-        chosen = next((r for r in readings if r is declared), None)
-        if chosen is None:
+        for chosen in readings:
+            if chosen is declared:
+                break
+        else:
             wanted = declared.key()
-            chosen = next((r for r in readings if r.key() == wanted), None)
-        if chosen is None:
-            return None
+            for chosen in readings:
+                if chosen.key() == wanted:
+                    break
+            else:
+                return None
         return chosen if over is None or beats(chosen, over) else None
     for reading in readings:  # highest first
         if over is None or beats(reading, over):

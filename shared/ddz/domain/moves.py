@@ -347,7 +347,10 @@ def _bombs(
 ) -> None:
     """Bomb-class plays; all of them, or those that beat ``over``. ``fours``: the ranks
     held four times or more, when the caller knows them."""
+    most = max(h[:13])  # most hands hold no bomb: one C-level look instead of a scan
     for size, moves in nm.bombs:
+        if size > most:
+            continue
         for r in range(13) if fours is None or size < 4 else fours:
             if h[r] >= size and (over is None or beats(moves[r].reading, over)):
                 out.append(moves[r])
