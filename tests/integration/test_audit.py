@@ -410,15 +410,28 @@ def test_tampering_is_caught_by_the_right_check(
     refused = _audit(store, audited["an unknown engine version"]).message
     assert "engine version '0.9'" in refused and "audit it with a build" in refused
     # The same hands through ``--all``: counted by the check that failed.
-    everything = audit_all(store.engine.url.render_as_string(hide_password=False), KEY, "k1")
+    url = store.engine.url.render_as_string(hide_password=False)
+    everything = audit_all(url, KEY, "k1")
     counts = {check: 0 for check in CHECKS}
     for check in expected.values():
         if check in counts:
             counts[check] += 1
     assert everything.failed_by_check == counts
     assert (everything.clean, everything.incomplete) == (1, 2)
+    listed = {f["hand_id"]: f["failed_check"] for f in everything.to_json()["failures"]}
+    assert listed == {hand_id: expected[name] for name, hand_id in audited.items()
+                      if expected[name] not in (None, "incomplete")}  # fmt: skip
+    # Worker processes (each reading its batches in bulk) find the same, listed in the
+    # same order as one process does.
+    parallel = audit_all(url, KEY, "k1", workers=2, batch=5)
+    assert parallel.workers == 2
+    assert _without_timing(parallel.to_json()) == _without_timing(everything.to_json())
     cut = _audit(store, audited["the revealed seed and the signature removed"]).message
     assert "ended at #" in cut and "an operator must look" in cut
+
+
+def _without_timing(report: dict[str, object]) -> dict[str, object]:
+    return {k: v for k, v in report.items() if k not in ("seconds", "hands_per_s", "workers")}
 
 
 def test_a_payload_byte_changed_in_any_event_breaks_the_hash_chain(

@@ -33,7 +33,7 @@ from ddz.domain.hand import (
     StartHand,
     replay,
 )
-from ddz.domain.hand.events import CardsDealt
+from ddz.domain.hand.events import CardsDealt, PlayMade
 from ddz.domain.players import RandomPlayer
 from ddz.domain.readings import BombClass, ComboType, Reading
 from ddz.domain.ruleset import (
@@ -349,6 +349,31 @@ def test_values_outside_the_domain_are_codec_errors() -> None:
                                     play=pb.PlayCommand(cards="3"))  # fmt: skip
     with pytest.raises(CodecError):
         codec.decode_event("command_rejected", 1, mismatched.SerializeToString())
+
+
+def test_decoding_the_same_bytes_again_gives_equal_values_and_bad_bytes_still_fail() -> None:
+    # Cards, rule sets, rooms, readings and breakdowns are decoded once per encoding and
+    # then shared: a second decode must still be the event, and bytes that differ only
+    # in a bad value must still be refused after the good ones were decoded.
+    for variant in sorted(VARIANTS):
+        events = selfplayed(VARIANTS[variant], 5)
+        for event in events:
+            encoded = codec.encode_event(event)
+            assert codec.decode_event(*encoded) == event
+            assert codec.decode_event(*encoded) == event
+    play = next(e for e in selfplayed(CLASSIC, 5) if isinstance(e, PlayMade))
+    message = codec.event_to_pb(play)
+    message.cards[0].rank = 99
+    with pytest.raises(CodecError):
+        codec.decode_event("play_made", 1, message.SerializeToString())
+    message = codec.event_to_pb(play)
+    message.reading.type = 99
+    with pytest.raises(CodecError):
+        codec.decode_event("play_made", 1, message.SerializeToString())
+    started = codec.event_to_pb(selfplayed(CLASSIC, 5)[0])
+    started.rules.bidding = 99
+    with pytest.raises(CodecError):
+        codec.decode_event("hand_started", 1, started.SerializeToString())
 
 
 def test_bid_actions_and_ranks_map_one_to_one() -> None:

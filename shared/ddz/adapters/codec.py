@@ -175,6 +175,35 @@ def _seat(value: int) -> int:
     return value
 
 
+M = TypeVar("M", bound=Message)
+V = TypeVar("V")
+
+
+class _Memo(Generic[M, V]):
+    """A decoder that decodes each distinct encoding of a message once.
+
+    For values that recur from event to event (a rule set and room in every
+    HandStarted, a reading in every play of it, a multiplier breakdown): keyed by the
+    message's serialised bytes, so equal bytes give the very same immutable value (and
+    the engine's caches, keyed by value, then meet the same object). Only values that
+    decoded are kept; bounded, because the bytes come from outside."""
+
+    def __init__(self, decode: Callable[[M], V], size: int) -> None:
+        self._decode = decode
+        self._size = size
+        self._values: dict[bytes, V] = {}
+
+    def __call__(self, msg: M) -> V:
+        data = msg.SerializeToString()
+        value = self._values.get(data)
+        if value is None:
+            value = self._decode(msg)
+            if len(self._values) >= self._size:
+                self._values.clear()
+            self._values[data] = value
+        return value
+
+
 # --- values -------------------------------------------------------------------------------
 
 
@@ -191,8 +220,25 @@ def card_to_pb(card: Card) -> pb.Card:
     return pb.Card(rank=_RANK.encode(card.rank), suit=card.suit, copy=card.copy)
 
 
+# Decoded cards are interned: a card is an immutable value, and a deck has at most 108
+# of them, so every decoded copy of one card is the same object (no allocation per card
+# of a deal, and equal cards compare by identity first). Bounded, because the suit is a
+# string from the bytes being decoded.
+_CARDS: dict[tuple[int, str, int], Card] = {}
+_CARDS_MAX = 1024
+
+
 def card_from_pb(msg: pb.Card) -> Card:
-    return Card(_RANK.decode(msg.rank), msg.suit, msg.copy)
+    key = (msg.rank, msg.suit, msg.copy)
+    card = _CARDS.get(key)
+    return _new_card(key) if card is None else card
+
+
+def _new_card(key: tuple[int, str, int]) -> Card:
+    card = Card(_RANK.decode(key[0]), key[1], key[2])
+    if len(_CARDS) < _CARDS_MAX:
+        _CARDS[key] = card
+    return card
 
 
 def _cards(cards: Iterable[Card]) -> list[pb.Card]:
@@ -200,7 +246,13 @@ def _cards(cards: Iterable[Card]) -> list[pb.Card]:
 
 
 def _cards_from(msgs: Iterable[pb.Card]) -> tuple[Card, ...]:
-    return tuple(card_from_pb(msg) for msg in msgs)
+    known = _CARDS.get
+    out = []
+    for msg in msgs:  # card_from_pb, inlined: this runs for every card of a deal
+        key = (msg.rank, msg.suit, msg.copy)
+        card = known(key)
+        out.append(_new_card(key) if card is None else card)
+    return tuple(out)
 
 
 def reading_to_pb(reading: Reading) -> pb.Reading:
@@ -218,6 +270,10 @@ def reading_to_pb(reading: Reading) -> pb.Reading:
 
 
 def reading_from_pb(msg: pb.Reading) -> Reading:
+    return _READINGS(msg)
+
+
+def _reading_from_pb(msg: pb.Reading) -> Reading:
     tier = _opt(msg, "tier")
     return Reading(
         type=_COMBO.decode(msg.type),
@@ -228,6 +284,9 @@ def reading_from_pb(msg: pb.Reading) -> Reading:
         substitutes=tuple(_RANK.decode(r) for r in msg.substitutes),
         tier=-1 if tier is None else tier,
     )
+
+
+_READINGS = _Memo(_reading_from_pb, 4096)
 
 
 def bomb_limits_to_pb(limits: BombLimits) -> pb.BombLimits:
@@ -300,6 +359,10 @@ def ruleset_to_pb(rules: RuleSet) -> pb.RuleSet:
 
 
 def ruleset_from_pb(msg: pb.RuleSet) -> RuleSet:
+    return _RULE_SETS(msg)
+
+
+def _ruleset_from_pb(msg: pb.RuleSet) -> RuleSet:
     return RuleSet(
         name=msg.name,
         rank_copies=msg.rank_copies,
@@ -373,6 +436,10 @@ def room_to_pb(room: RoomSettings) -> pb.RoomSettings:
 
 
 def room_from_pb(msg: pb.RoomSettings) -> RoomSettings:
+    return _ROOMS(msg)
+
+
+def _room_from_pb(msg: pb.RoomSettings) -> RoomSettings:
     escape = msg.bean_escape
     return RoomSettings(
         initial_multiplier=msg.initial_multiplier,
@@ -392,6 +459,10 @@ def room_from_pb(msg: pb.RoomSettings) -> RoomSettings:
             farmer_scale=escape.farmer_scale,
         ),
     )
+
+
+_RULE_SETS = _Memo(_ruleset_from_pb, 256)
+_ROOMS = _Memo(_room_from_pb, 256)
 
 
 def seat_to_pb(seat: SeatInfo) -> pb.SeatInfo:
@@ -416,12 +487,19 @@ def multiplier_to_pb(breakdown: MultiplierBreakdown) -> pb.MultiplierBreakdown:
 
 
 def multiplier_from_pb(msg: pb.MultiplierBreakdown) -> MultiplierBreakdown:
+    return _BREAKDOWNS(msg)
+
+
+def _multiplier_from_pb(msg: pb.MultiplierBreakdown) -> MultiplierBreakdown:
     return MultiplierBreakdown(
         tuple(
             Factor(f.reason, f.factor, _opt(f, "seat"), _opt(f, "event"), f.detail)
             for f in msg.factors
         )
     )
+
+
+_BREAKDOWNS = _Memo(_multiplier_from_pb, 4096)
 
 
 def ledger_to_pb(ledger: Ledger) -> pb.Ledger:
@@ -714,12 +792,16 @@ def decode_event(event_type: str, type_version: int, payload: bytes) -> Recorded
         raise CodecError(
             f"{event_type} v{type_version} is not known (this build reads v{expected})"
         )
-    message = codec.message()
     try:
-        message.ParseFromString(payload)
+        message = codec.message.FromString(payload)
     except DecodeError as exc:
         raise CodecError(f"{event_type}: payload is not a {message_name(event_type)}") from exc
-    return event_from_pb(event_type, message)
+    try:  # event_from_pb, inlined: this runs for every event an audit or a feed reads
+        return codec.decode(message)
+    except CodecError:
+        raise
+    except (ValueError, TypeError, KeyError) as exc:
+        raise CodecError(f"{event_type}: {exc}") from exc
 
 
 # --- commands -------------------------------------------------------------------------------
@@ -816,6 +898,21 @@ MAX_CARD_TEXT = 256  # more than any hand (ct: 30 cards); longer text is not a p
 
 def parse_rank_counts(text: str) -> tuple[int, ...]:
     """Rank notation (§1) -> counts, or ``MalformedCards`` with a one-line reason."""
+    counts = _COUNTS.get(text)
+    if counts is None:
+        counts = _parse_rank_counts(text)
+        if len(_COUNTS) >= _COUNTS_MAX:
+            _COUNTS.clear()
+        _COUNTS[text] = counts
+    return counts
+
+
+# The same few plays are sent and refused over and over ("3", "33", "JQKA2" ...).
+_COUNTS: dict[str, tuple[int, ...]] = {}
+_COUNTS_MAX = 4096
+
+
+def _parse_rank_counts(text: str) -> tuple[int, ...]:
     if len(text) > MAX_CARD_TEXT:
         raise MalformedCards(f"card text too long ({len(text)} characters)")
     try:
@@ -848,11 +945,13 @@ def _rejected_from_pb(m: pb.CommandRejected) -> CommandRejected:
     command = command_from_pb(m.seat, m)
     if command_type(command) != m.command_type:
         raise CodecError(f"command_type {m.command_type!r} does not match the command")
-    try:
-        reason = RejectReason(m.reason)
-    except ValueError:
-        raise CodecError(f"unknown reject reason {m.reason!r}") from None
+    reason = _REASONS.get(m.reason)
+    if reason is None:
+        raise CodecError(f"unknown reject reason {m.reason!r}")
     return CommandRejected(command, reason, m.message, m.request_id)
+
+
+_REASONS = {reason.value: reason for reason in RejectReason}
 
 
 # --- the envelope ------------------------------------------------------------------------

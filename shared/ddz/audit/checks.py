@@ -91,12 +91,14 @@ def audit_hand(
 
 
 # Events that recur from hand to hand with the very same payload (a pass, a bid, a single
-# card, a refusal): decoded once per process. Events are immutable values, so sharing one
-# decoded instance is safe; a hand's unique events (its start, deal, end) are not kept.
+# card): decoded once per process. Events are immutable values, so sharing one decoded
+# instance is safe. Events unique to their hand are not kept: its start, deal, bottom,
+# end and settlement, shown cards, re-deals (a new commitment), and refusals (each
+# carries its request id); keeping them would only push the recurring ones out.
 _DECODED: dict[tuple[str, int, bytes], Recorded] = {}
 _RECURRING = frozenset(
-    {"passed", "bid_made", "play_made", "command_rejected", "player_disconnected",
-     "player_reconnected", "wildcard_drawn", "cards_shown", "redealt", "landlord_chosen"}
+    {"passed", "bid_made", "play_made", "player_disconnected", "player_reconnected",
+     "wildcard_drawn"}
 )  # fmt: skip
 _DECODED_MAX = 50_000
 
@@ -114,14 +116,21 @@ def _decode(type_: str, type_version: int, payload: bytes) -> Recorded:
 
 
 def check_engine_version(audit: Audit) -> None:
+    # The row's type, version and payload: the hash chain found them equal to the
+    # envelope's (read from the row, they are not copied out of the message again).
+    decoded, known, new = audit.decoded, _DECODED.get, tuple.__new__  # AuditedEvent(...)
     for row, envelope in zip(audit.rows, audit.envelopes, strict=True):
-        try:
-            event = _decode(envelope.type, envelope.type_version, envelope.payload)
-        except CodecError as exc:
-            raise CheckFailed(
-                ENGINE_VERSION, f"event #{row.stream_version} cannot be read by this build: {exc}"
-            ) from None
-        audit.decoded.append(AuditedEvent(row.stream_version, row.event_id, event, envelope))
+        key = (row.type, row.type_version, row.payload)
+        event = known(key)  # _decode's hit, inlined: most events recur
+        if event is None:
+            try:
+                event = _decode(*key)
+            except CodecError as exc:
+                raise CheckFailed(
+                    ENGINE_VERSION,
+                    f"event #{row.stream_version} cannot be read by this build: {exc}",
+                ) from None
+        decoded.append(new(AuditedEvent, (row.stream_version, row.event_id, event, envelope)))
     first = audit.decoded[0].event
     if not isinstance(first, HandStarted):
         raise CheckFailed(ENGINE_VERSION, f"the first event is {first.TYPE}, not hand_started")

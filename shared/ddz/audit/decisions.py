@@ -96,10 +96,12 @@ def _decide(
 ) -> list[Event] | Rejection:
     try:
         return decide(state, command, seed)
-    except (SeedRequired, SettlementError, ValueError, TypeError, AssertionError) as exc:
-        raise CheckFailed(
-            DECISIONS, f"event #{version}: the rules cannot decide it: {exc}"
-        ) from None
+    except _RULES_FAIL as exc:
+        raise _cannot_decide(version, exc) from None
+
+
+def _cannot_decide(version: int, exc: Exception) -> CheckFailed:
+    return CheckFailed(DECISIONS, f"event #{version}: the rules cannot decide it: {exc}")
 
 
 def _check_refusal(state: HandState, rejected: CommandRejected, seed: bytes, version: int) -> None:
@@ -127,38 +129,44 @@ def check_decisions(audit: Audit) -> None:
     state = HandState()
     index = accepted = refused = 0
     total = len(decoded)
+    # The loop runs for every stored event: names bound once, messages built only on
+    # failure, the command of a recurring event taken from its cache (_command_for).
+    events = [audited.event for audited in decoded]
+    known_command, fold = _COMMANDS.get, evolve
     while index < total:
-        audited = decoded[index]
-        event, version = audited.event, audited.version
+        event = events[index]
         if isinstance(event, CommandRejected):
-            _check_refusal(state, event, seed, version)
+            _check_refusal(state, event, seed, decoded[index].version)
             refused += 1
             index += 1
             continue
-        if isinstance(event, HandStarted):
-            if index or f"hand-{event.hand_id}" != audit.stream_id:
-                raise CheckFailed(
-                    DECISIONS,
-                    f"event #{version} starts hand {event.hand_id!r} in stream {audit.stream_id}",
-                )
-            command: Command | None = start_command(event, seed)
-        else:
-            command = _command_for(event)
-        if command is None:
-            raise CheckFailed(
-                DECISIONS,
-                f"event #{version}: {event.TYPE} does not start any decision "
-                "(no command makes it here)",
-            )
-        if index == 0 and audit.start_decision is not None:
+        if isinstance(event, HandStarted) and index == 0 and audit.start_decision is not None:
+            _check_start(audit, event, index)
             result: list[Event] | Rejection = audit.start_decision  # made by the deal check
         else:
-            result = _decide(state, command, seed, version)
+            if isinstance(event, HandStarted):
+                _check_start(audit, event, index)
+                command: Command | None = start_command(event, seed)
+            else:
+                known = known_command(id(event))
+                command = known[1] if known is not None and known[0] is event else None
+                if command is None:
+                    command = _command_for(event)
+            if command is None:
+                raise CheckFailed(
+                    DECISIONS,
+                    f"event #{decoded[index].version}: {event.TYPE} does not start any "
+                    "decision (no command makes it here)",
+                )
+            try:  # _decide, inlined: the event's version is looked up only on failure
+                result = decide(state, command, seed)
+            except _RULES_FAIL as exc:
+                raise _cannot_decide(decoded[index].version, exc) from None
         if isinstance(result, Rejection):
             raise CheckFailed(
                 DECISIONS,
-                f"event #{version}: {describe.recorded(event, state)} was accepted, but the rules "
-                f"refuse it: {result.code.value} ({result.message})",
+                f"event #{decoded[index].version}: {describe.recorded(event, state)} was "
+                f"accepted, but the rules refuse it: {result.code.value} ({result.message})",
             )
         for expected in result:
             if index >= total:
@@ -167,7 +175,7 @@ def check_decisions(audit: Audit) -> None:
                     f"event #{total + 1}: the record stops inside a decision; the rules make "
                     f"{describe.event(expected, state)} next",
                 )
-            actual = decoded[index].event
+            actual = events[index]
             if expected != actual:
                 judged_later = _JUDGED_LATER.get(type(expected))
                 if judged_later is None or not judged_later(expected, actual):
@@ -185,13 +193,15 @@ def check_decisions(audit: Audit) -> None:
                     audit.escaped, audit.expected_escape = actual, expected
                 assert not isinstance(actual, CommandRejected)  # judged_later said so
                 expected = actual
-            elif isinstance(expected, HandSettled):
-                audit.before_settled, audit.settled = state, expected
-            elif isinstance(expected, PlayerEscaped):
-                audit.escaped, audit.expected_escape = expected, expected
+            elif type(expected) in _KEPT:
+                if isinstance(expected, HandSettled):
+                    audit.before_settled, audit.settled = state, expected
+                else:
+                    assert isinstance(expected, PlayerEscaped)
+                    audit.escaped, audit.expected_escape = expected, expected
             # Fold what the rules made (equal to the record): its cards are the very
             # objects of the hand, so the fold takes its fast path.
-            state = evolve(state, expected)
+            state = fold(state, expected)
             index += 1
         accepted += 1
     if audit.settled is None:
@@ -200,6 +210,19 @@ def check_decisions(audit: Audit) -> None:
         DECISIONS,
         f"{accepted} decisions replayed to the same events, {refused} refusal(s) confirmed",
     )
+
+
+_RULES_FAIL = (SeedRequired, SettlementError, ValueError, TypeError, AssertionError)
+_KEPT = frozenset({HandSettled, PlayerEscaped})  # what the multiplier and settlement read
+
+
+def _check_start(audit: Audit, event: HandStarted, index: int) -> None:
+    if index or f"hand-{event.hand_id}" != audit.stream_id:
+        raise CheckFailed(
+            DECISIONS,
+            f"event #{audit.decoded[index].version} starts hand {event.hand_id!r} in stream "
+            f"{audit.stream_id}",
+        )
 
 
 # --- 7. the multiplier ---------------------------------------------------------------------

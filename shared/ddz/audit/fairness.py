@@ -21,10 +21,9 @@ from ddz.domain.shuffle import round_seed as round_key
 def check_commitment(audit: Audit) -> None:
     started = audit.started
     assert started is not None
-    revealed = [a for a in audit.decoded if isinstance(a.event, SeedRevealed)]
-    if not revealed:  # pragma: no cover - the signature step stops hands without one
+    first = next((a for a in audit.decoded if isinstance(a.event, SeedRevealed)), None)
+    if first is None:  # pragma: no cover - the signature step stops hands without one
         raise CheckFailed(COMMITMENT, "no seed was revealed")
-    first = revealed[0]
     assert isinstance(first.event, SeedRevealed)
     try:
         seed = bytes.fromhex(first.event.seed)
@@ -60,7 +59,10 @@ def check_deal(audit: Audit) -> None:
     drawn: list[Rank] = []
     rounds = draws = 0
     for audited in audit.decoded:
-        event, where = audited.event, f"event #{audited.version}"
+        event = audited.event
+        if type(event) not in _DEAL_EVENTS:  # most events are bids and plays
+            continue
+        where = f"event #{audited.version}"
         if isinstance(event, Redealt):
             if event.round != round_no + 1:
                 raise CheckFailed(
@@ -104,6 +106,9 @@ def check_deal(audit: Audit) -> None:
         DEAL,
         f"{rounds} deal round(s) and {draws} wildcard draw(s) re-derived from the seed",
     )
+
+
+_DEAL_EVENTS = frozenset({Redealt, CardsDealt, WildcardDrawn})
 
 
 def _expected_round(audit: Audit, round_no: int) -> CardsDealt:

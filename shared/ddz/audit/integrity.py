@@ -27,7 +27,7 @@ def check_hash_chain(audit: Audit) -> None:
     expected_prev = chain.GENESIS_HASH
     seen: set[str] = set()
     sha256, fromhex, parse = hashlib.sha256, bytes.fromhex, EventEnvelope.FromString
-    envelopes = audit.envelopes
+    saw, keep = seen.add, audit.envelopes.append
     for version, row in enumerate(rows, start=1):
         # One pass, messages built only on failure: this runs for every stored event.
         if (
@@ -37,7 +37,7 @@ def check_hash_chain(audit: Audit) -> None:
             or row.prev_hash != expected_prev
         ):
             _broken_link(audit, version, expected_prev, seen)
-        seen.add(row.event_id)
+        saw(row.event_id)
         data = row.envelope
         # chain.chain_hash, inlined
         if sha256(fromhex(expected_prev) + data).hexdigest() != row.hash:
@@ -67,7 +67,7 @@ def check_hash_chain(audit: Audit) -> None:
                 f"(envelope says {envelope.stream_id} #{envelope.stream_version} "
                 f"{envelope.type} v{envelope.type_version})",
             )
-        envelopes.append(envelope)
+        keep(envelope)
     audit.ok(HASH_CHAIN, f"{len(rows)} events linked from the genesis hash")
 
 

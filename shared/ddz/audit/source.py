@@ -8,9 +8,13 @@ just the columns the audit reads (no per-row datetime parsing, no re-serialising
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any, NamedTuple
+
+from sqlalchemy import Connection, Dialect
 
 from ddz.adapters.store import Recorder, SqlRecorder, StreamSignature
 from ddz.audit.checks import StoredRow
@@ -60,14 +64,34 @@ def load_hand(recorder: Recorder, hand_id: str) -> HandRecord | None:
 
 def hand_stream_ids(recorder: Recorder, limit: int | None = None) -> list[str]:
     """Every hand's stream id, oldest first (at most ``limit``)."""
-    ids = [s for s in recorder.stream_ids() if s.startswith(HAND_PREFIX)]
+    if isinstance(recorder, SqlRecorder) and recorder.engine.dialect.name == "sqlite":
+        ids = _sqlite_hand_stream_ids(recorder)
+    else:
+        ids = [s for s in recorder.stream_ids() if s.startswith(HAND_PREFIX)]
     return ids if limit is None else ids[:limit]
+
+
+# SQLite compares text byte by byte (BINARY), so the ids starting with "hand-" are
+# exactly those from "hand-" up to "hand." (the next byte): a range that SQLite reads
+# from its (stream_id, stream_version) index alone, not by scanning every event's row.
+_SQLITE_HAND_IDS = (
+    "SELECT stream_id FROM events WHERE stream_id >= ? AND stream_id < ? "
+    "AND stream_version = 1 ORDER BY position"
+)
+_AFTER_PREFIX = HAND_PREFIX[:-1] + chr(ord(HAND_PREFIX[-1]) + 1)
+
+
+def _sqlite_hand_stream_ids(recorder: SqlRecorder) -> list[str]:
+    with recorder.engine.connect() as conn:
+        found = conn.exec_driver_sql(_SQLITE_HAND_IDS, (HAND_PREFIX, _AFTER_PREFIX))
+        return [row[0] for row in found]
 
 
 _COLUMNS = (
     "event_id, stream_id, stream_version, type, type_version, payload, envelope, prev_hash, hash"
 )
 _SIGNATURE_COLUMNS = "stream_id, head_version, head_hash, signature, key_id"
+_STREAM_VERSION = 2  # Row's index of stream_version
 
 
 def read_hands(recorder: Recorder, stream_ids: Sequence[str]) -> Iterator[HandRecord]:
@@ -85,34 +109,80 @@ def read_hands(recorder: Recorder, stream_ids: Sequence[str]) -> Iterator[HandRe
     ids = list(stream_ids)
     if not ids:
         return
-    dialect = recorder.engine.dialect
-    marks = ", ".join(["?" if dialect.paramstyle == "qmark" else "%s"] * len(ids))
     rows: dict[str, list[StoredRow]] = {stream_id: [] for stream_id in ids}
     signatures: dict[str, list[StreamSignature]] = {stream_id: [] for stream_id in ids}
-    with recorder.engine.connect() as conn:
-        found = conn.exec_driver_sql(
-            f"SELECT {_COLUMNS} FROM events WHERE stream_id IN ({marks}) "
-            "ORDER BY stream_id, stream_version",
-            tuple(ids),
-        )
-        for row in found.cursor.fetchall() if found.cursor is not None else ():
-            rows[row[1]].append(Row._make(_bytes(row)))
-        signed = conn.exec_driver_sql(
-            f"SELECT {_SIGNATURE_COLUMNS} FROM stream_signatures WHERE stream_id IN ({marks}) "
-            "ORDER BY id",
-            tuple(ids),
-        )
-        for sig in signed.cursor.fetchall() if signed.cursor is not None else ():
-            signatures[sig[0]].append(StreamSignature(*sig))
+    # The fresh rows are acyclic tuples: nothing for the cycle collector to find, which
+    # would otherwise trace them over and over as they pile up (a quarter of the read).
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        with recorder.engine.connect() as conn:
+            make, binary = tuple.__new__, bytes  # Row._make without its Python frame
+            for row in _fetch(conn, _EVENTS_SQL, ids):
+                if type(row[5]) is not binary or type(row[6]) is not binary:
+                    row = _bytes(row)
+                rows[row[1]].append(make(Row, row))
+            for sig in _fetch(conn, _SIGNATURES_SQL, ids):
+                signatures[sig[0]].append(StreamSignature(*sig))
+    finally:
+        if paused:
+            gc.enable()
+    lateral = _lateral(recorder.engine.dialect)
+    by_version: Any = itemgetter(_STREAM_VERSION)
     for stream_id in ids:
-        if rows[stream_id]:
-            yield HandRecord(stream_id, rows[stream_id], signatures[stream_id])
+        found = rows[stream_id]
+        if found:
+            if lateral:  # the join's order is the plan's: made sure (a no-op when sorted)
+                found.sort(key=by_version)
+            yield HandRecord(stream_id, found, signatures[stream_id])
 
 
-def _bytes(row: Sequence[Any]) -> Sequence[Any]:
+@dataclass(frozen=True)
+class _Query:
+    """One bulk read: the portable text (``IN`` a list of streams) and PostgreSQL's."""
+
+    portable: str
+    postgresql: str
+
+
+# PostgreSQL: one index look-up per listed stream (a lateral join over the id array);
+# ``IN (...)`` of a batch of ids makes it scan and filter the whole table instead.
+_EVENTS_SQL = _Query(
+    f"SELECT {_COLUMNS} FROM events WHERE stream_id IN ({{marks}}) "
+    "ORDER BY stream_id, stream_version",
+    f"SELECT e.* FROM unnest(%s::text[]) AS s(id) CROSS JOIN LATERAL "
+    f"(SELECT {_COLUMNS} FROM events WHERE stream_id = s.id ORDER BY stream_version) AS e",
+)
+_SIGNATURES_SQL = _Query(
+    f"SELECT {_SIGNATURE_COLUMNS} FROM stream_signatures WHERE stream_id IN ({{marks}}) "
+    "ORDER BY id",
+    f"SELECT g.* FROM unnest(%s::text[]) AS s(id) CROSS JOIN LATERAL "
+    f"(SELECT {_SIGNATURE_COLUMNS} FROM stream_signatures WHERE stream_id = s.id "
+    "ORDER BY id) AS g",
+)
+
+
+def _lateral(dialect: Dialect) -> bool:
+    return dialect.name == "postgresql" and dialect.driver == "psycopg"
+
+
+def _fetch(conn: Connection, query: _Query, ids: list[str]) -> Sequence[Sequence[Any]]:
+    dialect = conn.dialect
+    if _lateral(dialect):
+        # binary results: bytea arrives as bytes, not as hex text made and parsed
+        driver = conn.connection.driver_connection
+        assert driver is not None
+        with driver.cursor(binary=True) as cursor:
+            cursor.execute(query.postgresql, (ids,))
+            fetched: Sequence[Sequence[Any]] = cursor.fetchall()
+            return fetched
+    marks = ", ".join(["?" if dialect.paramstyle == "qmark" else "%s"] * len(ids))
+    found = conn.exec_driver_sql(query.portable.format(marks=marks), tuple(ids))
+    return found.cursor.fetchall() if found.cursor is not None else []
+
+
+def _bytes(row: Sequence[Any]) -> tuple[Any, ...]:
     """Drivers may hand binary columns back as memoryview; the audit compares bytes."""
-    if type(row[5]) is bytes and type(row[6]) is bytes:
-        return row
     values = list(row)
     values[5], values[6] = bytes(values[5]), bytes(values[6])
-    return values
+    return tuple(values)
