@@ -244,3 +244,21 @@ def test_s3_choose_reading_takes_the_highest_that_beats(
     for reading in readings:
         declared = choose_reading(play, rules, wild, over, declared=reading)
         assert declared == (reading if reading in beating else None)
+
+
+@FAST
+@given(st.data())
+def test_s3_a_declared_reading_is_taken_only_when_the_cards_can_be_read_so(
+    data: st.DataObject,
+) -> None:
+    """Any declared reading (here the readings of other random plays, rebuilt without
+    their substitutes as a client would send them) is matched by key against every
+    reading of the cards: the same one ``classify`` lists, or none."""
+    rules, wild = data.draw(game())
+    play = data.draw(cards(rules, 8, wild))
+    listed = {r.key(): r for r in classify(play, rules, wild)}
+    for other in (play, data.draw(cards(rules, 8, wild)), data.draw(cards(rules, 8, wild))):
+        for reading in classify(other, rules, wild):
+            declared = replace(reading, substitutes=())
+            expected = listed.get(declared.key())
+            assert choose_reading(play, rules, wild, None, declared=declared) == expected

@@ -7,7 +7,7 @@ from operator import itemgetter
 
 from ddz.domain.cards import Rank, RankCounts
 from ddz.domain.natural import natural_readings
-from ddz.domain.readings import Reading
+from ddz.domain.readings import ComboType, Reading
 from ddz.domain.ruleset import RuleSet
 from ddz.domain.tables import TWO, sort_key, tables_for
 from ddz.domain.wild import wild_moves
@@ -30,14 +30,43 @@ def readings_of(
     return _classify(play if type(play) is tuple else tuple(play), rules, wild)
 
 
+def declared_reading(
+    play: RankCounts, rules: RuleSet, wild: frozenset[Rank], declared: Reading
+) -> Reading | None:
+    """The reading of ``play`` whose ``key()`` is ``declared``'s (the very object
+    ``classify`` lists), or None when the cards cannot be read so.
+
+    With wildcards in the play only readings of the declared shape are built: checking
+    a declared wildcard play (the rules service, the audit) need not enumerate every
+    other reading of it first."""
+    play = play if type(play) is tuple else tuple(play)
+    if wild and any(play[w] for w in wild):
+        readings = _classify(play, rules, wild, (declared.type, declared.length, declared.size))
+    else:
+        readings = _classify(play, rules, wild)
+    for reading in readings:
+        if reading is declared:  # a reading taken from legal_moves: same interned object
+            return reading
+    wanted = declared.key()
+    for reading in readings:
+        if reading.key() == wanted:
+            return reading
+    return None
+
+
 @lru_cache(maxsize=1 << 16)
-def _classify(play: RankCounts, rules: RuleSet, wild: frozenset[Rank]) -> tuple[Reading, ...]:
+def _classify(
+    play: RankCounts,
+    rules: RuleSet,
+    wild: frozenset[Rank],
+    shape: tuple[ComboType, int, int] | None = None,
+) -> tuple[Reading, ...]:
     if wild and max(wild) > TWO:
         raise ValueError("a wildcard rank must be 3..2, never a joker (§5)")
     tb = tables_for(rules)
     held = tuple(int(w) for w in sorted(wild) if play[w])
     if held:
-        found = wild_moves(play, tb, held, None, sum(play), itemgetter(1))
+        found = wild_moves(play, tb, held, None, sum(play), itemgetter(1), shape)
     else:
         found = natural_readings(play, tb)
     unique: dict[object, Reading] = {}

@@ -44,24 +44,14 @@ def choose_reading(
     reading that beats ``over`` (any bomb class above any non-bomb, then the higher main
     rank); None if there is none.
     """
-    from ddz.domain.classify import readings_of
+    from ddz.domain.classify import declared_reading, readings_of
 
-    readings = readings_of(play, rules, wild)
     if declared is not None:
-        # A declared reading taken from ``legal_moves`` is the very object ``classify``
-        # returns (both come from the same interned tables): identity settles it
-        # without building keys. Any other declared reading is matched by key.
-        for chosen in readings:
-            if chosen is declared:
-                break
-        else:
-            wanted = declared.key()
-            for chosen in readings:
-                if chosen.key() == wanted:
-                    break
-            else:
-                return None
+        chosen = declared_reading(play, rules, wild, declared)
+        if chosen is None:
+            return None
         return chosen if over is None or beats(chosen, over) else None
+    readings = readings_of(play, rules, wild)
     for reading in readings:  # highest first
         if over is None or beats(reading, over):
             return reading

@@ -61,6 +61,7 @@ _BJ_SHIFT = 8 * BJ
 _RJ_SHIFT = 8 * RJ
 
 Play = tuple[RankCounts, Reading]
+Shape = tuple[ComboType, int, int]  # type, length, size: a reading's key but its main
 T = TypeVar("T")
 
 
@@ -71,10 +72,12 @@ def wild_moves(
     over: Reading | None,
     size: int | None,
     make: Callable[[Play], T],
+    shape: Shape | None = None,
 ) -> list[T]:
     """``make((cards, reading))`` for every play that uses at least one of the hand's
     wildcards: all of them (``over`` None) or those that beat ``over``; all sizes or
-    only ``size``."""
+    only ``size``; all shapes or only ``shape`` (type, length, size): checking one
+    declared reading need not build every other one."""
     natural = list(hand)
     for w in wild_ranks:
         natural[w] = 0
@@ -82,9 +85,9 @@ def wild_moves(
     out: list[T] = []
     if not sum(counts):
         return out
-    _all_wild(tb, wild_ranks, counts, over, size, make, out)
+    _all_wild(tb, wild_ranks, counts, over, size, make, out, shape)
     if any(natural):
-        _Mixed(tb, natural, wild_ranks, counts, over, size, make, out).run()
+        _Mixed(tb, natural, wild_ranks, counts, over, size, make, out, shape).run()
     return out
 
 
@@ -96,6 +99,7 @@ def _all_wild(
     size: int | None,
     make: Callable[[Play], T],
     out: list[T],
+    shape: Shape | None = None,
 ) -> None:
     for split in product(*(range(n + 1) for n in counts)):
         total = sum(split)
@@ -117,7 +121,9 @@ def _all_wild(
             top = max(used)
             readings.append(tb.reading(ComboType.BOMB, top, 1, 4, BombClass.MIXED, (top,) * 4))
         for reading in readings:
-            if reading is not None and (over is None or beats(reading, over)):
+            if reading is None or (over is not None and not beats(reading, over)):
+                continue
+            if shape is None or (reading.type, reading.length, reading.size) == shape:
                 out.append(make((cards, reading)))
 
 
@@ -227,6 +233,7 @@ class _Mixed(Generic[T]):
         size: int | None,
         make: Callable[[Play], T],
         out: list[T],
+        shape: Shape | None = None,
     ) -> None:
         self.tb = tb
         self.make = make
@@ -235,7 +242,8 @@ class _Mixed(Generic[T]):
         self.budget = sum(counts)
         self.over = over
         self.size = size
-        self.every = over is None and size is None  # every play is wanted
+        self.shape = shape
+        self.every = over is None and size is None and shape is None  # every play is wanted
         self.above = int(over.main) if over is not None and not over.is_bomb else -1
         # Per number of wildcards: each way to take them from the hand, as (their code,
         # wild ranks used).
@@ -286,6 +294,8 @@ class _Mixed(Generic[T]):
 
     def wants(self, ctype: ComboType, length: int, size: int) -> bool:
         if self.size is not None and size != self.size:
+            return False
+        if self.shape is not None and (ctype, length, size) != self.shape:
             return False
         over = self.over
         if over is None or over.is_bomb or ctype.is_bomb_class:
