@@ -317,10 +317,14 @@ class _Mixed(Generic[T]):
             for copies, ctype in _SIMPLE.items():
                 if ctype in types and self.wants(ctype, 1, copies):
                     self.one_rank(ctype, copies, None)
+            # With a shape, only its generator runs (the others would build main
+            # parts only to have ``wants`` refuse every one of them).
+            only = self.shape[0] if self.shape is not None else None
             for copies in tb.chain_min:
-                self.chains(copies)
+                if only is None or CHAIN_TYPES[copies] is only:
+                    self.chains(copies)
             for ctype, copies, pairs, per_rank in _KICKED:
-                if ctype in types:
+                if ctype in types and (only is None or ctype is only):
                     self.kicked(ctype, copies, pairs, per_rank)
         for btype, bsize in tb.rank_bombs:
             if self.wants(btype, 1, bsize):
