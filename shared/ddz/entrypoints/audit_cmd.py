@@ -38,6 +38,7 @@ from ddz.audit.rebuild import (
 from ddz.audit.report import AuditReport
 from ddz.audit.source import load_hand
 from ddz.config import AUDIT_KEY_FILE, Settings
+from ddz.entrypoints.arguments import whole
 
 MAX_WORKERS = 64
 
@@ -78,16 +79,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 # --- shared --------------------------------------------------------------------------------
 
 
-def _whole(text: str | None, name: str, low: int, high: int) -> int | None:
-    if text is None:
-        return None
-    try:
-        value = int(text)
-    except ValueError:
-        raise UsageError(f"{name} must be a whole number, got {text!r}") from None
-    if not low <= value <= high:
-        raise UsageError(f"{name} must be {low}..{high}, got {value}")
-    return value
+def _optional_whole(text: str | None, name: str, high: int) -> int | None:
+    return None if text is None else whole(text, name, high)
 
 
 def audit_key(settings: Settings) -> bytes:
@@ -137,9 +130,9 @@ def run_audit(args: argparse.Namespace) -> int:
         raise UsageError("--at needs one HAND_ID, not --all")
     if not args.all and (args.workers is not None or args.limit is not None):
         raise UsageError("--workers and --limit go with --all")
-    at = _whole(args.at, "--at", 1, 10**9)
-    workers = _whole(args.workers, "--workers", 1, MAX_WORKERS) or default_workers()
-    limit = _whole(args.limit, "--limit", 1, 10**9)
+    at = _optional_whole(args.at, "--at", 10**9)
+    workers = _optional_whole(args.workers, "--workers", MAX_WORKERS) or default_workers()
+    limit = _optional_whole(args.limit, "--limit", 10**9)
     key = audit_key(settings)
     if args.all:
         return _audit_all(settings, key, workers, limit, args.json)

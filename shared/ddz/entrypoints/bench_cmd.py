@@ -43,8 +43,8 @@ from ddz.config import Settings
 from ddz.domain.ruleset import ruleset_for
 from ddz.domain.selfplay import hand_seed, play_hand, run_seed
 from ddz.domain.settlement import RoomSettings
+from ddz.entrypoints.arguments import check_variant, whole
 from ddz.entrypoints.figures import print_figures
-from ddz.entrypoints.simulate_cmd import check_variant, whole
 from ddz.v1 import bot_pb2, bot_pb2_grpc, recorder_pb2, recorder_pb2_grpc
 
 DRAIN_TIMEOUT = 120.0

@@ -16,7 +16,8 @@ import argparse
 from ddz.adapters.hand_stream import hand_stream_id
 from ddz.config import Settings
 from ddz.domain.ruleset import VARIANTS
-from ddz.entrypoints.simulate_cmd import Report, play_with_progress, running_stack, whole
+from ddz.entrypoints.arguments import whole
+from ddz.entrypoints.simulate_cmd import Report, play_with_progress, running_stack
 
 MAX_HANDS = 1000
 

@@ -28,6 +28,7 @@ from typing import Any
 
 from ddz.bot.eval import OPPONENTS, check_request, run_bidding, run_eval
 from ddz.domain.ruleset import VARIANTS
+from ddz.entrypoints.arguments import whole
 
 MAX_DEALS = 1_000_000
 
@@ -48,16 +49,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--bidding", action="store_true", help="measure bidding quality instead of play"
     )
     parser.set_defaults(handler=run)
-
-
-def _whole(text: str, name: str, low: int, high: int) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise ValueError(f"{name} must be a whole number, got {text!r}") from None
-    if not low <= value <= high:
-        raise ValueError(f"{name} must be {low}..{high}, got {value}")
-    return value
 
 
 @contextmanager
@@ -81,8 +72,8 @@ def _progress(total: int, label: str) -> Iterator[Callable[[int], None] | None]:
 
 
 def run(args: argparse.Namespace) -> int:
-    deals = _whole(args.deals, "--deals", 1, MAX_DEALS)
-    seed = _whole(args.seed, "--seed", 0, 2**63 - 1)
+    deals = whole(args.deals, "--deals", MAX_DEALS)
+    seed = whole(args.seed, "--seed", 2**63 - 1, low=0)
     check_request(args.variant, args.opponent, deals)
     if args.opponent == "rlcard-rule":
         from ddz.bot.rlcard_peer import RLCardUnavailable, load_rlcard

@@ -23,6 +23,7 @@ from ddz.domain.players import PLAYERS, Player
 from ddz.domain.ruleset import VARIANTS, ruleset_for
 from ddz.domain.selfplay import hand_seed, play_hand, run_seed
 from ddz.domain.settlement import RoomSettings
+from ddz.entrypoints.arguments import whole
 from ddz.entrypoints.figures import print_figures
 
 MAX_HANDS = 10_000_000
@@ -78,16 +79,6 @@ class Summary:
         }
 
 
-def _parse_hands(text: str) -> int:
-    try:
-        hands = int(text)
-    except ValueError:
-        raise ValueError(f"--hands must be a whole number, got {text!r}") from None
-    if not 1 <= hands <= MAX_HANDS:
-        raise ValueError(f"--hands must be 1..{MAX_HANDS}, got {hands}")
-    return hands
-
-
 def selfplay(variant: str, hands: int, seed: str, player: str) -> Summary:
     rules = ruleset_for(variant)
     if player not in PLAYERS:
@@ -119,7 +110,7 @@ def selfplay(variant: str, hands: int, seed: str, player: str) -> Summary:
 
 
 def run(args: argparse.Namespace) -> int:
-    hands = _parse_hands(args.hands)
+    hands = whole(args.hands, "--hands", MAX_HANDS)
     seed = args.seed if args.seed is not None else secrets.token_hex(8)
     summary = selfplay(args.variant, hands, seed, args.player)
     data = summary.to_json()

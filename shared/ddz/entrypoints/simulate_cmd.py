@@ -28,6 +28,7 @@ from ddz.adapters.driver import Driver, HandResult, SettlementTotals
 from ddz.adapters.stack import Stack, StackError, stack_answers
 from ddz.config import Settings
 from ddz.domain.ruleset import VARIANTS
+from ddz.entrypoints.arguments import check_variant, whole
 from ddz.entrypoints.figures import print_figures
 
 MAX_HANDS = 1_000_000
@@ -46,22 +47,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--tables", default="1", help="tables playing at once (default 1)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.set_defaults(handler=run)
-
-
-def whole(text: str, name: str, high: int) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise ValueError(f"{name} must be a whole number, got {text!r}") from None
-    if not 1 <= value <= high:
-        raise ValueError(f"{name} must be 1..{high}, got {value}")
-    return value
-
-
-def check_variant(variant: str) -> str:
-    if variant not in VARIANTS:
-        raise ValueError(f"unknown variant {variant!r} (expected one of {', '.join(VARIANTS)})")
-    return variant
 
 
 @contextlib.contextmanager
