@@ -4,6 +4,7 @@ hand's state ever is), and short ways to send commands."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Sequence
 
 import ddz
@@ -136,3 +137,20 @@ def bids(hand: Hand, *scores: int) -> list[Event]:
 
 def of_type(events: Iterable[Event], cls: type) -> list:
     return [e for e in events if isinstance(e, cls)]
+
+
+def cards_in(value: object) -> set[Card]:
+    """Every physical card anywhere inside ``value`` (dataclasses, tuples, sets)."""
+    found: set[Card] = set()
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, Card):
+            found.add(item)
+        elif dataclasses.is_dataclass(item) and not isinstance(item, type):
+            stack.extend(getattr(item, f.name) for f in dataclasses.fields(item))
+        elif isinstance(item, tuple | list | set | frozenset):
+            stack.extend(item)
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+    return found

@@ -30,7 +30,7 @@ from ddz.domain.ruleset import CLASSIC, CT, LAIZI, TIANDI, RuleSet
 from ddz.domain.selfplay import SEATS as SELFPLAY_SEATS
 from ddz.domain.selfplay import hand_seed, play_hand, run_seed
 from ddz.domain.settlement import RoomSettings
-from hand_kit import ok, rigged
+from hand_kit import cards_in, ok, rigged
 
 VARIANTS = (CLASSIC, CT, LAIZI, TIANDI)
 FAST = Budget(iterations=1500, samples=6, max_cards=12, max_ms=None)
@@ -66,20 +66,6 @@ def test_the_view_type_has_no_field_for_other_seats_hidden_cards() -> None:
     assert card_fields <= {"cards", "bottom", "golden_card", "shown", "history"}
 
 
-def _cards_in(value: object) -> set[Card]:
-    found: set[Card] = set()
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, Card):
-            found.add(item)
-        elif dataclasses.is_dataclass(item) and not isinstance(item, type):
-            stack.extend(getattr(item, f.name) for f in dataclasses.fields(item))
-        elif isinstance(item, tuple | list | set | frozenset):
-            stack.extend(item)
-    return found
-
-
 class _Inspected:
     """Hands the bot its view, after checking that the view shows no hidden card."""
 
@@ -96,7 +82,7 @@ class _Inspected:
         visible |= {c for s in state.shown for c in state.cards[s.seat]}
         if state.golden_card is not None:
             visible.add(state.golden_card)
-        assert _cards_in(view) <= visible
+        assert cards_in(view) <= visible
         assert not any(e.HIDDEN for e in view.history)
         self.views += 1
         return self.bot.act(view)

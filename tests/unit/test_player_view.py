@@ -24,24 +24,7 @@ from ddz.domain.hand.events import BidMade, CardsDealt, PlayMade, Redealt
 from ddz.domain.players import RandomPlayer
 from ddz.domain.ruleset import CLASSIC, CT, LAIZI, TIANDI
 from ddz.domain.settlement import RoomSettings
-from hand_kit import bids, ok, rigged, start
-
-
-def cards_in(value: object) -> set[Card]:
-    """Every physical card anywhere inside ``value`` (dataclasses, tuples, sets)."""
-    found: set[Card] = set()
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, Card):
-            found.add(item)
-        elif dataclasses.is_dataclass(item) and not isinstance(item, type):
-            stack.extend(getattr(item, f.name) for f in dataclasses.fields(item))
-        elif isinstance(item, tuple | list | set | frozenset):
-            stack.extend(item)
-        elif isinstance(item, dict):
-            stack.extend(item.values())
-    return found
+from hand_kit import bids, cards_in, ok, rigged, start
 
 
 def hidden_from(state: HandState, seat: int) -> set[Card]:
