@@ -22,7 +22,7 @@ from typing import Any
 
 import grpc
 import pytest
-from ddz.adapters import codec, hand_stream
+from ddz.adapters import codec
 from ddz.adapters.bus import EventBus
 from ddz.adapters.grpc_client import error_reason, make_channel
 from ddz.adapters.nats_server import NatsServer
@@ -30,10 +30,12 @@ from ddz.adapters.service_runner import RunningService, start_service
 from ddz.adapters.tokens import bearer_channel, operator_token
 from ddz.config import Settings
 from ddz.domain.cards import Card
-from ddz.domain.hand import HandState, Phase, evolve
+from ddz.domain.hand import HandState, Phase
 from ddz.domain.ruleset import VARIANTS
 from ddz.v1 import bot_pb2, bot_pb2_grpc, hand_events_pb2, rules_pb2, table_pb2, table_pb2_grpc
 from google.protobuf.message import Message
+from table_kit import act as send_move
+from table_kit import true_states
 
 ENDED = rules_pb2.HAND_PHASE_ENDED
 BIDDING = rules_pb2.HAND_PHASE_BIDDING
@@ -144,18 +146,6 @@ def secret_cards(state: HandState, seat: int) -> set[Card]:
     return hidden
 
 
-async def true_states(bus: EventBus, hand_id: str) -> dict[int, HandState]:
-    """The hand's real state at every stream version, from every event on the bus."""
-    read, _cursor = await hand_stream.read(bus, hand_id)
-    states: dict[int, HandState] = {0: HandState()}
-    state = HandState()
-    for item in read:
-        if not isinstance(item.event, codec.CommandRejected):
-            state = evolve(state, item.event)
-        states[item.envelope.stream_version] = state
-    return states
-
-
 async def check_updates(
     bus: EventBus, hand_id: str, seat: int, updates: list[table_pb2.WatchHandResponse]
 ) -> None:
@@ -180,20 +170,7 @@ async def act(suite: Suite, view: table_pb2.PlayerView, seat: int) -> None:
     """Make the move the bot suggests for ``seat``, through TableService."""
     hand_id = view.hand_id
     hint = await suite.table.Suggest(table_pb2.TableSuggestRequest(hand_id=hand_id, seat=seat))
-    move = hint.move
-    which = move.WhichOneof("move")
-    if which == "bid":
-        await suite.table.Bid(table_pb2.BidRequest(
-            hand_id=hand_id, seat=seat, action=move.bid.action, score=move.bid.score))  # fmt: skip
-    elif which == "play":
-        play = table_pb2.PlayRequest(hand_id=hand_id, seat=seat, cards=move.play.cards)
-        if move.play.HasField("declared"):
-            play.declared.CopyFrom(move.play.declared)
-        await suite.table.Play(play)
-    elif which == "pass":
-        await suite.table.Pass(table_pb2.PassRequest(hand_id=hand_id, seat=seat))
-    else:
-        await suite.table.ShowCards(table_pb2.ShowCardsRequest(hand_id=hand_id, seat=seat))
+    await send_move(suite.table, hand_id, seat, hint.move)
 
 
 async def play_seat(
