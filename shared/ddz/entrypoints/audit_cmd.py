@@ -39,14 +39,9 @@ from ddz.audit.report import AuditReport
 from ddz.audit.source import load_hand
 from ddz.config import AUDIT_KEY_FILE, Settings
 from ddz.entrypoints.arguments import whole
+from ddz.entrypoints.cli import UsageError
 
 MAX_WORKERS = 64
-
-
-class UsageError(ValueError):
-    """Bad input: ``ddz`` prints it as one line and exits with 2. A ValueError, so that
-    ``cli.main`` reports it however the CLI module was started (``python -m`` loads
-    ``ddz.entrypoints.cli`` a second time, with its own ``UsageError`` class)."""
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
