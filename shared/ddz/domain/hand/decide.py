@@ -187,7 +187,7 @@ def _draws(
 # --- start (§1, §2, §6 show before deal) ------------------------------------------------
 
 
-def _start(state: HandState, cmd: StartHand) -> Decision:
+def _start(state: HandState, cmd: StartHand, seed: bytes | None = None) -> Decision:
     if state.phase is not Phase.NOT_STARTED:
         return _reject(RejectReason.WRONG_PHASE, "the hand has already started")
     if len(cmd.seed) != SEED_BYTES:
@@ -278,7 +278,7 @@ def _end_bidding(state: HandState, bids: tuple[BidMade, ...], seed: bytes | None
 # --- show cards (§6) ---------------------------------------------------------------------
 
 
-def _show(state: HandState, cmd: ShowCards) -> Decision:
+def _show(state: HandState, cmd: ShowCards, seed: bytes | None = None) -> Decision:
     refused = _check_seat(state, cmd.seat, Phase.BIDDING, Phase.PLAYING)
     if refused is not None:
         return refused
@@ -355,7 +355,7 @@ def _play(state: HandState, cmd: Play, seed: bytes | None) -> Decision:
     return [made, *_end_hand(evolve(state, made), cmd.seat, seed)]
 
 
-def _pass(state: HandState, cmd: Pass) -> Decision:
+def _pass(state: HandState, cmd: Pass, seed: bytes | None = None) -> Decision:
     if state.phase is not Phase.PLAYING or cmd.seat != state.turn:
         refused = _check_turn(state, cmd.seat, Phase.PLAYING)
         if refused is not None:
@@ -427,7 +427,7 @@ def _disconnect(state: HandState, seat: int) -> Decision:
     return [PlayerDisconnected(seat, escapee=state.escapee is None)]
 
 
-def _reconnect(state: HandState, cmd: Reconnect) -> Decision:
+def _reconnect(state: HandState, cmd: Reconnect, seed: bytes | None = None) -> Decision:
     refused = _check_seat(state, cmd.seat, Phase.BIDDING, Phase.PLAYING)
     if refused is not None:
         return refused
@@ -480,13 +480,15 @@ def _escape(state: HandState, cmd: Escape, seed: bytes | None) -> Decision:
     return [escaped, ended, *settled]
 
 
+# Every decider takes (state, command, seed); only those that deal, draw or reveal use
+# the seed.
 _DECIDERS: dict[type, Callable[[HandState, Any, bytes | None], Decision]] = {
-    StartHand: lambda state, cmd, seed: _start(state, cmd),
+    StartHand: _start,
     Bid: _bid,
     Play: _play,
-    Pass: lambda state, cmd, seed: _pass(state, cmd),
-    ShowCards: lambda state, cmd, seed: _show(state, cmd),
+    Pass: _pass,
+    ShowCards: _show,
     Disconnect: lambda state, cmd, seed: _disconnect(state, cmd.seat),
-    Reconnect: lambda state, cmd, seed: _reconnect(state, cmd),
+    Reconnect: _reconnect,
     Escape: _escape,
 }
