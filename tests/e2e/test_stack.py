@@ -115,6 +115,37 @@ def test_simulate_rejects_bad_input_in_one_line(stack: Stack) -> None:
         assert done.stderr.startswith("ddz: error: ") and done.stderr.count("\n") == 1
 
 
+def test_bench_e2e_json_against_the_running_stack(stack: Stack) -> None:
+    # This process asks for greedy bots; the running stack's bot service runs its own
+    # (strong, the default): the figures must be labelled with the player really measured.
+    env = {**ddz_env(stack.settings), "DDZ_BOT_PLAYER": "greedy"}
+    done = subprocess.run(
+        [sys.executable, "-m", "ddz.entrypoints.cli", "bench", "e2e", "--tables", "2",
+         "--hands", "4", "--json"],
+        capture_output=True, text=True, timeout=240, env=env,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert data["player"] == "strong"
+    assert data["hands"] == 4 and data["tables"] == 2 and data["hands_per_s"] > 0
+    assert data["stored_events"] == data["events"] >= 4 * 5
+    latency = data["play_latency_ms"]
+    assert latency["samples"] > 0 and 0 < latency["p50"] <= latency["p99"]
+    assert data["conflicts"] == 0 and data["refused"] == 0
+    assert data["selfplay_hands_per_s"] > 0
+
+
+def test_bench_e2e_player_is_refused_for_a_running_stack(stack: Stack) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "ddz.entrypoints.cli", "bench", "e2e", "--hands", "1",
+         "--player", "greedy"],
+        capture_output=True, text=True, timeout=60, env=ddz_env(stack.settings),
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert done.stderr.startswith("ddz: error: ") and done.stderr.count("\n") == 1
+    assert "--player" in done.stderr
+
+
 def test_ctrl_c_stops_ddz_up_and_leaves_no_process(tmp_path: Path) -> None:
     """``ddz up`` in the foreground; Ctrl-C (SIGINT) stops services, then NATS."""
     settings = Settings.from_env({"DDZ_DATA_DIR": str(tmp_path)})

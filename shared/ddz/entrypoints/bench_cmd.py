@@ -211,6 +211,9 @@ async def e2e(settings: Settings, stack: Stack | None, variant: str, hands: int,
             result.stored_events = await driver.stored_events(results)
     finally:
         await channel.close()
+    # The bot service says which player it runs: a stack already running may have been
+    # started with another DDZ_BOT_PLAYER than this process's.
+    result.player = after.player
     result.decisions = (after.accepted + after.refused) - (before.accepted + before.refused)
     result.conflicts = after.conflicts - before.conflicts
     result.refused = after.refused - before.refused
@@ -256,8 +259,7 @@ def run_e2e(args: argparse.Namespace) -> int:
         except grpc.aio.AioRpcError as exc:
             raise ValueError(f"the suite failed during the run: {exc.code().name}: "
                              f"{exc.details()}") from None  # fmt: skip
-    result.player = live.bot_player
-    result.selfplay_hands_per_s = selfplay_rate(variant, hands, live.bot_player)
+    result.selfplay_hands_per_s = selfplay_rate(variant, hands, result.player)
     if args.json:
         print(json.dumps(result.to_json()))
     else:
