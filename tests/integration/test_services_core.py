@@ -36,7 +36,9 @@ from ddz.adapters.grpc_client import error_reason, make_channel
 from ddz.adapters.nats_server import NatsServer
 from ddz.adapters.service_runner import RunningService, start_service
 from ddz.adapters.store import create_store
+from ddz.autoplay import make_player
 from ddz.config import Settings
+from ddz.domain import selfplay
 from ddz.domain.hand import (
     Bid,
     Command,
@@ -50,7 +52,8 @@ from ddz.domain.hand import (
 )
 from ddz.domain.hand.events import HandSettled, Redealt
 from ddz.domain.players import play_of
-from ddz.domain.ruleset import VARIANTS
+from ddz.domain.ruleset import CLASSIC, VARIANTS
+from ddz.domain.settlement import RoomSettings
 from ddz.v1 import (
     dealer_pb2,
     dealer_pb2_grpc,
@@ -564,6 +567,58 @@ async def test_expected_subject_sequence_over_a_wildcard(bus: EventBus) -> None:
         subject_for(stream_id, "c"), b"3", "w3", first.seq, expected_subject=public
     )
     assert ok.seq == first.seq + 2
+
+
+class LosesFirstBatchAck(EventBus):
+    """A bus whose first atomic batch is stored but whose acknowledgement is lost."""
+
+    lost = False
+
+    async def publish_batch(self, messages: Any, *, timeout: float = 5.0) -> list[int]:
+        seqs = await super().publish_batch(messages, timeout=timeout)
+        if not self.lost:
+            self.lost = True
+            raise TimeoutError("acknowledgement lost")
+        return seqs
+
+
+async def test_a_decision_goes_out_whole_and_a_retry_after_a_lost_ack_stores_it_once(
+    bus: EventBus,
+) -> None:
+    """Several events of one decision are one atomic batch (nats-server >= 2.12): the
+    deal here, a public ``hand_started`` and the hidden ``cards_dealt``. Its retry after a
+    lost acknowledgement is refused by the server and recognised as our own batch."""
+    players = [make_player("greedy", seed) for seed in range(3)]
+    events, _ = selfplay.play_hand(CLASSIC, RoomSettings(), players, bytes(32), hand_id="atomic")
+    deal = events[:2]
+    assert [type(e).__name__ for e in deal] == ["HandStarted", "CardsDealt"]
+    lossy = LosesFirstBatchAck(bus.nc, bus.stream)
+    assert await lossy.atomic_batches()
+    cursor, published = await hand_stream.publish(
+        lossy, "atomic", hand_stream.HandCursor(), deal,
+        causation_id="c", correlation_id="c", producer="pytest",
+    )  # fmt: skip
+    assert lossy.lost
+    on_bus, read_cursor = await hand_stream.read(bus, "atomic")
+    assert read_cursor == cursor and cursor.version == 2
+    assert [e.data for e in on_bus] == [p.envelope for p in published]
+    assert [e.seq for e in on_bus] == [p.seq for p in published]
+    assert (await bus.js.stream_info(bus.stream)).state.messages == 2
+
+
+async def test_without_atomic_decisions_the_events_go_one_by_one(bus: EventBus) -> None:
+    """DDZ_ATOMIC_DECISIONS=0: no batch, each event its own checked publish."""
+    players = [make_player("greedy", seed) for seed in range(3)]
+    events, _ = selfplay.play_hand(CLASSIC, RoomSettings(), players, bytes(32), hand_id="single")
+    lossy = LosesFirstBatchAck(bus.nc, bus.stream)
+    lossy.atomic_decisions = False
+    cursor, published = await hand_stream.publish(
+        lossy, "single", hand_stream.HandCursor(), events[:2],
+        causation_id="c", correlation_id="c", producer="pytest",
+    )  # fmt: skip
+    assert not lossy.lost and cursor.version == 2
+    on_bus, _ = await hand_stream.read(bus, "single")
+    assert [e.data for e in on_bus] == [p.envelope for p in published]
 
 
 @pytest.mark.parametrize("how", ["python -m services.settlement", "ddz serve settlement"])

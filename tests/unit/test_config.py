@@ -34,6 +34,7 @@ def test_defaults(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     )
     assert (settings.rpc_timeout, settings.turn_timeout) == (5.0, 20.0)
     assert (settings.bot_player, settings.bot_max_ms) == ("strong", 250.0)  # issue 6
+    assert settings.atomic_decisions
     assert settings.address("table") == "127.0.0.1:50055"
     assert not tmp_path.joinpath(".ddz").exists()  # reading settings creates nothing
 
@@ -54,6 +55,7 @@ def test_every_variable_is_read(tmp_path: Path) -> None:
         "DDZ_MAX_MESSAGE_BYTES": "65536",
         "DDZ_BOT_PLAYER": "Greedy",
         "DDZ_BOT_MAX_MS": "40",
+        "DDZ_ATOMIC_DECISIONS": "off",
         **{f"DDZ_{name.upper()}_PORT": str(60000 + n) for n, name in enumerate(SERVICE_PORTS)},
     }
     settings = Settings.from_env(env)
@@ -70,6 +72,7 @@ def test_every_variable_is_read(tmp_path: Path) -> None:
     assert (settings.rpc_timeout, settings.turn_timeout) == (2.5, 30.0)
     assert settings.max_message_bytes == 65536
     assert (settings.bot_player, settings.bot_max_ms) == ("greedy", 40.0)
+    assert not settings.atomic_decisions
     assert [settings.port(name) for name in SERVICE_PORTS] == list(range(60000, 60006))
 
 
@@ -90,6 +93,7 @@ def test_every_variable_is_read(tmp_path: Path) -> None:
         ("DDZ_MAX_MESSAGE_BYTES", "10"),
         ("DDZ_BOT_PLAYER", "clever"),
         ("DDZ_BOT_MAX_MS", "0"),
+        ("DDZ_ATOMIC_DECISIONS", "sometimes"),
     ],
 )
 def test_bad_values_name_the_variable(name: str, value: str) -> None:
@@ -166,6 +170,6 @@ def test_settings_env_gives_child_processes_the_same_settings(tmp_path: Path) ->
 
     settings = Settings.from_env(
         {"DDZ_DATA_DIR": str(tmp_path), "DDZ_BOT_PLAYER": "random", "DDZ_BOT_MAX_MS": "12.5",
-         "DDZ_AUDIT_KEY": "k", "DDZ_TURN_TIMEOUT": "3"}
+         "DDZ_AUDIT_KEY": "k", "DDZ_TURN_TIMEOUT": "3", "DDZ_ATOMIC_DECISIONS": "0"}
     )  # fmt: skip
     assert Settings.from_env(settings_env(settings)) == settings

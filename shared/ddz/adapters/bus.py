@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import re
-from collections.abc import Awaitable, Callable, Mapping
+import uuid
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,6 +41,10 @@ MSG_ID = "Nats-Msg-Id"
 EXPECTED_LAST_SUBJECT_SEQUENCE = "Nats-Expected-Last-Subject-Sequence"
 EXPECTED_LAST_SUBJECT_SEQUENCE_SUBJECT = "Nats-Expected-Last-Subject-Sequence-Subject"
 WRONG_LAST_SEQUENCE_ERR = 10071  # JSStreamWrongLastSequenceErr
+BATCH_ID = "Nats-Batch-Id"
+BATCH_SEQUENCE = "Nats-Batch-Sequence"
+BATCH_COMMIT = "Nats-Batch-Commit"
+BATCH_DUPLICATE_MSG_ID_ERR = 10201  # JSAtomicPublishContainsDuplicateMessageErr
 
 _STREAM_ID = re.compile(r"^([a-z][a-z_]*)-([A-Za-z0-9_-]+)$")
 _TOKEN = re.compile(r"^[A-Za-z0-9_-]+$")
@@ -52,6 +58,11 @@ class BusError(Exception):
 
 class WrongLastSequence(BusError):
     """``Nats-Expected-Last-Subject-Sequence`` did not hold: someone else published first."""
+
+
+class BatchDuplicate(BusError):
+    """An atomic batch held an event id the stream already has: it was stored before
+    (a retry after a lost acknowledgement), or the ids are not unique."""
 
 
 class Reject(Exception):
@@ -123,6 +134,19 @@ class Published:
 
 
 @dataclass(frozen=True, slots=True)
+class BatchMessage:
+    """One message of an atomic batch. ``expected_last_subject_seq`` (with its filter
+    ``expected_subject``) is checked against the stream as it was before the batch, so
+    only the first message of each filter's side should carry it."""
+
+    subject: str
+    envelope: bytes
+    event_id: str
+    expected_last_subject_seq: int | None = None
+    expected_subject: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Delivery:
     """One message handed to a durable subscription's handler."""
 
@@ -172,6 +196,10 @@ class EventBus:
         self.js: JetStreamContext = nc.jetstream()
         self.stream = stream
         self._subscriptions: list[DurableSubscription] = []
+        # Publish a decision of several events as one atomic batch when the stream
+        # allows it (DDZ_ATOMIC_DECISIONS; docs/DECISIONS.md says what it costs).
+        self.atomic_decisions = True
+        self._atomic: bool | None = None  # the stream allows atomic batches (asked once)
 
     @classmethod
     async def connect(
@@ -200,13 +228,17 @@ class EventBus:
         max_age: float | None = None,
         storage: StorageType = StorageType.FILE,
     ) -> None:
-        """Create the stream, or bring an existing one to this configuration."""
+        """Create the stream, or bring an existing one to this configuration.
+
+        Atomic batch publishing is asked for (nats-server >= 2.12); an older server
+        ignores the field, and ``atomic_batches`` then says no."""
         config = StreamConfig(
             name=self.stream,
             subjects=[ALL_SUBJECTS],
             storage=storage,
             duplicate_window=duplicate_window,
             max_age=max_age,
+            allow_atomic=True,
         )
         try:
             await self.js.add_stream(config)
@@ -251,6 +283,66 @@ class EventBus:
                 ) from exc
             raise
         return Published(seq=ack.seq, duplicate=bool(ack.duplicate))
+
+    async def atomic_batches(self) -> bool:
+        """Whether decisions go out as atomic batches: wanted here (``atomic_decisions``)
+        and allowed by the stream, which then stores a batch all at once or not at all."""
+        if not self.atomic_decisions:
+            return False
+        if self._atomic is None:
+            info = await self.js.stream_info(self.stream)
+            self._atomic = bool(info.config.allow_atomic)
+        return self._atomic
+
+    async def publish_batch(
+        self, messages: Sequence[BatchMessage], *, timeout: float = 5.0
+    ) -> list[int]:
+        """Publish ``messages`` as one atomic batch: the stream stores all of them, at
+        consecutive sequences, or none (a batch left uncommitted, e.g. by a crash, is
+        dropped by the server). The stream sequence of each message.
+
+        ``WrongLastSequence`` when an expected sequence does not hold; ``BatchDuplicate``
+        when the stream already has one of the event ids (see ``BatchDuplicate``).
+        Needs ``atomic_batches()``.
+        """
+        if not messages or any(not m.event_id for m in messages):
+            raise ValueError("a batch needs messages, each with its event id")
+        batch_id = uuid.uuid4().hex
+        last = len(messages)
+        reply = b""
+        for number, message in enumerate(messages, 1):
+            headers = {MSG_ID: message.event_id, BATCH_ID: batch_id, BATCH_SEQUENCE: str(number)}
+            if message.expected_last_subject_seq is not None:
+                headers[EXPECTED_LAST_SUBJECT_SEQUENCE] = str(message.expected_last_subject_seq)
+                if message.expected_subject is not None:
+                    headers[EXPECTED_LAST_SUBJECT_SEQUENCE_SUBJECT] = message.expected_subject
+            if number < last:
+                # Only the commit is answered; the server holds the rest until then.
+                await self.nc.publish(message.subject, message.envelope, headers=headers)
+                continue
+            headers[BATCH_COMMIT] = "1"
+            try:
+                answer = await self.nc.request(
+                    message.subject, message.envelope, timeout=timeout, headers=headers
+                )
+            except nats.errors.NoRespondersError:
+                raise nats.js.errors.NoStreamResponseError from None
+            reply = answer.data
+        ack = json.loads(reply)
+        error = ack.get("error")
+        if error:
+            code = error.get("err_code")
+            if code == WRONG_LAST_SEQUENCE_ERR:
+                raise WrongLastSequence(f"atomic batch: {error.get('description')}")
+            if code == BATCH_DUPLICATE_MSG_ID_ERR:
+                raise BatchDuplicate(str(error.get("description")))
+            raise nats.js.errors.APIError(
+                code=error.get("code"), err_code=code, description=error.get("description")
+            )
+        top = int(ack["seq"])
+        if int(ack.get("count", last)) != last:
+            raise BusError(f"atomic batch of {last} stored as {ack.get('count')}")
+        return list(range(top - last + 1, top + 1))
 
     async def last_sequence(self, subject_filter: str) -> int:
         """Stream sequence of the last message on ``subject_filter`` (0 when none)."""

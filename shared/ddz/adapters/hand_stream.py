@@ -19,19 +19,30 @@ could never be recorded.
 JetStream checks the expected sequence before it deduplicates, so a publish retried
 after a lost acknowledgement fails the check; ``publish`` then looks at the last
 message on the filter, and if it is this very event id the retry was a success.
+
+A decision of several events (the deal; the bid that ends the bidding; the play that
+ends the hand, with its settlement and the seed) is one atomic batch when the stream
+allows it (nats-server >= 2.12, ``allow_atomic``, set by ``EventBus.ensure_stream``):
+stored all at once, at consecutive sequences, or not at all, so a crash or a lost
+connection between two of its events cannot leave half a decision on the bus. Each
+side's first event carries the side's expected sequence (the server checks a batch
+against the stream as it was before it). On an older server the events go one by one.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import TypeVar
 
 import nats.errors
 import nats.js.errors
 
 from ddz.adapters.bus import (
     MSG_ID,
+    BatchDuplicate,
+    BatchMessage,
     EventBus,
     WrongLastSequence,
     stream_filter,
@@ -43,6 +54,7 @@ from ddz.v1 import envelope_pb2
 
 HAND = "hand"
 PUBLISH_ATTEMPTS = 3
+T = TypeVar("T")
 
 
 class HandConflict(Exception):
@@ -95,6 +107,10 @@ async def publish(
     if events and events[0].HIDDEN:
         raise ValueError("a decision's first event must be public (see module docstring)")
     stream_id = hand_stream_id(hand_id)
+    if len(events) > 1 and await bus.atomic_batches():
+        return await _publish_atomic(
+            bus, stream_id, cursor, events, causation_id, correlation_id, producer, timeout
+        )
     published: list[PublishedEvent] = []
     for event in events:
         version = cursor.version + 1
@@ -118,6 +134,83 @@ async def publish(
     return cursor, published
 
 
+async def _publish_atomic(
+    bus: EventBus,
+    stream_id: str,
+    cursor: HandCursor,
+    events: Sequence[Recorded],
+    causation_id: str,
+    correlation_id: str,
+    producer: str,
+    timeout: float,
+) -> tuple[HandCursor, list[PublishedEvent]]:
+    """A decision of several events in one atomic batch: all of them or none, so no
+    reader ever sees half a decision (the last play without the end of the hand). The
+    first event of each side carries that side's expected sequence."""
+    built = []
+    for offset, event in enumerate(events, 1):
+        event_id = new_event_id()
+        message, data = envelope_and_bytes(
+            stream_id,
+            cursor.version + offset,
+            event,
+            causation_id,
+            correlation_id,
+            producer,
+            event_id=event_id,
+        )
+        built.append((event, event_id, message, data))
+    checked: set[bool] = set()
+    batch = []
+    for event, event_id, _message, data in built:
+        hidden = event.HIDDEN
+        expected = subject_filter = None
+        if hidden not in checked:
+            checked.add(hidden)
+            expected = cursor.internal_seq if hidden else cursor.public_seq
+            subject_filter = stream_filter(stream_id, internal=hidden)
+        batch.append(
+            BatchMessage(
+                subject_for(stream_id, event.TYPE, internal=hidden),
+                data,
+                event_id,
+                expected,
+                subject_filter,
+            )
+        )
+    seqs = await _publish_batch_checked(bus, stream_id, batch, built, timeout)
+    published = []
+    for (event, event_id, message, data), seq in zip(built, seqs, strict=True):
+        cursor = cursor.after(event.HIDDEN, seq)
+        published.append(
+            PublishedEvent(event, event_id, cursor.version, data, event.HIDDEN, seq, message)
+        )
+    return cursor, published
+
+
+async def _publish_batch_checked(
+    bus: EventBus,
+    stream_id: str,
+    batch: list[BatchMessage],
+    built: list[tuple[Recorded, str, envelope_pb2.EventEnvelope, bytes]],
+    timeout: float,
+) -> list[int]:
+    last_event, last_id = built[-1][0], built[-1][1]
+    last_filter = stream_filter(stream_id, internal=last_event.HIDDEN)
+
+    async def ours() -> list[int] | None:
+        # A retry of a batch that was stored (its acknowledgement lost) is refused both
+        # ways; then the batch's last event is the last message of its side.
+        seq = await _last_if_ours(bus, last_filter, last_id)
+        return None if seq is None else list(range(seq - len(batch) + 1, seq + 1))
+
+    return await _retried(
+        lambda: bus.publish_batch(batch, timeout=timeout),
+        ours,
+        (WrongLastSequence, BatchDuplicate),
+    )
+
+
 async def _publish_checked(
     bus: EventBus,
     subject: str,
@@ -127,16 +220,31 @@ async def _publish_checked(
     subject_filter: str,
     timeout: float,
 ) -> int:
+    async def send() -> int:
+        ack = await bus.publish(
+            subject, data, event_id, expected, expected_subject=subject_filter, timeout=timeout
+        )
+        return ack.seq
+
+    return await _retried(
+        send, lambda: _last_if_ours(bus, subject_filter, event_id), (WrongLastSequence,)
+    )
+
+
+async def _retried(
+    send: Callable[[], Awaitable[T]],
+    ours: Callable[[], Awaitable[T | None]],
+    refused: tuple[type[Exception], ...],
+) -> T:
+    """``send()``, again after a timeout (up to ``PUBLISH_ATTEMPTS``). A refusal is a
+    success when ``ours()`` finds what was sent already stored, else ``HandConflict``."""
     for attempt in range(1, PUBLISH_ATTEMPTS + 1):
         try:
-            ack = await bus.publish(
-                subject, data, event_id, expected, expected_subject=subject_filter, timeout=timeout
-            )
-            return ack.seq
-        except WrongLastSequence as exc:
-            seq = await _last_if_ours(bus, subject_filter, event_id)
-            if seq is not None:
-                return seq
+            return await send()
+        except refused as exc:
+            found = await ours()
+            if found is not None:
+                return found
             raise HandConflict(str(exc)) from exc
         except (TimeoutError, nats.errors.TimeoutError, nats.js.errors.NoStreamResponseError):
             if attempt == PUBLISH_ATTEMPTS:

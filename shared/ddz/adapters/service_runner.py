@@ -81,6 +81,7 @@ async def connect_bus(settings: Settings, service: str) -> EventBus:
         )
     except (TimeoutError, nats.errors.Error, OSError) as exc:
         raise OSError(f"cannot reach NATS at {url} ({exc or type(exc).__name__})") from None
+    bus.atomic_decisions = settings.atomic_decisions
     await bus.ensure_stream()
     return bus
 

@@ -62,6 +62,7 @@ def settings_env(settings: Settings) -> dict[str, str]:
         "DDZ_MAX_MESSAGE_BYTES": str(settings.max_message_bytes),
         "DDZ_BOT_PLAYER": settings.bot_player,
         "DDZ_BOT_MAX_MS": repr(settings.bot_max_ms),
+        "DDZ_ATOMIC_DECISIONS": "1" if settings.atomic_decisions else "0",
     }
     if settings.nats_url:
         env["DDZ_NATS_URL"] = settings.nats_url
