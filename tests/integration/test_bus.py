@@ -18,14 +18,17 @@ from ddz.adapters.bus import (
     BATCH_SEQUENCE,
     EXPECTED_LAST_SUBJECT_SEQUENCE,
     EXPECTED_LAST_SUBJECT_SEQUENCE_SUBJECT,
+    MIN_SERVER_VERSION,
     MSG_ID,
     BatchDuplicate,
     BatchMessage,
     Delivery,
     EventBus,
     Reject,
+    UnsupportedServer,
     WrongLastSequence,
     category_filter,
+    check_server_version,
     parse_subject,
     stream_filter,
     subject_for,
@@ -163,6 +166,22 @@ async def test_expected_sequence_over_a_whole_stream_of_event_types(bus: EventBu
             subject_for(hand, "CardsPlayed"), b"3", "h3", dealt.seq, expected_subject=whole_hand
         )
     assert await bus.last_sequence(stream_filter("hand-unknown")) == 0
+
+
+# -- the server ---------------------------------------------------------------------------------
+
+
+def test_a_server_older_than_2_11_is_refused_by_name() -> None:
+    for old in ((2, 9, 10), (2, 10, 29)):
+        with pytest.raises(UnsupportedServer, match=r"2\.\d+\.\d+ at nats://h:1 is too old"):
+            check_server_version(old, "nats://h:1")
+    for recent in ((2, 11, 0), (2, 15, 1), (3, 0, 0)):
+        check_server_version(recent)
+
+
+async def test_the_bundled_server_is_recent_enough(bus: EventBus) -> None:
+    version = bus.nc.connected_server_version  # ``bus`` has ensured the stream on it
+    assert (version.major, version.minor) >= MIN_SERVER_VERSION[:2]
 
 
 # -- atomic batches: a decision of several events, all or nothing -------------------------------

@@ -28,9 +28,18 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import grpc
+import nats
+import nats.errors
 import pytest
 from ddz.adapters import codec, hand_stream
-from ddz.adapters.bus import EventBus, WrongLastSequence, stream_filter, subject_for
+from ddz.adapters.bus import (
+    MIN_SERVER_VERSION,
+    EventBus,
+    WrongLastSequence,
+    check_server_version,
+    stream_filter,
+    subject_for,
+)
 from ddz.adapters.codec import CommandRejected
 from ddz.adapters.grpc_client import error_reason, make_channel
 from ddz.adapters.nats_server import NatsServer
@@ -665,6 +674,46 @@ def test_bad_configuration_is_one_line_and_exit_code_2() -> None:
     assert done.stderr.decode().strip().splitlines() == [
         "ddz: error: DDZ_RULES_PORT must be an integer, got 'not-a-port'"
     ]
+
+
+SHARED_NATS = "nats://127.0.0.1:4222"  # the machine's own server (DEVELOPERS.md)
+
+
+def test_a_service_on_a_too_old_nats_server_says_so_in_one_line(tmp_path: Path) -> None:
+    """The machine's own NATS (2.9 here) predates the per-hand subject check: a service
+    pointed at it stops at once with a clear error naming the version, exit code 2,
+    instead of refusing every other move of every hand."""
+
+    async def version() -> tuple[int, int, int]:
+        nc = await nats.connect(SHARED_NATS, connect_timeout=2, max_reconnect_attempts=0)
+        found = nc.connected_server_version
+        await nc.close()
+        return (found.major, found.minor, found.patch)
+
+    try:
+        found = asyncio.run(version())
+    except (OSError, nats.errors.Error) as exc:
+        pytest.skip(f"no NATS server on {SHARED_NATS}: {exc}")
+    if found >= MIN_SERVER_VERSION:
+        check_server_version(found)  # a recent shared server is simply accepted
+        return
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DDZ_")}
+    env.update(DDZ_DATA_DIR=str(tmp_path), DDZ_NATS_URL=SHARED_NATS, DDZ_SETTLEMENT_PORT="0")
+    done = subprocess.run(
+        [sys.executable, "-m", "services.settlement"], env=env, capture_output=True, timeout=60
+    )
+    assert done.returncode == 2
+    stderr = done.stderr.decode()
+    assert "Traceback" not in stderr
+    # Its log line (JSON, on stderr when there is no log file), then the one-line error.
+    *logged, line = stderr.strip().splitlines()
+    assert [json.loads(entry)["event"] for entry in logged] == ["bad_configuration"]
+    version_text = ".".join(map(str, found))
+    assert line == (
+        f"ddz: error: settlement: nats-server {version_text} at {SHARED_NATS} is too old: the "
+        "suite needs 2.11.0 or later (the per-hand Nats-Expected-Last-Subject-Sequence-Subject "
+        "check)"
+    )
 
 
 def free_port() -> int:

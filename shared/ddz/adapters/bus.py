@@ -45,6 +45,11 @@ BATCH_ID = "Nats-Batch-Id"
 BATCH_SEQUENCE = "Nats-Batch-Sequence"
 BATCH_COMMIT = "Nats-Batch-Commit"
 BATCH_DUPLICATE_MSG_ID_ERR = 10201  # JSAtomicPublishContainsDuplicateMessageErr
+MIN_SERVER_VERSION = (2, 11, 0)
+"""The oldest nats-server the suite runs on: the single-writer check over a hand's wildcard
+filter needs ``Nats-Expected-Last-Subject-Sequence-Subject`` (2.11). An older server
+ignores that header and checks the event's own subject instead: it refuses a hand's second
+event and lets a stale writer through."""
 
 _STREAM_ID = re.compile(r"^([a-z][a-z_]*)-([A-Za-z0-9_-]+)$")
 _TOKEN = re.compile(r"^[A-Za-z0-9_-]+$")
@@ -63,6 +68,22 @@ class WrongLastSequence(BusError):
 class BatchDuplicate(BusError):
     """An atomic batch held an event id the stream already has: it was stored before
     (a retry after a lost acknowledgement), or the ids are not unique."""
+
+
+class UnsupportedServer(BusError, ValueError):
+    """The NATS server is older than ``MIN_SERVER_VERSION`` (a configuration error)."""
+
+
+def check_server_version(version: tuple[int, int, int], where: str = "") -> None:
+    """``UnsupportedServer`` when ``version`` (major, minor, patch) is too old."""
+    if version < MIN_SERVER_VERSION:
+        found = ".".join(map(str, version))
+        need = ".".join(map(str, MIN_SERVER_VERSION))
+        at = f" at {where}" if where else ""
+        raise UnsupportedServer(
+            f"nats-server {found}{at} is too old: the suite needs {need} or later "
+            f"(the per-hand Nats-Expected-Last-Subject-Sequence-Subject check)"
+        )
 
 
 class Reject(Exception):
@@ -231,7 +252,14 @@ class EventBus:
         """Create the stream, or bring an existing one to this configuration.
 
         Atomic batch publishing is asked for (nats-server >= 2.12); an older server
-        ignores the field, and ``atomic_batches`` then says no."""
+        ignores the field, and ``atomic_batches`` then says no. A server older than
+        ``MIN_SERVER_VERSION`` is refused (``UnsupportedServer``)."""
+        server = self.nc.connected_server_version
+        url = self.nc.connected_url
+        check_server_version(
+            (server.major, server.minor, server.patch),
+            url.geturl() if url is not None else "",
+        )
         config = StreamConfig(
             name=self.stream,
             subjects=[ALL_SUBJECTS],
