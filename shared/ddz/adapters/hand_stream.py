@@ -34,7 +34,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 import nats.errors
 import nats.js.errors
@@ -49,7 +49,7 @@ from ddz.adapters.bus import (
     stream_id_for,
     subject_for,
 )
-from ddz.adapters.codec import Recorded, decode_envelope, envelope_and_bytes, new_event_id
+from ddz.adapters.codec import Recorded, decode_envelope, envelope_and_bytes
 from ddz.v1 import envelope_pb2
 
 HAND = "hand"
@@ -107,63 +107,71 @@ async def publish(
     if events and events[0].HIDDEN:
         raise ValueError("a decision's first event must be public (see module docstring)")
     stream_id = hand_stream_id(hand_id)
-    if len(events) > 1 and await bus.atomic_batches():
-        return await _publish_atomic(
-            bus, stream_id, cursor, events, causation_id, correlation_id, producer, timeout
-        )
+    outgoing = [
+        _Outgoing(event, *envelope_and_bytes(
+            stream_id, cursor.version + offset, event, causation_id, correlation_id, producer
+        ))
+        for offset, event in enumerate(events, 1)
+    ]  # fmt: skip
+    if len(outgoing) > 1 and await bus.atomic_batches():
+        seqs = await _publish_atomic(bus, stream_id, cursor, outgoing, timeout)
+    else:
+        seqs = await _publish_one_by_one(bus, stream_id, cursor, outgoing, timeout)
     published: list[PublishedEvent] = []
-    for event in events:
-        version = cursor.version + 1
-        event_id = new_event_id()
-        message, data = envelope_and_bytes(
-            stream_id, version, event, causation_id, correlation_id, producer, event_id=event_id
+    for out, seq in zip(outgoing, seqs, strict=True):
+        hidden = out.event.HIDDEN
+        cursor = cursor.after(hidden, seq)
+        published.append(
+            PublishedEvent(
+                out.event, out.event_id, cursor.version, out.data, hidden, seq, out.message
+            )
         )
-        hidden = event.HIDDEN
-        expected = cursor.internal_seq if hidden else cursor.public_seq
+    return cursor, published
+
+
+class _Outgoing(NamedTuple):
+    """An event of the decision being published, with its envelope built."""
+
+    event: Recorded
+    message: envelope_pb2.EventEnvelope
+    data: bytes
+
+    @property
+    def event_id(self) -> str:
+        return self.message.event_id
+
+
+async def _publish_one_by_one(
+    bus: EventBus, stream_id: str, cursor: HandCursor, outgoing: list[_Outgoing], timeout: float
+) -> list[int]:
+    """Each event checked against its side's sequence as the previous ones left it."""
+    seqs = []
+    for out in outgoing:
+        hidden = out.event.HIDDEN
         seq = await _publish_checked(
             bus,
-            subject_for(stream_id, event.TYPE, internal=hidden),
-            data,
-            event_id,
-            expected,
+            subject_for(stream_id, out.event.TYPE, internal=hidden),
+            out.data,
+            out.event_id,
+            cursor.internal_seq if hidden else cursor.public_seq,
             stream_filter(stream_id, internal=hidden),
             timeout,
         )
         cursor = cursor.after(hidden, seq)
-        published.append(PublishedEvent(event, event_id, version, data, hidden, seq, message))
-    return cursor, published
+        seqs.append(seq)
+    return seqs
 
 
 async def _publish_atomic(
-    bus: EventBus,
-    stream_id: str,
-    cursor: HandCursor,
-    events: Sequence[Recorded],
-    causation_id: str,
-    correlation_id: str,
-    producer: str,
-    timeout: float,
-) -> tuple[HandCursor, list[PublishedEvent]]:
+    bus: EventBus, stream_id: str, cursor: HandCursor, outgoing: list[_Outgoing], timeout: float
+) -> list[int]:
     """A decision of several events in one atomic batch: all of them or none, so no
     reader ever sees half a decision (the last play without the end of the hand). The
     first event of each side carries that side's expected sequence."""
-    built = []
-    for offset, event in enumerate(events, 1):
-        event_id = new_event_id()
-        message, data = envelope_and_bytes(
-            stream_id,
-            cursor.version + offset,
-            event,
-            causation_id,
-            correlation_id,
-            producer,
-            event_id=event_id,
-        )
-        built.append((event, event_id, message, data))
     checked: set[bool] = set()
     batch = []
-    for event, event_id, _message, data in built:
-        hidden = event.HIDDEN
+    for out in outgoing:
+        hidden = out.event.HIDDEN
         expected = subject_filter = None
         if hidden not in checked:
             checked.add(hidden)
@@ -171,37 +179,19 @@ async def _publish_atomic(
             subject_filter = stream_filter(stream_id, internal=hidden)
         batch.append(
             BatchMessage(
-                subject_for(stream_id, event.TYPE, internal=hidden),
-                data,
-                event_id,
+                subject_for(stream_id, out.event.TYPE, internal=hidden),
+                out.data,
+                out.event_id,
                 expected,
                 subject_filter,
             )
         )
-    seqs = await _publish_batch_checked(bus, stream_id, batch, built, timeout)
-    published = []
-    for (event, event_id, message, data), seq in zip(built, seqs, strict=True):
-        cursor = cursor.after(event.HIDDEN, seq)
-        published.append(
-            PublishedEvent(event, event_id, cursor.version, data, event.HIDDEN, seq, message)
-        )
-    return cursor, published
-
-
-async def _publish_batch_checked(
-    bus: EventBus,
-    stream_id: str,
-    batch: list[BatchMessage],
-    built: list[tuple[Recorded, str, envelope_pb2.EventEnvelope, bytes]],
-    timeout: float,
-) -> list[int]:
-    last_event, last_id = built[-1][0], built[-1][1]
-    last_filter = stream_filter(stream_id, internal=last_event.HIDDEN)
+    # A retry of a batch that was stored (its acknowledgement lost) is refused both
+    # ways; then the batch's last event is the last message of its side.
+    last_filter = stream_filter(stream_id, internal=outgoing[-1].event.HIDDEN)
 
     async def ours() -> list[int] | None:
-        # A retry of a batch that was stored (its acknowledgement lost) is refused both
-        # ways; then the batch's last event is the last message of its side.
-        seq = await _last_if_ours(bus, last_filter, last_id)
+        seq = await _last_if_ours(bus, last_filter, outgoing[-1].event_id)
         return None if seq is None else list(range(seq - len(batch) + 1, seq + 1))
 
     return await _retried(
