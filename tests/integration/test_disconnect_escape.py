@@ -326,7 +326,9 @@ async def test_bean_escapes_settle_by_section_10_3(suite: Suite, bus: EventBus) 
         asyncio.create_task(drive(stubs[s], w, choose=bid_only(s))) for s, w in watchers.items()
     ]
     await asyncio.wait_for(chosen.wait(), 60)
-    landlord = watchers[0].view.landlord
+    # Another seat's view may reach the play first: wait for seat 0's own to get there.
+    playing = await watchers[0].until(lambda u: u.HasField("view") and u.view.phase == PLAYING)
+    landlord = playing.view.landlord
     states = await true_states(bus, hand_id)
     state = states[max(states)]
     assert state.landlord == landlord and state.plays_made == (0, 0, 0)
