@@ -76,7 +76,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import queue
 import subprocess
 import sys
@@ -94,6 +93,7 @@ import nats
 import nats.errors
 from ddz.adapters.bus import Delivery, EventBus, stream_filter, stream_id_for, subject_for
 from ddz.adapters.nats_server import start_nats_server
+from ddz.entrypoints.bench_cmd import cpu_seconds  # user + system, all threads, /proc
 from nats.js.api import ConsumerConfig, DeliverPolicy
 
 STREAM = "DDZ"  # ddz.adapters.bus.STREAM_NAME
@@ -112,14 +112,6 @@ RUN_TIMEOUT = 120.0
 
 
 # -- CPU accounting ---------------------------------------------------------------------
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU of a process (all its threads) so far, from ``/proc``."""
-    with open(f"/proc/{pid}/stat", encoding="ascii") as handle:
-        fields = handle.read().rsplit(")", 1)[1].split()
-    # After "pid (comm)": fields[0] is the state (field 3), utime/stime are fields 14/15.
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 @dataclass

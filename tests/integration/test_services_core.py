@@ -578,6 +578,16 @@ async def test_expected_subject_sequence_over_a_wildcard(bus: EventBus) -> None:
     assert ok.seq == first.seq + 2
 
 
+def deal_events(hand_id: str) -> list[Any]:
+    """A decision of two events, one on each side: a hand's deal (``hand_started``, the
+    hidden ``cards_dealt``)."""
+    players = [make_player("greedy", seed) for seed in range(3)]
+    events, _ = selfplay.play_hand(CLASSIC, RoomSettings(), players, bytes(32), hand_id=hand_id)
+    deal = events[:2]
+    assert [type(e).__name__ for e in deal] == ["HandStarted", "CardsDealt"]
+    return deal
+
+
 class LosesFirstBatchAck(EventBus):
     """A bus whose first atomic batch is stored but whose acknowledgement is lost."""
 
@@ -597,10 +607,7 @@ async def test_a_decision_goes_out_whole_and_a_retry_after_a_lost_ack_stores_it_
     """Several events of one decision are one atomic batch (nats-server >= 2.12): the
     deal here, a public ``hand_started`` and the hidden ``cards_dealt``. Its retry after a
     lost acknowledgement is refused by the server and recognised as our own batch."""
-    players = [make_player("greedy", seed) for seed in range(3)]
-    events, _ = selfplay.play_hand(CLASSIC, RoomSettings(), players, bytes(32), hand_id="atomic")
-    deal = events[:2]
-    assert [type(e).__name__ for e in deal] == ["HandStarted", "CardsDealt"]
+    deal = deal_events("atomic")
     lossy = LosesFirstBatchAck(bus.nc, bus.stream)
     assert await lossy.atomic_batches()
     cursor, published = await hand_stream.publish(
@@ -617,12 +624,11 @@ async def test_a_decision_goes_out_whole_and_a_retry_after_a_lost_ack_stores_it_
 
 async def test_without_atomic_decisions_the_events_go_one_by_one(bus: EventBus) -> None:
     """DDZ_ATOMIC_DECISIONS=0: no batch, each event its own checked publish."""
-    players = [make_player("greedy", seed) for seed in range(3)]
-    events, _ = selfplay.play_hand(CLASSIC, RoomSettings(), players, bytes(32), hand_id="single")
+    deal = deal_events("single")
     lossy = LosesFirstBatchAck(bus.nc, bus.stream)
     lossy.atomic_decisions = False
     cursor, published = await hand_stream.publish(
-        lossy, "single", hand_stream.HandCursor(), events[:2],
+        lossy, "single", hand_stream.HandCursor(), deal,
         causation_id="c", correlation_id="c", producer="pytest",
     )  # fmt: skip
     assert not lossy.lost and cursor.version == 2

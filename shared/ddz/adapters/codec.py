@@ -771,8 +771,13 @@ def event_to_pb(event: Recorded) -> Message:
 
 
 def event_from_pb(event_type: str, message: Message) -> Recorded:
+    return _decoded(_codec(event_type), event_type, message)
+
+
+def _decoded(codec: _Codec, event_type: str, message: Message) -> Recorded:
+    """``codec``'s event from ``message``; any decoding failure as a ``CodecError``."""
     try:
-        return _codec(event_type).decode(message)
+        return codec.decode(message)
     except CodecError:
         raise
     except (ValueError, TypeError, KeyError) as exc:
@@ -796,12 +801,7 @@ def decode_event(event_type: str, type_version: int, payload: bytes) -> Recorded
         message = codec.message.FromString(payload)
     except DecodeError as exc:
         raise CodecError(f"{event_type}: payload is not a {message_name(event_type)}") from exc
-    try:  # event_from_pb, inlined: this runs for every event an audit or a feed reads
-        return codec.decode(message)
-    except CodecError:
-        raise
-    except (ValueError, TypeError, KeyError) as exc:
-        raise CodecError(f"{event_type}: {exc}") from exc
+    return _decoded(codec, event_type, message)
 
 
 # --- commands -------------------------------------------------------------------------------

@@ -40,11 +40,6 @@ ONE = tuple(1 << (8 * r) for r in range(15))
 FAMILY_SHIFT = 8 * 15  # family ids sit above the 15 rank bytes of a substitutes code
 
 
-def code_of(counts: Iterable[int]) -> int:
-    """The code of some rank counts (each below 256)."""
-    return int.from_bytes(bytes(counts), "little")
-
-
 _unpack: Callable[[bytes], tuple[int, ...]] = struct.Struct("15B").unpack
 _to_bytes: Callable[[int, int, str], bytes] = int.to_bytes  # type: ignore[assignment]
 

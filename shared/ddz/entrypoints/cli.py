@@ -11,22 +11,6 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-# Modules under ddz.entrypoints that add subcommands, in help order.
-COMMAND_MODULES = (
-    "rules_cmd",
-    "settle_cmd",
-    "selfplay_cmd",
-    "serve_cmd",
-    "up_cmd",
-    "simulate_cmd",
-    "demo_cmd",
-    "bench_cmd",
-    "eval_cmd",
-    "audit_cmd",
-    "play_cmd",
-)
-
-
 # The subcommands each module adds: ``ddz rules ...`` imports only ``rules_cmd``, so a
 # command does not pay for the gRPC, SQLAlchemy and NATS imports of the others (a tool
 # that calls ``ddz rules`` once per position would). ``ddz --help`` imports them all.
@@ -44,6 +28,8 @@ COMMANDS = {
     "rebuild": "audit_cmd",
     "play": "play_cmd",
 }
+# Modules under ddz.entrypoints that add subcommands, in help order.
+COMMAND_MODULES = tuple(dict.fromkeys(COMMANDS.values()))
 
 
 class UsageError(Exception):
