@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from types import FrameType, SimpleNamespace
 from typing import Any
 
+from ddz.compiled import engine_build
 from ddz.domain import moves as moves_module
 from ddz.domain.cards import RANK_SYMBOLS, Rank, RankCounts, format_counts, parse_ranks
 from ddz.domain.classify import classify
@@ -416,6 +417,7 @@ def main() -> None:
         f"machine: {platform.machine()} {os.cpu_count()} cores, Python "
         f"{platform.python_version()}, {platform.system()}; shared and noisy"
     )
+    print(f"engine: {engine_build().describe()}")
 
     rows = []
     follows = [follow_calls(h, p) for h, p in follow_positions(rng, size.follow)]

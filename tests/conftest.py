@@ -25,8 +25,22 @@ import sqlalchemy as sa
 from ddz.adapters.bus import EventBus
 from ddz.adapters.nats_server import NatsServer, start_nats_server
 from ddz.adapters.store import SqlRecorder, create_store, make_engine
+from ddz.compiled import engine_build
 
 TEST_DATABASE_URL = os.environ.get("DDZ_TEST_DATABASE_URL", "").strip()
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Never test a compiled rules engine built from an older source (it would test the
+    old rules); CI sets ``DDZ_REQUIRE_COMPILED=1``, where running the engine
+    interpreted means the build step failed."""
+    build = engine_build()
+    if build.stale:
+        pytest.exit(build.describe(), returncode=2)
+    if os.environ.get("DDZ_REQUIRE_COMPILED") == "1" and not build.fully_compiled:
+        pytest.exit(f"{build.describe()}; DDZ_REQUIRE_COMPILED=1", returncode=2)
+
+
 DATABASE_BACKENDS = [
     "sqlite",
     *([pytest.param("postgres", marks=pytest.mark.postgres)] if TEST_DATABASE_URL else []),

@@ -711,9 +711,10 @@ def test_a_service_on_a_too_old_nats_server_says_so_in_one_line(tmp_path: Path) 
     assert done.returncode == 2
     stderr = done.stderr.decode()
     assert "Traceback" not in stderr
-    # Its log line (JSON, on stderr when there is no log file), then the one-line error.
+    # Its log lines (JSON, on stderr when there is no log file): the rules engine's build,
+    # logged by every service at start, and the error; then the one-line error.
     *logged, line = stderr.strip().splitlines()
-    assert [json.loads(entry)["event"] for entry in logged] == ["bad_configuration"]
+    assert [json.loads(entry)["event"] for entry in logged] == ["rules_engine", "bad_configuration"]
     version_text = ".".join(map(str, found))
     assert line == (
         f"ddz: error: settlement: nats-server {version_text} at {SHARED_NATS} is too old: the "

@@ -8,13 +8,14 @@ then main rank (§3 Readings).
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import fields, replace
 
 import pytest
 from ddz.domain.cards import Rank, parse_ranks
 from ddz.domain.classify import classify
 from ddz.domain.readings import Reading
 from ddz.domain.ruleset import CLASSIC, CT, LAIZI, TIANDI, KickerRules, RuleSet
+from ddz.domain.tables import tables_for
 
 VARIANTS = {"classic": CLASSIC, "ct": CT, "laizi": LAIZI, "tiandi": TIANDI}
 
@@ -321,3 +322,18 @@ def test_s5_cards_of_a_wild_rank_are_natural_without_wildcards() -> None:
 def test_classification_does_not_depend_on_card_order() -> None:
     assert readings("45673", CLASSIC) == readings("34567", CLASSIC) == ["solo_chain 7 5 5"]
     assert readings("7 9 7 7", TIANDI, "97") == readings("7779", TIANDI, "79")
+
+
+def test_wildcard_readings_made_by_the_generator_equal_those_of_the_dataclass() -> None:
+    # ddz.domain.tables makes a wildcard hand's readings field by field (_new_reading);
+    # they must be the Reading the class would make, every field set.
+    made = 0
+    for reading in classify(parse_ranks("34567"), LAIZI, frozenset({Rank.SEVEN})):
+        copy = Reading(**{f.name: getattr(reading, f.name) for f in fields(Reading)})
+        assert copy == reading and hash(copy) == hash(reading) and repr(copy) == repr(reading)
+        made += 1
+    assert made
+    coded = tables_for(LAIZI).coded
+    assert coded and all(
+        all(hasattr(r, f.name) for f in fields(Reading)) for r in list(coded.values())[:500]
+    )

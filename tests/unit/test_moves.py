@@ -9,7 +9,8 @@ from __future__ import annotations
 import pytest
 from ddz.domain.cards import Rank, format_counts, parse_ranks
 from ddz.domain.classify import classify
-from ddz.domain.moves import Move, legal_moves
+from ddz.domain.move import Move
+from ddz.domain.moves import legal_moves
 from ddz.domain.readings import Reading
 from ddz.domain.ruleset import CLASSIC, CT, LAIZI, TIANDI, RuleSet
 
@@ -161,8 +162,11 @@ def test_moves_carry_the_readings_of_their_cards() -> None:
 
 def test_move_is_immutable_and_compares_by_value() -> None:
     move = legal_moves(parse_ranks("3"), CLASSIC)[0]
-    assert move == Move(parse_ranks("3"), top("3"))
-    assert hash(move) == hash(Move(parse_ranks("3"), top("3")))
+    assert move == Move.of(parse_ranks("3"), top("3"))
+    assert hash(move) == hash(Move.of(parse_ranks("3"), top("3")))
+    assert move.cards == parse_ranks("3")
+    assert move != Move.of(parse_ranks("4"), top("3"))
+    assert repr(move).startswith("Move('3', ")
     with pytest.raises(AttributeError):
         move.cards = parse_ranks("4")  # type: ignore[misc]
 

@@ -32,6 +32,7 @@ import structlog
 from ddz.adapters.bus import EventBus
 from ddz.adapters.grpc_server import RunningServer, serve, start_server
 from ddz.adapters.logging import configure_logging
+from ddz.compiled import engine_build
 from ddz.config import SERVICE_PORTS, Settings
 
 DEFAULT_NATS_URL = "nats://127.0.0.1:4222"
@@ -159,6 +160,11 @@ def main(name: str) -> int:
         print(f"ddz: error: {exc}", file=sys.stderr)
         return 2
     configure_logging(settings, service=name)
+    build = engine_build()
+    if build.stale:
+        log.warning("stale_rules_engine", detail=build.describe())
+    else:
+        log.info("rules_engine", build=build.describe())
     try:
         asyncio.run(run_service(name, settings))
     except KeyboardInterrupt:

@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ddz.domain.cards import RankCounts
-from ddz.domain.moves import Move, legal_moves
+from ddz.domain.move import Move
+from ddz.domain.moves import legal_moves
 from ddz.domain.readings import Reading
 
 from .situation import Situation

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from ddz.domain.hand.commands import Command, Pass, ShowCards
 from ddz.domain.hand.state import Phase
 from ddz.domain.hand.view import PlayerView
-from ddz.domain.moves import Move
+from ddz.domain.move import Move
 from ddz.domain.players import play_of
 from ddz.domain.ruleset import RuleSet
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from ddz.domain.cards import Rank, RankCounts
 from ddz.domain.classify import classify
-from ddz.domain.moves import Move
+from ddz.domain.move import Move
 from ddz.domain.readings import ComboType, Reading
 
 from .plan import TURN_COST, Part, Planner, split_wild
@@ -179,7 +179,7 @@ class Policy:
         readings = classify(cards, self.rules, self.wild_set)
         if sit.bombs_left[sit.seat] == 0:
             readings = [r for r in readings if not r.is_bomb]
-        return [Move(cards, r) for r in readings]
+        return [Move.of(cards, r) for r in readings]
 
     def lead(self, sit: Situation, legal: Callable[[], list[Move]]) -> Move:
         natural, wilds = split_wild(sit.hand, self.wild)

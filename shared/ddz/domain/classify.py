@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 from functools import lru_cache
-from operator import itemgetter
 
 from ddz.domain.cards import Rank, RankCounts
 from ddz.domain.natural import natural_readings
 from ddz.domain.readings import ComboType, Reading
 from ddz.domain.ruleset import RuleSet
 from ddz.domain.tables import TWO, sort_key, tables_for
-from ddz.domain.wild import wild_moves
+from ddz.domain.wild import wild_readings
 
 
 def classify(
@@ -65,10 +64,7 @@ def _classify(
         raise ValueError("a wildcard rank must be 3..2, never a joker (§5)")
     tb = tables_for(rules)
     held = tuple(int(w) for w in sorted(wild) if play[w])
-    if held:
-        found = wild_moves(play, tb, held, None, sum(play), itemgetter(1), shape)
-    else:
-        found = natural_readings(play, tb)
+    found = wild_readings(play, tb, held, shape) if held else natural_readings(play, tb)
     unique: dict[object, Reading] = {}
     for reading in found:
         unique.setdefault(reading.key(), reading)

@@ -9,33 +9,27 @@ Plays that use wildcards come from ``ddz.domain.wild``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from functools import cache, partial
+from collections.abc import Iterable
+from functools import cache
 from itertools import chain, combinations
-from typing import Any, NamedTuple
+from typing import Any
 
 from ddz.domain.cards import Rank, RankCounts
 from ddz.domain.compare import beats
+from ddz.domain.move import Move
 from ddz.domain.readings import ComboType, Reading
 from ddz.domain.ruleset import RuleSet
-from ddz.domain.tables import ACE, BJ, CHAIN_TYPES, RJ, TWO, Tables, tables_for
+from ddz.domain.tables import (
+    ACE,
+    BJ,
+    CHAIN_TYPES,
+    RJ,
+    TWO,
+    Tables,
+    code_of,
+    tables_for,
+)
 from ddz.domain.wild import wild_moves
-
-
-class Move(NamedTuple):
-    """One play a hand can make: the physical ranks played (wildcards as their own
-    rank) and the reading they are played as.
-
-    A named tuple (immutable, compares by value) because a hand with wildcards has
-    thousands of plays: making one from a (cards, reading) pair is a single C call
-    (``_as_move``), where a frozen dataclass runs Python code per field."""
-
-    cards: RankCounts
-    reading: Reading
-
-
-_as_move: Callable[[tuple[RankCounts, Reading]], Move] = partial(tuple.__new__, Move)
-
 
 _S = ComboType.SINGLE
 _P = ComboType.PAIR
@@ -59,11 +53,11 @@ _KICKER_TYPES: dict[ComboType, tuple[int, bool]] = {
 _KICKERS_PER_RANK = {_TS: 1, _TP: 1, _FS: 2, _FP: 2, _PS: 1, _PP: 1}
 
 
-def _counts(spec: Iterable[tuple[int, int]]) -> RankCounts:
+def _code(spec: Iterable[tuple[int, int]]) -> int:
     counts = [0] * 15
     for rank, n in spec:
         counts[rank] += n
-    return tuple(counts)
+    return code_of(counts)
 
 
 class _NaturalMoves:
@@ -77,7 +71,7 @@ class _NaturalMoves:
             if ctype not in types:
                 return [None] * 15
             return [
-                Move(_counts([(r, copies)]), tb.natural(ctype, r, 1, copies)) if r <= top else None
+                Move(_code([(r, copies)]), tb.natural(ctype, r, 1, copies)) if r <= top else None
                 for r in range(15)
             ]
 
@@ -86,12 +80,12 @@ class _NaturalMoves:
         self.triple = simple(_T, 3, TWO)
         # Bombs of one rank, ladder order (low tier first).
         self.bombs: list[tuple[int, list[Move]]] = [
-            (size, [Move(_counts([(r, size)]), tb.natural(btype, r, 1, size)) for r in range(13)])
+            (size, [Move(_code([(r, size)]), tb.natural(btype, r, 1, size)) for r in range(13)])
             for btype, size in tb.rank_bombs
         ]
         half = tb.rocket_half
         self.rocket = (
-            Move(_counts([(BJ, half), (RJ, half)]), tb.natural(ComboType.ROCKET, RJ, 1, 2 * half))
+            Move(_code([(BJ, half), (RJ, half)]), tb.natural(ComboType.ROCKET, RJ, 1, 2 * half))
             if half
             else None
         )
@@ -104,7 +98,7 @@ class _NaturalMoves:
                 per_lo.append(
                     {
                         length: Move(
-                            _counts((r, copies) for r in range(lo, lo + length)),
+                            _code((r, copies) for r in range(lo, lo + length)),
                             tb.natural(ctype, lo + length - 1, length, copies * length),
                         )
                         for length in range(minimum, ACE + 2 - lo)
@@ -199,7 +193,7 @@ class _NaturalMoves:
             for r in kick:
                 counts[r] += unit
             size = copies * length + unit * len(kick)
-            move = Move(tuple(counts), self.tb.natural(ctype, lo + length - 1, length, size))
+            move = Move(code_of(counts), self.tb.natural(ctype, lo + length - 1, length, size))
             table[kick] = move
         return move
 
@@ -255,7 +249,7 @@ def legal_moves(
         _follow(natural, nm, over, out)
         _bombs(natural, nm, None, out)
     if wild_held:
-        out += wild_moves(hand, nm.tb, tuple(wild_held), over, None, _as_move)
+        out += wild_moves(hand, nm.tb, tuple(wild_held), over)
     return out
 
 

@@ -19,7 +19,7 @@ from ddz.domain.cards import Rank, RankCounts
 from ddz.domain.hand.commands import Bid, BidAction, Command, Pass, Play, ShowCards
 from ddz.domain.hand.state import Phase
 from ddz.domain.hand.view import PlayerView
-from ddz.domain.moves import Move
+from ddz.domain.move import Move
 from ddz.domain.ruleset import Bidding
 
 BOMB_WHEN_OPPONENT_HOLDS = 4  # GreedyPlayer bombs when the opponent is this close to out

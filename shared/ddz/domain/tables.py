@@ -10,18 +10,19 @@ reading is made once and shared by every move and every hand that plays it.
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from functools import cache
-from itertools import repeat
+from typing import Final
 
 from ddz.domain.cards import Rank
 from ddz.domain.readings import BombClass, ComboType, Reading
 from ddz.domain.ruleset import RuleSet
 
-TWO = int(Rank.TWO)
-ACE = int(Rank.ACE)
-BJ = int(Rank.BLACK_JOKER)
-RJ = int(Rank.RED_JOKER)
+# Final: the compiled modules (setup.py) read these as constants, not module globals.
+TWO: Final = int(Rank.TWO)
+ACE: Final = int(Rank.ACE)
+BJ: Final = int(Rank.BLACK_JOKER)
+RJ: Final = int(Rank.RED_JOKER)
 
 # Comparison order of readings for listing (§3 Readings): bomb class first, then ladder
 # tier, then main rank; the rest only makes the order total and deterministic.
@@ -35,9 +36,10 @@ _WILD_READINGS_KEPT = 1 << 17  # readings with substitutes kept per rule set, at
 # Rank counts as one int, a byte per rank (rank r at bits 8r..8r+7): the wildcard
 # generator adds and compares whole plays, substitutions and kicker choices with one
 # int operation each instead of a loop over 15 ranks.
-ONE = tuple(1 << (8 * r) for r in range(15))
+ONE: Final = tuple(1 << (8 * r) for r in range(15))
 """The code of one card of each rank; ``code(counts) == sum(n * ONE[r])``."""
-FAMILY_SHIFT = 8 * 15  # family ids sit above the 15 rank bytes of a substitutes code
+FAMILY_SHIFT: Final = 8 * 15  # family ids sit above the 15 rank bytes of a substitutes code
+_SUBSTITUTES: Final = (1 << FAMILY_SHIFT) - 1
 
 
 _unpack: Callable[[bytes], tuple[int, ...]] = struct.Struct("15B").unpack
@@ -48,9 +50,9 @@ def counts_of_code(code: int) -> tuple[int, ...]:
     return _unpack(_to_bytes(code, 15, "little"))
 
 
-def counts_of_codes(codes: Iterable[int]) -> Iterator[tuple[int, ...]]:
-    """``counts_of_code`` of each code, in one C-level pipeline."""
-    return map(_unpack, map(_to_bytes, codes, repeat(15), repeat("little")))
+def code_of(counts: Iterable[int]) -> int:
+    """The code of rank counts (each below 256): ``counts_of_code``'s inverse."""
+    return int.from_bytes(bytes(counts), "little")
 
 
 def sort_key(reading: Reading) -> tuple[int, int, int, int, int, int]:
@@ -240,6 +242,29 @@ class Tables:
         return caps
 
 
+_new = object.__new__
+_set = object.__setattr__
+
+
+def _new_reading(
+    ctype: ComboType, main: Rank, length: int, size: int, substitutes: tuple[Rank, ...]
+) -> Reading:
+    """``Reading(ctype, main, length, size, None, substitutes)``, made as its frozen
+    dataclass ``__init__`` makes it (each field through ``object.__setattr__``) but from
+    compiled code, where that ``__init__`` is Python: it halves the cost of the thousand
+    new readings a hand with wildcards meets. tests/unit/test_classify.py checks that it
+    sets every field."""
+    reading: Reading = _new(Reading)
+    _set(reading, "type", ctype)
+    _set(reading, "main", main)
+    _set(reading, "length", length)
+    _set(reading, "size", size)
+    _set(reading, "bomb_class", None)
+    _set(reading, "substitutes", substitutes)
+    _set(reading, "tier", -1)
+    return reading
+
+
 class _CodedReadings(dict[int, Reading]):
     """Interned non-bomb readings by ``family + substitutes code``: the wildcard
     generator's look-up, an int key where ``reading()`` builds a tuple key per call."""
@@ -249,11 +274,14 @@ class _CodedReadings(dict[int, Reading]):
         self.tb = tb
 
     def __missing__(self, key: int) -> Reading:
+        # Made here rather than by ``Tables.reading``: this table is the only cache
+        # such a reading needs (a hand with wildcards meets a thousand new ones).
         ctype, main, length, size = self.tb._family_keys[key >> FAMILY_SHIFT]
-        subs = counts_of_code(key & ((1 << FAMILY_SHIFT) - 1))
-        substitutes = tuple(r for r in range(15) for _ in range(subs[r]))
-        reading = self.tb.reading(ctype, main, length, size, None, substitutes)
-        assert reading is not None, "only bomb-class readings can be missing"
+        substitutes: tuple[Rank, ...] = ()
+        for r, n in enumerate(counts_of_code(key & _SUBSTITUTES)):
+            if n:
+                substitutes += (_RANKS[r],) * n
+        reading = _new_reading(ctype, _RANKS[main], length, size, substitutes)
         if len(self) >= _WILD_READINGS_KEPT:
             self.clear()
         self[key] = reading

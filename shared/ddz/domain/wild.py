@@ -23,13 +23,12 @@ substitutes. Each part is built once and combined with the others by int additio
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
 from itertools import chain, combinations, compress, product, repeat
 from operator import itemgetter
-from typing import Generic, TypeVar
 
 from ddz.domain.cards import RankCounts
 from ddz.domain.compare import beats
+from ddz.domain.move import Move, moves_of
 from ddz.domain.natural import natural_readings
 from ddz.domain.readings import BombClass, ComboType, Reading
 from ddz.domain.tables import (
@@ -40,8 +39,8 @@ from ddz.domain.tables import (
     RJ,
     TWO,
     Tables,
+    code_of,
     counts_of_code,
-    counts_of_codes,
 )
 
 _KICKED: tuple[tuple[ComboType, int, bool, int], ...] = (
@@ -57,38 +56,66 @@ _PLANES = (ComboType.PLANE_SINGLES, ComboType.PLANE_PAIRS)
 _SIMPLE = {2: ComboType.PAIR, 3: ComboType.TRIPLE}
 _SOFT = BombClass.SOFT
 _SUBS = itemgetter(2)  # of a Fill
-_BJ_SHIFT = 8 * BJ
-_RJ_SHIFT = 8 * RJ
 
-Play = tuple[RankCounts, Reading]
 Shape = tuple[ComboType, int, int]  # type, length, size: a reading's key but its main
-T = TypeVar("T")
 
 
 def wild_moves(
-    hand: RankCounts,
-    tb: Tables,
-    wild_ranks: tuple[int, ...],
-    over: Reading | None,
-    size: int | None,
-    make: Callable[[Play], T],
-    shape: Shape | None = None,
-) -> list[T]:
-    """``make((cards, reading))`` for every play that uses at least one of the hand's
-    wildcards: all of them (``over`` None) or those that beat ``over``; all sizes or
-    only ``size``; all shapes or only ``shape`` (type, length, size): checking one
-    declared reading need not build every other one."""
-    natural = list(hand)
-    for w in wild_ranks:
-        natural[w] = 0
-    counts = [hand[w] for w in wild_ranks]
-    out: list[T] = []
-    if not sum(counts):
-        return out
-    _all_wild(tb, wild_ranks, counts, over, size, make, out, shape)
-    if any(natural):
-        _Mixed(tb, natural, wild_ranks, counts, over, size, make, out, shape).run()
-    return out
+    hand: RankCounts, tb: Tables, wild_ranks: tuple[int, ...], over: Reading | None
+) -> list[Move]:
+    """Every play that uses at least one of the hand's wildcards: all of them (``over``
+    None) or those that beat ``over``."""
+    plays = _Plays(hand, tb, wild_ranks, over, None, None)
+    return moves_of(plays.codes, plays.readings)
+
+
+def wild_readings(
+    play: RankCounts, tb: Tables, wild_ranks: tuple[int, ...], shape: Shape | None
+) -> list[Reading]:
+    """The readings of ``play`` (all of it) as a play with wildcards; only those of one
+    ``shape`` (type, length, size) when given: checking one declared reading need not
+    build every other one."""
+    return _Plays(play, tb, wild_ranks, None, sum(play), shape).readings
+
+
+class _Plays:
+    """The plays that use wildcards, as two columns: the code of each play's cards and
+    its reading; all of them or those that beat ``over``, of one ``size``, of one
+    ``shape``."""
+
+    def __init__(
+        self,
+        hand: RankCounts,
+        tb: Tables,
+        wild_ranks: tuple[int, ...],
+        over: Reading | None,
+        size: int | None,
+        shape: Shape | None,
+    ) -> None:
+        self.codes: list[int] = []
+        self.readings: list[Reading] = []
+        natural = list(hand)
+        for w in wild_ranks:
+            natural[w] = 0
+        counts = [hand[w] for w in wild_ranks]
+        if not sum(counts):
+            return
+        _all_wild(tb, wild_ranks, counts, over, size, self, shape)
+        if any(natural):
+            _Mixed(tb, natural, wild_ranks, counts, over, size, self, shape).run()
+        if tb.may_repeat:
+            self._drop_repeats()
+
+    def _drop_repeats(self) -> None:
+        """With a kicker flag two main parts can make the same play: keep the first."""
+        seen: set[tuple[int, object]] = set()
+        first = []
+        for code, reading in zip(self.codes, self.readings, strict=True):
+            key = (code, reading.key())
+            first.append(key not in seen)
+            seen.add(key)
+        self.codes = list(compress(self.codes, first))
+        self.readings = list(compress(self.readings, first))
 
 
 def _all_wild(
@@ -97,8 +124,7 @@ def _all_wild(
     counts: list[int],
     over: Reading | None,
     size: int | None,
-    make: Callable[[Play], T],
-    out: list[T],
+    plays: _Plays,
     shape: Shape | None = None,
 ) -> None:
     for split in product(*(range(n + 1) for n in counts)):
@@ -109,6 +135,7 @@ def _all_wild(
         for w, n in zip(wild_ranks, split, strict=True):
             cards_list[w] = n
         cards = tuple(cards_list)
+        code = code_of(cards)
         own = tuple(r for r in range(15) for _ in range(cards[r]))
         readings: list[Reading | None] = []
         for natural in natural_readings(cards, tb):
@@ -124,7 +151,8 @@ def _all_wild(
             if reading is None or (over is not None and not beats(reading, over)):
                 continue
             if shape is None or (reading.type, reading.length, reading.size) == shape:
-                out.append(make((cards, reading)))
+                plays.codes.append(code)
+                plays.readings.append(reading)
 
 
 # A way to make a main part: (code of its natural cards, wildcards used, code of the
@@ -216,12 +244,67 @@ class _Choices:
         return self.keep([room_low - n >= f for n, f in zip(lows, free, strict=True)])
 
 
-class _Mixed(Generic[T]):
-    """Plays of natural cards and wildcards together.
+class _PairOption:
+    """One way to take pair kickers of one rank: ``units`` pairs, ``low`` of them on
+    ranks 3..2, natural cards ``natural`` (a code) and ``wild`` wildcards standing for
+    the rank (``forced``, a code); ``joker`` 1 for the black joker, 2 for the red."""
 
-    The generators append each play to two columns, the code of its cards and its
-    reading; ``run`` turns them into ``make((cards, reading))`` at the end, in one pass.
-    """
+    __slots__ = ("forced", "joker", "low", "natural", "units", "wild")
+
+    def __init__(
+        self, units: int, low: int, natural: int, wild: int, forced: int, joker: int
+    ) -> None:
+        self.units = units
+        self.low = low
+        self.natural = natural
+        self.wild = wild
+        self.forced = forced
+        self.joker = joker
+
+
+class _PairWalk:
+    """Every choice of pair kickers, depth first: each rank's options in turn."""
+
+    def __init__(
+        self, options: list[list[_PairOption]], found: list[_Choices], budget: int, jokers_ok: bool
+    ) -> None:
+        self.options = options
+        self.found = found
+        self.budget = budget
+        self.jokers_ok = jokers_ok
+
+    def walk(
+        self, start: int, left: int, low: int, nat: int, forced: int, wild: int, jokers: int
+    ) -> None:
+        # The pairs chosen so far, the ``left`` others made of two wildcards each (both
+        # jokers are never kickers together, §3); then each way to add one more
+        # natural-backed pair on a higher rank.
+        budget = self.budget
+        if left * 2 + wild <= budget and (jokers != 3 or self.jokers_ok):
+            choices = self.found[wild + 2 * left]
+            choices.codes.append(nat)
+            choices.gids.append(choices.group(forced, left))
+            choices.lows.append(low)  # type: ignore[union-attr]
+        if not left:
+            return
+        options = self.options
+        for j in range(start, len(options)):
+            for o in options[j]:
+                if o.units <= left and wild + o.wild <= budget:
+                    self.walk(
+                        j + 1,
+                        left - o.units,
+                        low + o.low,
+                        nat + o.natural,
+                        forced + o.forced,
+                        wild + o.wild,
+                        jokers | o.joker,
+                    )
+
+
+class _Mixed:
+    """Plays of natural cards and wildcards together, appended to the columns of
+    ``plays``."""
 
     def __init__(
         self,
@@ -231,13 +314,10 @@ class _Mixed(Generic[T]):
         counts: list[int],
         over: Reading | None,
         size: int | None,
-        make: Callable[[Play], T],
-        out: list[T],
+        plays: _Plays,
         shape: Shape | None = None,
     ) -> None:
         self.tb = tb
-        self.make = make
-        self.out = out
         self.natural = natural
         self.budget = sum(counts)
         self.over = over
@@ -263,8 +343,8 @@ class _Mixed(Generic[T]):
             for ways in self.splits
             for _, present in ways
         }
-        self.codes: list[int] = []
-        self.readings: list[Reading] = []
+        self.codes = plays.codes
+        self.readings = plays.readings
         # (copies, lo) -> ways to make lo..hi, per hi: chains, planes and kicker types
         # share them.
         self._ways: dict[tuple[int, int], list[list[Fill]]] = {}
@@ -329,18 +409,6 @@ class _Mixed(Generic[T]):
         for btype, bsize in tb.rank_bombs:
             if self.wants(btype, 1, bsize):
                 self.one_rank(btype, bsize, _SOFT)
-        codes: Iterable[int] = self.codes
-        readings: Iterable[Reading] = self.readings
-        if tb.may_repeat:
-            # With a kicker flag two main parts can make the same play: keep the first.
-            seen: set[tuple[int, object]] = set()
-            first = []
-            for code, reading in zip(self.codes, self.readings, strict=True):
-                key = (code, reading.key())
-                first.append(key not in seen)
-                seen.add(key)
-            codes, readings = compress(codes, first), compress(readings, first)
-        self.out.extend(map(self.make, zip(counts_of_codes(codes), readings, strict=True)))
 
     # -- plays without kickers ----------------------------------------------------------
 
@@ -489,46 +557,21 @@ class _Mixed(Generic[T]):
     ) -> None:
         """Pair kickers: per rank, how many pairs and how many natural cards (at least
         one; the others are wildcards standing for that rank, never for a joker)."""
-        jokers_ok = self.tb.jokers_as_kickers
-        options: list[tuple[int, list[tuple[int, int, int]]]] = []
+        options: list[list[_PairOption]] = []
         for r in range(15):
             if not caps[r] or not rest[r]:
                 continue
+            low = r <= TWO
+            joker = 1 if r == BJ else 2 if r == RJ else 0
             opts = [
-                (u, x * ONE[r], 2 * u - x)
+                _PairOption(u, u if low else 0, x * ONE[r], 2 * u - x, (2 * u - x) * ONE[r], joker)
                 for u in range(1, caps[r] + 1)
                 for x in range(min(2 * u, rest[r]), 0, -1)
-                if x == 2 * u or (r <= TWO and 2 * u - x <= budget)
+                if x == 2 * u or (low and 2 * u - x <= budget)
             ]
             if opts:
-                options.append((r, opts))
-
-        def walk(start: int, left: int, low: int, nat: int, forced: int, wild: int) -> None:
-            # The pairs chosen so far, the ``left`` others made of two wildcards each;
-            # then each way to add one more natural-backed pair on a higher rank.
-            if left * 2 + wild <= budget and (
-                jokers_ok or not (nat >> _BJ_SHIFT & 255 and nat >> _RJ_SHIFT)
-            ):
-                choices = found[wild + 2 * left]
-                choices.codes.append(nat)
-                choices.gids.append(choices.group(forced, left))
-                choices.lows.append(low)  # type: ignore[union-attr]
-            if not left:
-                return
-            for j in range(start, len(options)):
-                r, opts = options[j]
-                for u, x, f in opts:
-                    if u <= left and wild + f <= budget:
-                        walk(
-                            j + 1,
-                            left - u,
-                            low + (u if r <= TWO else 0),
-                            nat + x,
-                            forced + f * ONE[r],
-                            wild + f,
-                        )
-
-        walk(0, kickers, 0, 0, 0, 0)
+                options.append(opts)
+        _PairWalk(options, found, budget, self.tb.jokers_as_kickers).walk(0, kickers, 0, 0, 0, 0, 0)
 
     def with_kickers(
         self,

@@ -11,6 +11,8 @@ import importlib
 import sys
 from collections.abc import Sequence
 
+from ddz.compiled import engine_build
+
 # The subcommands each module adds: ``ddz rules ...`` imports only ``rules_cmd``, so a
 # command does not pay for the gRPC, SQLAlchemy and NATS imports of the others (a tool
 # that calls ``ddz rules`` once per position would). ``ddz --help`` imports them all.
@@ -53,6 +55,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = argv[0] if argv and not argv[0].startswith("-") else None
     parser = build_parser(command)
     args = parser.parse_args(argv)
+    build = engine_build()
+    if build.stale:
+        print(f"ddz: warning: {build.describe()}", file=sys.stderr)
     try:
         result: int = args.handler(args)
     except (UsageError, ValueError) as exc:

@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ddz.domain.cards import Card, Rank, RankCounts
-from ddz.domain.moves import Move, legal_moves
+from ddz.domain.move import Move
+from ddz.domain.moves import legal_moves
 from ddz.domain.multipliers import MultiplierBreakdown
 from ddz.domain.readings import Reading
 from ddz.domain.ruleset import Bidding, RuleSet

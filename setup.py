@@ -1,0 +1,45 @@
+"""Build step for the compiled rules engine (everything else is in pyproject.toml).
+
+The rules engine's hot modules (``ddz.compiled.COMPILED_MODULES``) are compiled with
+mypyc, mypy's compiler for typed Python, when the machine has a C compiler. The
+extensions are optional: where none can be built the same modules run as plain Python,
+slower. ``DDZ_PURE_PYTHON=1`` skips compiling.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+from pathlib import Path
+from typing import Any
+
+from setuptools import setup
+
+ROOT = Path(__file__).resolve().parent
+
+
+def _listed(name: str) -> Any:
+    """A literal assigned in shared/ddz/compiled.py (read, not imported: the package is
+    not installed yet)."""
+    source = (ROOT / "shared/ddz/compiled.py").read_text()
+    return next(
+        ast.literal_eval(node.value)
+        for node in ast.parse(source).body
+        if isinstance(node, ast.Assign) and ast.unparse(node.targets[0]) == name
+    )
+
+
+def compiled_modules() -> list[Any]:
+    if os.environ.get("DDZ_PURE_PYTHON", "") not in ("", "0"):
+        return []
+    paths = ["shared/" + name.replace(".", "/") + ".py" for name in _listed("COMPILED_MODULES")]
+
+    from mypyc.build import mypycify
+
+    extensions = mypycify(paths, opt_level="3", group_name=_listed("COMPILED_GROUP"))
+    for extension in extensions:
+        extension.optional = True  # no C compiler: the modules stay plain Python
+    return extensions
+
+
+setup(ext_modules=compiled_modules())
