@@ -461,9 +461,9 @@ def main() -> None:
     ):
         print(time_ours(label, hands, rules, size.repeats, limit_s=120), flush=True)
     print(
-        "\nReturned objects: ours a list of Move (cards + Reading); RLCard a set/list of "
-        "strings (following adds 'pass'); DouZero lists of ints, kicker choices repeated, "
-        "following adds [] for pass."
+        "\nReturned objects: ours a list of Move (cards as a rank-count code + Reading); "
+        "RLCard a set/list of strings (following adds 'pass'); DouZero lists of ints, kicker "
+        "choices repeated, following adds [] for pass."
     )
 
 
