@@ -54,4 +54,6 @@ class Move:
 
 def moves_of(codes: list[int], readings: list[Reading]) -> list[Move]:
     """The moves of parallel columns of card codes and readings."""
+    # An index loop, not ``map(Move, codes, readings)``: compiled, it calls Move's
+    # constructor directly, where ``map`` goes through the type's generic call.
     return [Move(codes[i], readings[i]) for i in range(len(codes))]
