@@ -14,12 +14,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
+import nats.js.errors
 import pytest
 import sqlalchemy as sa
 from ddz.adapters.bus import EventBus
@@ -61,11 +63,29 @@ async def bus(nats_server: NatsServer) -> AsyncIterator[EventBus]:
     event_bus = await EventBus.connect(nats_server.url, name="pytest")
     with contextlib.suppress(Exception):
         await event_bus.js.delete_stream(event_bus.stream)  # leftovers of an earlier test
-    await event_bus.ensure_stream()
+    await create_stream_again(event_bus)
     try:
         yield event_bus
     finally:
         await event_bus.close()
+
+
+STORE_NOT_CREATED_ERR = 10049  # JSStreamCreateErr: "error creating store for stream"
+
+
+async def create_stream_again(event_bus: EventBus, attempts: int = 40) -> None:
+    """``ensure_stream`` right after the stream was deleted. nats-server answers a delete
+    before its file store is gone, so creating the stream again at once can fail with
+    "error creating store for stream" (seen once in 300 delete-create cycles, 2.15.1):
+    then wait a little and try again."""
+    for attempt in range(1, attempts + 1):
+        try:
+            await event_bus.ensure_stream()
+            return
+        except nats.js.errors.APIError as exc:
+            if exc.err_code != STORE_NOT_CREATED_ERR or attempt == attempts:
+                raise
+            await asyncio.sleep(0.05)
 
 
 def postgres_schema_url(base_url: str, schema: str) -> str:
