@@ -9,7 +9,7 @@
   its own schema ``ddz_test_<random>``, selected through the connection's
   ``search_path`` (``?options=-csearch_path=...``) and dropped afterwards; nothing
   outside that schema is touched.
-- ``store``: the ``SqlRecorder`` at ``database_url`` with its schema migrated.
+- ``store``: the ``SqlEventStore`` at ``database_url`` with its schema migrated.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import pytest
 import sqlalchemy as sa
 from ddz.adapters.bus import EventBus
 from ddz.adapters.nats_server import NatsServer, start_nats_server
-from ddz.adapters.store import SqlRecorder, create_store, make_engine
+from ddz.adapters.store import SqlEventStore, create_store, make_engine
 from ddz.compiled import engine_build
 
 TEST_DATABASE_URL = os.environ.get("DDZ_TEST_DATABASE_URL", "").strip()
@@ -119,7 +119,7 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str
 
 
 @pytest.fixture
-def store(database_url: str) -> Iterator[SqlRecorder]:
+def store(database_url: str) -> Iterator[SqlEventStore]:
     recorder = create_store(database_url, upgrade=True)
     try:
         yield recorder

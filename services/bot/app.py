@@ -1,7 +1,7 @@
 """The bot service, wired: NATS bus + hand feed (durable consumer) + autoplay + servicer.
 
 ``build(settings, player=..., partition=i, partitions=n)``: the player kind
-(``ddz.autoplay``; default ``settings.bot_player``, the strong bot) and this instance's
+(``ddz.player_kinds``; default ``settings.bot_player``, the strong bot) and this instance's
 share of the hands (see ``autoplay`` on scaling out; one instance plays every hand by
 default).
 """
@@ -16,8 +16,8 @@ from ddz.adapters.grpc_client import make_channel
 from ddz.adapters.grpc_server import full_service_name
 from ddz.adapters.hand_feed import HandFeed
 from ddz.adapters.service_runner import nats_url
-from ddz.autoplay import make_player
 from ddz.config import Settings
+from ddz.player_kinds import make_player
 from ddz.v1 import bot_pb2, bot_pb2_grpc, rules_pb2_grpc
 
 from .autoplay import AutoPlay, in_partition
@@ -36,7 +36,6 @@ class BotApp:
         player: str | None = None,
         partition: int = 0,
         partitions: int = 1,
-        rules_target: str | None = None,
     ) -> None:
         if not 0 <= partition < max(1, partitions):
             raise ValueError(f"partition {partition} is not one of 0..{partitions - 1}")
@@ -45,7 +44,6 @@ class BotApp:
         self.player = make_player(self.player_kind, max_ms=settings.bot_max_ms)
         self.partition = partition
         self.partitions = partitions
-        self.rules_target = rules_target
         self.durable = NAME if partitions <= 1 else f"{NAME}-{partition}-of-{partitions}"
         self.bus: EventBus | None = None
         self.channel: grpc.aio.Channel | None = None
@@ -56,7 +54,7 @@ class BotApp:
     async def start(self) -> None:
         self.bus = await EventBus.connect(nats_url(self.settings), name=NAME)
         await self.bus.ensure_stream()
-        self.channel = make_channel(self.settings, "rules", target=self.rules_target)
+        self.channel = make_channel(self.settings, "rules")
         rules = rules_pb2_grpc.RulesServiceStub(self.channel)  # type: ignore[no-untyped-call]
         self.autoplay = AutoPlay(rules, self.player, timeout=self.settings.rpc_timeout)
         self.feed = HandFeed(

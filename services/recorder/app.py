@@ -10,7 +10,7 @@ import structlog
 from ddz.adapters.bus import EventBus
 from ddz.adapters.grpc_server import full_service_name
 from ddz.adapters.service_runner import connect_bus
-from ddz.adapters.store import SqlRecorder, create_store
+from ddz.adapters.store import SqlEventStore, create_store
 from ddz.config import Settings
 from ddz.v1 import audit_pb2, audit_pb2_grpc, recorder_pb2, recorder_pb2_grpc
 
@@ -33,7 +33,7 @@ class RecorderApp:
         self.settings = settings
         self.durable = durable
         self.sign_heads = sign_heads
-        self.store: SqlRecorder | None = None
+        self.store: SqlEventStore | None = None
         self.bus: EventBus | None = None
         self.consumer: StoreConsumer | None = None
 

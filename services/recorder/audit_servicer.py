@@ -12,7 +12,7 @@ from typing import Any, TypeAlias
 
 import grpc
 from ddz.adapters.grpc_server import abort
-from ddz.adapters.store import Recorder
+from ddz.adapters.store import EventStore
 from ddz.audit import AuditReport, Verdict, audit_hand
 from ddz.audit.bulk import AllReport, audit_all
 from ddz.audit.source import load_hand
@@ -28,7 +28,7 @@ _VERDICTS = {
 
 
 class AuditServicer(audit_pb2_grpc.AuditServiceServicer):
-    def __init__(self, store: Recorder, database_url: str, key: bytes, key_id: str) -> None:
+    def __init__(self, store: EventStore, database_url: str, key: bytes, key_id: str) -> None:
         self.store = store
         self.database_url = database_url
         self.key = key
@@ -70,7 +70,7 @@ class AuditServicer(audit_pb2_grpc.AuditServiceServicer):
     ) -> audit_pb2.AuditAllResponse:
         report: AllReport = await asyncio.to_thread(
             audit_all, self.database_url, self.key, self.key_id,
-            limit=request.limit or None, recorder=self.store,
+            limit=request.limit or None, open_store=self.store,
         )  # fmt: skip
         return audit_pb2.AuditAllResponse(
             hands=report.hands,

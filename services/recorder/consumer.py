@@ -30,8 +30,8 @@ from ddz.adapters.bus import ALL_SUBJECTS, EventBus
 from ddz.adapters.codec import CodecError, parse_envelope
 from ddz.adapters.store import (
     DuplicateEventId,
+    EventStore,
     InvalidEnvelope,
-    Recorder,
     StoreError,
     VersionConflict,
 )
@@ -58,7 +58,7 @@ class _Item:
 @dataclass
 class StoreConsumer:
     bus: EventBus
-    store: Recorder
+    store: EventStore
     durable: str = DURABLE
     batch: int = 256
     idle_fetch_timeout: float = 2.0

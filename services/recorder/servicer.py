@@ -7,7 +7,7 @@ from typing import Any, TypeAlias
 
 import grpc
 from ddz.adapters.grpc_server import abort
-from ddz.adapters.store import Recorder, StoredEvent
+from ddz.adapters.store import EventStore, StoredEvent
 from ddz.v1 import recorder_pb2, recorder_pb2_grpc
 
 Context: TypeAlias = grpc.aio.ServicerContext[Any, Any]
@@ -20,7 +20,7 @@ PAGE_BYTES = 512 * 1024
 
 
 class RecorderServicer(recorder_pb2_grpc.RecorderServiceServicer):
-    def __init__(self, store: Recorder) -> None:
+    def __init__(self, store: EventStore) -> None:
         self.store = store
 
     async def ReadStream(

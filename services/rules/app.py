@@ -20,16 +20,15 @@ NAME = "rules"
 class RulesApp:
     full_names: Sequence[str] = (full_service_name(rules_pb2, "RulesService"),)
 
-    def __init__(self, settings: Settings, dealer_target: str | None) -> None:
+    def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self.dealer_target = dealer_target
         self.bus: EventBus | None = None
         self.channel: grpc.aio.Channel | None = None
         self.servicer: RulesServicer | None = None
 
     async def start(self) -> None:
         self.bus = await connect_bus(self.settings, NAME)
-        self.channel = make_channel(self.settings, "dealer", target=self.dealer_target)
+        self.channel = make_channel(self.settings, "dealer")
         dealer = dealer_pb2_grpc.DealerServiceStub(self.channel)  # type: ignore[no-untyped-call]
         self.servicer = RulesServicer(self.bus, dealer, producer_name(NAME))
 
@@ -44,6 +43,5 @@ class RulesApp:
             await self.bus.close()
 
 
-async def build(settings: Settings, *, dealer_target: str | None = None) -> RulesApp:
-    """``dealer_target``: where the dealer listens (default: its configured address)."""
-    return RulesApp(settings, dealer_target)
+async def build(settings: Settings) -> RulesApp:
+    return RulesApp(settings)

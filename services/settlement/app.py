@@ -11,7 +11,7 @@ from ddz.adapters.grpc_server import full_service_name
 from ddz.adapters.service_db import upgrade_service_db
 from ddz.adapters.service_db.balances import BalanceProjection
 from ddz.adapters.service_runner import connect_bus
-from ddz.adapters.store import SqlRecorder, make_engine
+from ddz.adapters.store import SqlEventStore, make_engine
 from ddz.config import Settings
 from ddz.v1 import settlement_pb2, settlement_pb2_grpc
 
@@ -35,7 +35,7 @@ class SettlementApp:
     async def start(self) -> None:
         await asyncio.to_thread(upgrade_service_db, self.engine)
         self.bus = await connect_bus(self.settings, NAME)
-        self.consumer = SettlementConsumer(self.bus, self.projection, SqlRecorder(self.engine))
+        self.consumer = SettlementConsumer(self.bus, self.projection, SqlEventStore(self.engine))
         await self.consumer.start(self.durable)
 
     def add_to_server(self, server: grpc.aio.Server) -> None:

@@ -14,7 +14,7 @@ import structlog
 from ddz.adapters.bus import SUBJECT_ROOT, Delivery, EventBus, Reject, stream_parts, subject_for
 from ddz.adapters.codec import CodecError, decode_envelope
 from ddz.adapters.service_db.balances import BalanceProjection
-from ddz.adapters.store import Recorder
+from ddz.adapters.store import EventStore
 from ddz.domain.hand.events import HandSettled, HandStarted
 
 log = structlog.get_logger("ddz.settlement")
@@ -27,7 +27,7 @@ MAX_DELIVER = 100_000
 
 
 class SettlementConsumer:
-    def __init__(self, bus: EventBus, projection: BalanceProjection, store: Recorder) -> None:
+    def __init__(self, bus: EventBus, projection: BalanceProjection, store: EventStore) -> None:
         self.bus = bus
         self.projection = projection
         self.store = store

@@ -38,9 +38,8 @@ from the bus on demand)."""
 class TableApp:
     full_names: Sequence[str] = (full_service_name(table_pb2, "TableService"),)
 
-    def __init__(self, settings: Settings, *, targets: dict[str, str] | None = None) -> None:
+    def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self.targets = dict(targets or {})  # service -> "host:port" (tests)
         # Read now: a bad rooms file or key stops the service before it serves.
         self.rooms = load_rooms(settings.rooms_file)
         self.keys = verification_keys(settings)
@@ -53,7 +52,7 @@ class TableApp:
         self.servicer: TableServicer | None = None
 
     def _channel(self, service: str) -> grpc.aio.Channel:
-        channel = make_channel(self.settings, service, target=self.targets.get(service))
+        channel = make_channel(self.settings, service)
         self.channels.append(channel)
         return channel
 
@@ -102,5 +101,5 @@ class TableApp:
             await channel.close()
 
 
-async def build(settings: Settings, **overrides: object) -> TableApp:
-    return TableApp(settings, **overrides)  # type: ignore[arg-type]
+async def build(settings: Settings) -> TableApp:
+    return TableApp(settings)

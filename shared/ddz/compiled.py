@@ -23,7 +23,7 @@ from pathlib import Path
 # so the library's time is the build's time.
 COMPILED_GROUP = "ddz_rules"
 COMPILED_MODULES = (
-    "ddz.domain.tables",
+    "ddz.domain.lookup",
     "ddz.domain.natural",
     "ddz.domain.compare",
     "ddz.domain.move",

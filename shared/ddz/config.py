@@ -10,12 +10,12 @@ from __future__ import annotations
 import os
 import secrets
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Literal
 
-from ddz.autoplay import DEFAULT_PLAYER, PLAYER_KINDS
+from ddz.player_kinds import DEFAULT_PLAYER, PLAYER_KINDS
 
 LogFormat = Literal["json", "console", "auto"]
 
@@ -30,6 +30,9 @@ SERVICE_PORTS: Mapping[str, int] = MappingProxyType(
     }
 )
 """The services of the suite and their default gRPC ports (``DDZ_<SERVICE>_PORT``)."""
+
+WILDCARD_HOSTS = frozenset({"0.0.0.0", "::", "[::]"})
+"""Listen hosts that mean every interface; clients on this host dial loopback instead."""
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 LOG_FORMATS: tuple[LogFormat, ...] = ("json", "console", "auto")
@@ -58,6 +61,10 @@ class Settings:
     nats_url: str = ""
     host: str = "127.0.0.1"
     ports: Mapping[str, int] = field(default_factory=lambda: SERVICE_PORTS)
+    # Where clients dial each service (``DDZ_<NAME>_ADDR``) and where each listens
+    # (``DDZ_<NAME>_LISTEN``); a service missing here falls back to host and port.
+    addresses: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    listen: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     log_level: str = "INFO"
     log_format: LogFormat = "auto"
     log_to_file: bool = False
@@ -69,7 +76,7 @@ class Settings:
     rooms_file: Path | None = None  # None: the rooms shipped with the table service
     table_token_key: bytes = field(default=b"", repr=False)  # empty: derived (tokens.py)
     operator_key: bytes = field(default=b"", repr=False)  # empty: derived (tokens.py)
-    bot_player: str = DEFAULT_PLAYER  # one of ddz.autoplay.PLAYER_KINDS
+    bot_player: str = DEFAULT_PLAYER  # one of ddz.player_kinds.PLAYER_KINDS
     bot_max_ms: float = 250.0  # wall-clock cap on one strong-bot decision
     atomic_decisions: bool = True  # a decision's events as one JetStream atomic batch
 
@@ -95,6 +102,8 @@ class Settings:
             service: _int(env, f"DDZ_{service.upper()}_PORT", default, low=0, high=65535)
             for service, default in SERVICE_PORTS.items()
         }
+        addresses = _targets(env, "ADDR")
+        listen = _targets(env, "LISTEN")
         log_level = env.get("DDZ_LOG_LEVEL", "INFO").strip().upper() or "INFO"
         if log_level not in LOG_LEVELS:
             raise ValueError(
@@ -119,6 +128,8 @@ class Settings:
             nats_url=nats_url,
             host=env.get("DDZ_HOST", "").strip() or "127.0.0.1",
             ports=MappingProxyType(ports),
+            addresses=MappingProxyType(addresses),
+            listen=MappingProxyType(listen),
             log_level=log_level,
             log_format=log_format,  # checked against LOG_FORMATS above
             log_to_file=_bool(env, "DDZ_LOG_TO_FILE", False),
@@ -147,8 +158,28 @@ class Settings:
             ) from None
 
     def address(self, service: str) -> str:
-        """``host:port`` where ``service`` listens (and where clients dial it)."""
-        return f"{self.host}:{self.port(service)}"
+        """Where clients dial ``service``: ``DDZ_<NAME>_ADDR`` (``host:port`` or any gRPC
+        target, e.g. ``dns:///rules:50052``), else this host and the service's port
+        (loopback when the host is a wildcard such as ``0.0.0.0``)."""
+        port = self.port(service)
+        target = self.addresses.get(service)
+        if target:
+            return target
+        host = "127.0.0.1" if self.host in WILDCARD_HOSTS else self.host
+        return f"{host}:{port}"
+
+    def listen_address(self, service: str, port: int | None = None) -> str:
+        """Where ``service`` listens: ``DDZ_<NAME>_LISTEN``, else ``DDZ_HOST`` and the
+        service's port; ``port`` (0: any free one) replaces the port of either."""
+        listen = self.listen.get(service) or f"{self.host}:{self.port(service)}"
+        if port is None:
+            return listen
+        host = listen.rsplit(":", 1)[0]
+        return f"{host}:{port}"
+
+    def with_addresses(self, **targets: str) -> Settings:
+        """A copy in which clients dial the given services at the given targets."""
+        return replace(self, addresses=MappingProxyType({**self.addresses, **targets}))
 
     @property
     def log_dir(self) -> Path:
@@ -183,6 +214,23 @@ class Settings:
         if not key:
             raise ValueError(f"audit key file {path} is empty; delete it or set DDZ_AUDIT_KEY")
         return key
+
+
+def _targets(env: Mapping[str, str], suffix: str) -> dict[str, str]:
+    """``DDZ_<NAME>_<suffix>`` of every service that has one."""
+    found = {}
+    for service in SERVICE_PORTS:
+        name = f"DDZ_{service.upper()}_{suffix}"
+        raw = env.get(name, "").strip()
+        if not raw:
+            continue
+        if any(c.isspace() for c in raw) or ":" not in raw:
+            raise ValueError(
+                f"{name} must be host:port or a gRPC target such as dns:///{service}:"
+                f"{SERVICE_PORTS[service]}, got {raw!r}"
+            )
+        found[service] = raw
+    return found
 
 
 def _path(env: Mapping[str, str], name: str) -> Path | None:

@@ -28,7 +28,7 @@ from ddz.adapters.bus import EventBus, subject_for
 from ddz.adapters.codec import CommandRejected
 from ddz.adapters.grpc_client import make_channel
 from ddz.adapters.hand_stream import hand_stream_id
-from ddz.adapters.service_runner import RunningService, start_service
+from ddz.adapters.service_runner import RunningService, start_services
 from ddz.audit.sample import Mischief, mischief
 from ddz.config import Settings
 from ddz.domain.hand import (
@@ -99,15 +99,11 @@ class Services:
 @asynccontextmanager
 async def services(settings: Settings, bus: EventBus) -> AsyncIterator[Services]:
     """Dealer, rules, recorder and settlement, in-process, on random ports."""
-    running: dict[str, RunningService] = {}
+    running, settings = await start_services(
+        ("dealer", "rules", "recorder", "settlement"), settings
+    )
     suite = Services(settings, bus, running)
     try:
-        running["dealer"] = await start_service("dealer", settings, port=0)
-        running["rules"] = await start_service(
-            "rules", settings, port=0, dealer_target=f"127.0.0.1:{running['dealer'].port}"
-        )
-        running["recorder"] = await start_service("recorder", settings, port=0)
-        running["settlement"] = await start_service("settlement", settings, port=0)
         yield suite
     finally:
         for channel in suite._channels.values():

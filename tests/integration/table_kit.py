@@ -23,7 +23,7 @@ from ddz.adapters.bus import EventBus
 from ddz.adapters.grpc_client import error_reason, make_channel
 from ddz.adapters.hand_stream import hand_stream_id
 from ddz.adapters.nats_server import NatsServer
-from ddz.adapters.service_runner import RunningService, start_service
+from ddz.adapters.service_runner import START_ORDER, RunningService, start_services
 from ddz.adapters.stack import settings_env
 from ddz.adapters.tokens import bearer_channel, operator_token, player_token
 from ddz.config import Settings
@@ -170,20 +170,11 @@ async def running_suite(
     nats_server: NatsServer, bus: EventBus, tmp_path: Path, **options: Any
 ) -> AsyncIterator[Suite]:
     settings = suite_settings(tmp_path, nats_server.url, **options)
+    running, settings = await start_services(START_ORDER, settings)
     suite = Suite(settings, bus)
+    suite.running.update(running)
     running = suite.running
     try:
-        running["recorder"] = await start_service("recorder", settings, port=0)
-        running["settlement"] = await start_service("settlement", settings, port=0)
-        running["dealer"] = await start_service("dealer", settings, port=0)
-        at = {name: f"127.0.0.1:{service.port}" for name, service in running.items()}
-        running["rules"] = await start_service(
-            "rules", settings, port=0, dealer_target=at["dealer"]
-        )
-        at["rules"] = f"127.0.0.1:{running['rules'].port}"
-        running["bot"] = await start_service("bot", settings, port=0, rules_target=at["rules"])
-        at["bot"] = f"127.0.0.1:{running['bot'].port}"
-        running["table"] = await start_service("table", settings, port=0, targets=at)
         yield suite
     finally:
         for channel in suite.channels:

@@ -20,7 +20,7 @@ from typing import Any
 import sqlalchemy as sa
 from ddz.adapters import codec
 from ddz.adapters.codec import Recorded
-from ddz.adapters.store import SqlRecorder, StoredEvent, StreamSignature, chain
+from ddz.adapters.store import SqlEventStore, StoredEvent, StreamSignature, chain
 from ddz.adapters.store.schema import events, stream_signatures
 from ddz.v1 import envelope_pb2
 
@@ -31,7 +31,7 @@ def rows_of(stored: Sequence[StoredEvent]) -> Rows:
     return [dataclasses.asdict(event) for event in stored]
 
 
-def insert_raw(store: SqlRecorder, rows: Rows, signatures: Sequence[StreamSignature]) -> None:
+def insert_raw(store: SqlEventStore, rows: Rows, signatures: Sequence[StreamSignature]) -> None:
     """Write rows and signatures exactly as given (positions renumbered after the store's
     last): what someone with the database's password can do."""
     with store.engine.begin() as conn:
@@ -86,7 +86,7 @@ def envelope_with(
 
 
 def forge(
-    store: SqlRecorder,
+    store: SqlEventStore,
     stream_id: str,
     history: Sequence[tuple[envelope_pb2.EventEnvelope, Recorded]],
     key: bytes,

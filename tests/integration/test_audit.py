@@ -37,7 +37,7 @@ from audit_kit import (
 from ddz.adapters.bus import EventBus
 from ddz.adapters.codec import CommandRejected, Recorded
 from ddz.adapters.nats_server import NatsServer
-from ddz.adapters.store import SqlRecorder, StoredEvent, create_store
+from ddz.adapters.store import SqlEventStore, StoredEvent, create_store
 from ddz.audit import CHECKS, AuditReport, Verdict, audit_hand
 from ddz.audit.bulk import audit_all
 from ddz.audit.rebuild import compare, live_balances, rebuild_balances, settled_hands
@@ -185,7 +185,7 @@ async def test_a_hand_in_play_is_incomplete_and_unknown_hands_are_not_found(
 
 
 @pytest.fixture(scope="module")
-def originals() -> Iterator[tuple[SqlRecorder, dict[str, list[str]]]]:
+def originals() -> Iterator[tuple[SqlEventStore, dict[str, list[str]]]]:
     """Finished, signed hands of every variant (recorded in memory as the services record
     them): the material each tampering case starts from."""
     source = create_store("sqlite:///:memory:", upgrade=True)
@@ -339,14 +339,14 @@ FORGED: dict[str, tuple[str, Callable[[History], History], str | None]] = {
 }
 
 
-def _audit(store: SqlRecorder, hand_id: str, key: bytes = KEY) -> AuditReport:
+def _audit(store: SqlEventStore, hand_id: str, key: bytes = KEY) -> AuditReport:
     record = load_hand(store, hand_id)
     assert record is not None
     return audit_hand(record.events, key, record.signatures)
 
 
 def test_tampering_is_caught_by_the_right_check(
-    store: SqlRecorder, originals: tuple[SqlRecorder, dict[str, list[str]]]
+    store: SqlEventStore, originals: tuple[SqlEventStore, dict[str, list[str]]]
 ) -> None:
     """Each case alters a different original hand and writes it into the store under
     test (SQLite, PostgreSQL); the audit must name exactly the expected check."""
@@ -435,7 +435,7 @@ def _without_timing(report: dict[str, object]) -> dict[str, object]:
 
 
 def test_a_payload_byte_changed_in_any_event_breaks_the_hash_chain(
-    originals: tuple[SqlRecorder, dict[str, list[str]]],
+    originals: tuple[SqlEventStore, dict[str, list[str]]],
 ) -> None:
     source, by_variant = originals
     for variant in sorted(VARIANTS):
@@ -460,7 +460,7 @@ def _as_rows(rows: list[dict[str, object]]) -> list[StoredEvent]:
 
 
 def test_auditing_with_another_key_fails_the_signature_check(
-    originals: tuple[SqlRecorder, dict[str, list[str]]],
+    originals: tuple[SqlEventStore, dict[str, list[str]]],
 ) -> None:
     source, by_variant = originals
     hand_id = by_variant["ct"][0]
@@ -500,7 +500,7 @@ def test_the_audit_replays_under_the_recorded_rule_set_not_the_variants_default(
 
 
 def test_state_at_shows_the_table_after_any_event(
-    originals: tuple[SqlRecorder, dict[str, list[str]]],
+    originals: tuple[SqlEventStore, dict[str, list[str]]],
 ) -> None:
     source, by_variant = originals
     hand_id = by_variant["classic"][1]

@@ -23,7 +23,7 @@ import structlog
 from ddz.adapters.grpc_client import error_info, error_reason, make_channel
 from ddz.adapters.grpc_server import RunningServer, abort, full_service_name, serve, start_server
 from ddz.adapters.logging import configure_logging
-from ddz.adapters.store import SqlRecorder, create_store
+from ddz.adapters.store import SqlEventStore, create_store
 from ddz.config import Settings
 from ddz.v1 import recorder_pb2, recorder_pb2_grpc
 from ddz.v1.envelope_pb2 import EventEnvelope
@@ -37,7 +37,7 @@ class TinyRecorder(recorder_pb2_grpc.RecorderServiceServicer):
     """Just enough of a recorder to exercise the helpers; ``slow`` and ``boom`` stream
     ids make it sleep or fail unexpectedly."""
 
-    def __init__(self, store: SqlRecorder) -> None:
+    def __init__(self, store: SqlEventStore) -> None:
         self.store = store
 
     async def ReadStream(self, request: Any, context: Any) -> recorder_pb2.ReadStreamResponse:
@@ -80,7 +80,7 @@ def settings(tmp_path: Path) -> Settings:
 
 
 @pytest.fixture
-def sqlite_store(tmp_path: Path) -> AsyncIterator[SqlRecorder]:
+def sqlite_store(tmp_path: Path) -> AsyncIterator[SqlEventStore]:
     store = create_store(f"sqlite:///{tmp_path / 'events.sqlite3'}", upgrade=True)
     store.append("hand-1", 0, [envelope("hand-1", 1), envelope("hand-1", 2)])
     yield store  # type: ignore[misc]
@@ -88,7 +88,7 @@ def sqlite_store(tmp_path: Path) -> AsyncIterator[SqlRecorder]:
 
 
 @pytest.fixture
-async def server(settings: Settings, sqlite_store: SqlRecorder) -> AsyncIterator[RunningServer]:
+async def server(settings: Settings, sqlite_store: SqlEventStore) -> AsyncIterator[RunningServer]:
     def add(server: grpc.aio.Server) -> None:
         recorder_pb2_grpc.add_RecorderServiceServicer_to_server(TinyRecorder(sqlite_store), server)
 
@@ -126,7 +126,7 @@ async def test_reflection_lists_and_describes_the_service(channel: grpc.aio.Chan
 
 
 async def test_a_call_returns_the_stored_bytes(
-    channel: grpc.aio.Channel, sqlite_store: SqlRecorder
+    channel: grpc.aio.Channel, sqlite_store: SqlEventStore
 ) -> None:
     stub = recorder_pb2_grpc.RecorderServiceStub(channel)
     reply = await stub.ReadStream(recorder_pb2.ReadStreamRequest(stream_id="hand-1"))
@@ -225,7 +225,7 @@ async def test_logs_are_json_lines_bound_to_request_and_stream(
 
 
 async def test_graceful_stop_finishes_calls_in_flight(
-    settings: Settings, sqlite_store: SqlRecorder
+    settings: Settings, sqlite_store: SqlEventStore
 ) -> None:
     stop = asyncio.Event()
     started: asyncio.Queue[RunningServer] = asyncio.Queue()

@@ -43,9 +43,8 @@ from ddz.adapters.bus import (
 from ddz.adapters.codec import CommandRejected
 from ddz.adapters.grpc_client import error_reason, make_channel
 from ddz.adapters.nats_server import NatsServer
-from ddz.adapters.service_runner import RunningService, start_service
+from ddz.adapters.service_runner import RunningService, start_service, start_services
 from ddz.adapters.store import create_store
-from ddz.autoplay import make_player
 from ddz.config import Settings
 from ddz.domain import selfplay
 from ddz.domain.hand import (
@@ -63,6 +62,7 @@ from ddz.domain.hand.events import HandSettled, Redealt
 from ddz.domain.players import play_of
 from ddz.domain.ruleset import CLASSIC, VARIANTS
 from ddz.domain.settlement import RoomSettings
+from ddz.player_kinds import make_player
 from ddz.v1 import (
     dealer_pb2,
     dealer_pb2_grpc,
@@ -78,6 +78,9 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 T = TypeVar("T")
 PLAYERS = ("alice", "bob", "carol")
+
+
+CORE = ("dealer", "rules", "recorder", "settlement")
 
 
 @dataclass
@@ -135,15 +138,10 @@ async def suite(
     bus: EventBus, nats_server: NatsServer, database_url: str, tmp_path: Path
 ) -> AsyncIterator[Suite]:
     """A fresh DDZ stream (the ``bus`` fixture) and the four core services."""
-    running = Suite(suite_settings(tmp_path, database_url, nats_server.url), bus, {})
-    services, settings = running.services, running.settings
+    settings = suite_settings(tmp_path, database_url, nats_server.url)
+    services, settings = await start_services(CORE, settings)
+    running = Suite(settings, bus, services)
     try:
-        services["dealer"] = await start_service("dealer", settings, port=0)
-        services["rules"] = await start_service(
-            "rules", settings, port=0, dealer_target=f"127.0.0.1:{services['dealer'].port}"
-        )
-        services["recorder"] = await start_service("recorder", settings, port=0)
-        services["settlement"] = await start_service("settlement", settings, port=0)
         yield running
     finally:
         for channel in running.channels:
@@ -541,9 +539,7 @@ async def test_a_second_writer_cannot_fork_a_hand(suite: Suite) -> None:
     """Two rules instances with the same cached state: exactly one extends the hand; the
     other is refused by JetStream's expected-last-subject-sequence check over the hand's
     wildcard subject, and answers ABORTED/VERSION_CONFLICT."""
-    other = await start_service(
-        "rules", suite.settings, port=0, dealer_target=f"127.0.0.1:{suite.services['dealer'].port}"
-    )
+    other = await start_service("rules", suite.settings, port=0)
     suite.services["rules-2"] = other
     first, second = suite.rules, suite.rules_at(other.port)
     hand_id = "fork-" + uuid.uuid4().hex[:8]

@@ -23,7 +23,7 @@ from ddz.adapters.store import (
     DuplicateEventId,
     InvalidEnvelope,
     SignatureConflict,
-    SqlRecorder,
+    SqlEventStore,
     StoredEvent,
     UnknownStream,
     VersionConflict,
@@ -64,7 +64,7 @@ def batch(stream_id: str, start: int, count: int) -> list[bytes]:
 # -- append and read ------------------------------------------------------------------
 
 
-def test_append_returns_records_with_every_envelope_field(store: SqlRecorder) -> None:
+def test_append_returns_records_with_every_envelope_field(store: SqlEventStore) -> None:
     data = envelope("hand-1", 1, event_id="e-1", body=b"\x00\xffpayload")
     (record,) = store.append("hand-1", 0, [data])
     assert record.position == 1
@@ -82,7 +82,7 @@ def test_append_returns_records_with_every_envelope_field(store: SqlRecorder) ->
     assert store.read_stream("hand-1") == [record]
 
 
-def test_read_stream_and_read_all_keep_order(store: SqlRecorder) -> None:
+def test_read_stream_and_read_all_keep_order(store: SqlEventStore) -> None:
     store.append("hand-a", 0, batch("hand-a", 1, 2))
     store.append("hand-b", 0, batch("hand-b", 1, 3))
     store.append("hand-a", 2, batch("hand-a", 3, 2))
@@ -109,7 +109,7 @@ def test_read_stream_and_read_all_keep_order(store: SqlRecorder) -> None:
     assert store.stream_ids() == ["hand-a", "hand-b"]
 
 
-def test_empty_store(store: SqlRecorder) -> None:
+def test_empty_store(store: SqlEventStore) -> None:
     assert store.max_position() == 0
     assert store.read_all() == []
     assert store.stream_ids() == []
@@ -119,7 +119,7 @@ def test_empty_store(store: SqlRecorder) -> None:
 # -- version conflicts and duplicates ----------------------------------------------------
 
 
-def test_version_conflict_when_someone_else_extended_the_stream(store: SqlRecorder) -> None:
+def test_version_conflict_when_someone_else_extended_the_stream(store: SqlEventStore) -> None:
     store.append("hand-1", 0, batch("hand-1", 1, 2))
     with pytest.raises(VersionConflict) as caught:
         store.append("hand-1", 0, batch("hand-1", 1, 1))
@@ -129,7 +129,7 @@ def test_version_conflict_when_someone_else_extended_the_stream(store: SqlRecord
     assert store.stream_version("hand-1") == 2
 
 
-def test_batch_is_atomic(store: SqlRecorder) -> None:
+def test_batch_is_atomic(store: SqlEventStore) -> None:
     store.append("hand-1", 0, [envelope("hand-1", 1, event_id="taken")])
     bad_batch = [envelope("hand-2", 1), envelope("hand-2", 2, event_id="taken")]
     with pytest.raises(DuplicateEventId):
@@ -140,7 +140,7 @@ def test_batch_is_atomic(store: SqlRecorder) -> None:
     assert store.append("hand-2", 0, batch("hand-2", 1, 1))[0].position == 2
 
 
-def test_identical_duplicate_is_an_idempotent_no_op(store: SqlRecorder) -> None:
+def test_identical_duplicate_is_an_idempotent_no_op(store: SqlEventStore) -> None:
     events = batch("hand-1", 1, 3)
     first = store.append("hand-1", 0, events)
     assert store.append("hand-1", 0, events) == first  # the whole batch redelivered
@@ -148,7 +148,7 @@ def test_identical_duplicate_is_an_idempotent_no_op(store: SqlRecorder) -> None:
     assert store.max_position() == 3
 
 
-def test_redelivered_prefix_is_skipped_and_the_rest_appended(store: SqlRecorder) -> None:
+def test_redelivered_prefix_is_skipped_and_the_rest_appended(store: SqlEventStore) -> None:
     events = batch("hand-1", 1, 4)
     first = store.append("hand-1", 0, events[:2])
     records = store.append("hand-1", 0, events)
@@ -157,7 +157,7 @@ def test_redelivered_prefix_is_skipped_and_the_rest_appended(store: SqlRecorder)
     assert [record.position for record in store.read_all()] == [1, 2, 3, 4]
 
 
-def test_same_event_id_with_different_bytes_is_refused(store: SqlRecorder) -> None:
+def test_same_event_id_with_different_bytes_is_refused(store: SqlEventStore) -> None:
     store.append("hand-1", 0, [envelope("hand-1", 1, event_id="e-1", body=b"original")])
     with pytest.raises(DuplicateEventId):
         store.append("hand-1", 0, [envelope("hand-1", 1, event_id="e-1", body=b"forged")])
@@ -166,7 +166,7 @@ def test_same_event_id_with_different_bytes_is_refused(store: SqlRecorder) -> No
     assert store.read_stream("hand-1")[0].payload == b"original"
 
 
-def test_envelope_must_match_where_it_is_appended(store: SqlRecorder) -> None:
+def test_envelope_must_match_where_it_is_appended(store: SqlEventStore) -> None:
     with pytest.raises(InvalidEnvelope):
         store.append("hand-1", 0, [envelope("hand-2", 1)])
     with pytest.raises(InvalidEnvelope):
@@ -204,7 +204,7 @@ def run_together(workers: list[Callable[[], object]]) -> list[BaseException]:
     return errors
 
 
-def test_concurrent_batches_get_contiguous_non_interleaving_positions(store: SqlRecorder) -> None:
+def test_concurrent_batches_get_contiguous_non_interleaving_positions(store: SqlEventStore) -> None:
     streams = [f"hand-{n}" for n in range(4)]
     size = 100
     stacks = {stream: batch(stream, 1, size) for stream in streams}
@@ -219,7 +219,7 @@ def test_concurrent_batches_get_contiguous_non_interleaving_positions(store: Sql
         assert positions == list(range(positions[0], positions[0] + size)), stream
 
 
-def test_racing_writers_on_one_stream_exactly_one_wins(store: SqlRecorder) -> None:
+def test_racing_writers_on_one_stream_exactly_one_wins(store: SqlEventStore) -> None:
     contenders = [batch("hand-1", 1, 5) for _ in range(4)]
     errors = run_together(
         [lambda events=events: store.append("hand-1", 0, events) for events in contenders]
@@ -229,7 +229,7 @@ def test_racing_writers_on_one_stream_exactly_one_wins(store: SqlRecorder) -> No
     assert [event.envelope for event in store.read_stream("hand-1")] in contenders
 
 
-def test_readers_never_see_a_gap_while_writers_append(store: SqlRecorder) -> None:
+def test_readers_never_see_a_gap_while_writers_append(store: SqlEventStore) -> None:
     writers, appends, size = 3, 15, 4
     done = threading.Event()
     seen: list[int] = []
@@ -272,7 +272,7 @@ def test_readers_never_see_a_gap_while_writers_append(store: SqlRecorder) -> Non
         "DELETE FROM stream_signatures",
     ],
 )
-def test_database_refuses_update_and_delete(store: SqlRecorder, statement: str) -> None:
+def test_database_refuses_update_and_delete(store: SqlEventStore, statement: str) -> None:
     store.append("hand-1", 0, batch("hand-1", 1, 2))
     store.sign_head("hand-1", b"key", "k1")
     before = (store.read_all(), store.read_signatures("hand-1"))
@@ -281,7 +281,7 @@ def test_database_refuses_update_and_delete(store: SqlRecorder, statement: str) 
     assert (store.read_all(), store.read_signatures("hand-1")) == before
 
 
-def test_truncate_is_refused(store: SqlRecorder) -> None:
+def test_truncate_is_refused(store: SqlEventStore) -> None:
     # PostgreSQL's TRUNCATE skips row triggers, so it has a trigger of its own; SQLite has
     # no TRUNCATE, its equivalent is an unqualified DELETE (the "truncate optimisation",
     # which SQLite turns off when a DELETE trigger exists).
@@ -296,7 +296,7 @@ def test_truncate_is_refused(store: SqlRecorder) -> None:
 # -- hash chain and signatures (issue 5) -------------------------------------------------------
 
 
-def test_hash_chain_covers_the_exact_stored_bytes(store: SqlRecorder) -> None:
+def test_hash_chain_covers_the_exact_stored_bytes(store: SqlEventStore) -> None:
     # A valid envelope encoded with its fields in reverse order: a parser accepts it, but
     # re-serialising it gives other bytes. The store must keep and hash these bytes.
     parsed = EventEnvelope.FromString(envelope("hand-1", 1))
@@ -324,7 +324,7 @@ def test_hash_chain_covers_the_exact_stored_bytes(store: SqlRecorder) -> None:
     assert chain.first_broken_link(links) == 1
 
 
-def test_chains_are_per_stream(store: SqlRecorder) -> None:
+def test_chains_are_per_stream(store: SqlEventStore) -> None:
     store.append("hand-a", 0, batch("hand-a", 1, 1))
     store.append("hand-b", 0, batch("hand-b", 1, 1))
     store.append("hand-a", 1, batch("hand-a", 2, 1))
@@ -334,7 +334,7 @@ def test_chains_are_per_stream(store: SqlRecorder) -> None:
     assert a2.prev_hash == a1.hash
 
 
-def test_sign_head(store: SqlRecorder) -> None:
+def test_sign_head(store: SqlEventStore) -> None:
     with pytest.raises(UnknownStream):
         store.sign_head("hand-1", b"key", "k1")
     store.append("hand-1", 0, batch("hand-1", 1, 3))
@@ -406,7 +406,7 @@ def test_plain_postgresql_urls_use_psycopg() -> None:
 
 
 def test_stored_event_fields_follow_the_table_columns() -> None:
-    # SqlRecorder builds records positionally from rows; the orders must agree.
+    # SqlEventStore builds records positionally from rows; the orders must agree.
     from ddz.adapters.store.schema import events
 
     assert list(StoredEvent.__dataclass_fields__) == [column.name for column in events.c]

@@ -26,7 +26,7 @@ from ddz.adapters import codec
 from ddz.adapters.bus import EventBus
 from ddz.adapters.grpc_client import error_reason, make_channel
 from ddz.adapters.nats_server import NatsServer
-from ddz.adapters.service_runner import RunningService, start_service
+from ddz.adapters.service_runner import RunningService, start_services
 from ddz.adapters.tokens import bearer_channel, operator_token
 from ddz.config import Settings
 from ddz.domain.cards import Card
@@ -61,20 +61,11 @@ async def start_suite(
         nats_url=nats_server.url,
         turn_timeout=turn_timeout,
     )
+    running, settings = await start_services(("dealer", "rules", "bot", "table"), settings)
     suite = Suite(settings, None, bus)  # type: ignore[arg-type]
-    dealer = await start_service("dealer", settings, port=0)
-    suite.services.append(dealer)
-    dealer_at = f"127.0.0.1:{dealer.port}"
-    rules = await start_service("rules", settings, port=0, dealer_target=dealer_at)
-    suite.services.append(rules)
-    rules_at = f"127.0.0.1:{rules.port}"
-    bot = await start_service("bot", settings, port=0, rules_target=rules_at)
-    suite.services.append(bot)
-    suite.bot_address = f"127.0.0.1:{bot.port}"
-    targets = {"dealer": dealer_at, "rules": rules_at, "bot": suite.bot_address}
-    table = await start_service("table", settings, port=0, targets=targets)
-    suite.services.append(table)
-    suite.table_address = f"127.0.0.1:{table.port}"
+    suite.services.extend(running.values())
+    suite.bot_address = settings.address("bot")
+    suite.table_address = settings.address("table")
     # Operator tools play these tables' seats (issue 7: an operator token may act for
     # any seat; players' own tokens are tested in test_seat_auth.py).
     channel = bearer_channel(settings, operator_token(settings), target=suite.table_address)

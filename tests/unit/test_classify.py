@@ -13,9 +13,9 @@ from dataclasses import fields, replace
 import pytest
 from ddz.domain.cards import Rank, parse_ranks
 from ddz.domain.classify import classify
+from ddz.domain.lookup import lookup_for
 from ddz.domain.readings import Reading
 from ddz.domain.ruleset import CLASSIC, CT, LAIZI, TIANDI, KickerRules, RuleSet
-from ddz.domain.tables import tables_for
 
 VARIANTS = {"classic": CLASSIC, "ct": CT, "laizi": LAIZI, "tiandi": TIANDI}
 
@@ -325,7 +325,7 @@ def test_classification_does_not_depend_on_card_order() -> None:
 
 
 def test_wildcard_readings_made_by_the_generator_equal_those_of_the_dataclass() -> None:
-    # ddz.domain.tables makes a wildcard hand's readings field by field (_new_reading);
+    # ddz.domain.lookup makes a wildcard hand's readings field by field (_new_reading);
     # they must be the Reading the class would make, every field set.
     made = 0
     for reading in classify(parse_ranks("34567"), LAIZI, frozenset({Rank.SEVEN})):
@@ -333,7 +333,7 @@ def test_wildcard_readings_made_by_the_generator_equal_those_of_the_dataclass() 
         assert copy == reading and hash(copy) == hash(reading) and repr(copy) == repr(reading)
         made += 1
     assert made
-    coded = tables_for(LAIZI).coded
+    coded = lookup_for(LAIZI).coded
     assert coded and all(
         all(hasattr(r, f.name) for f in fields(Reading)) for r in list(coded.values())[:500]
     )

@@ -1,4 +1,5 @@
-"""What every gRPC client in the suite shares: channels and error reasons.
+"""What every gRPC client in the suite shares: channels, error reasons, and the way back
+from a failed call to a ``Refusal``.
 
 The rule: every outgoing call has a deadline. Channels from ``make_channel`` enforce it
 for unary calls (``timeout=settings.rpc_timeout`` unless the caller passed one) and pass
@@ -17,8 +18,12 @@ import structlog
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
-from ddz.adapters.grpc_server import ERROR_DOMAIN, REQUEST_ID_HEADER
+from ddz.adapters.grpc_server import ERROR_DOMAIN, REQUEST_ID_HEADER, STATUS_OF
+from ddz.application.errors import Kind, Reason, Refusal
 from ddz.config import Settings
+
+KIND_OF: dict[grpc.StatusCode, Kind] = {code: kind for kind, code in STATUS_OF.items()}
+"""The kind of refusal a status code stands for (codes not listed: ``Kind.INTERNAL``)."""
 
 
 class _Defaults(grpc.aio.UnaryUnaryClientInterceptor):  # type: ignore[misc]
@@ -79,3 +84,24 @@ def error_reason(error: grpc.RpcError) -> str | None:
     the error did not come from our ``abort`` (deadline exceeded, size limit, ...)."""
     info = error_info(error)
     return info.reason if info is not None else None
+
+
+def refusal_from(error: grpc.RpcError, service: str) -> Refusal:
+    """What another service's failed call means to our caller: the same kind and reason,
+    the message prefixed with the service's name."""
+    code = error.code() if callable(getattr(error, "code", None)) else grpc.StatusCode.UNKNOWN
+    reason = error_reason(error) or Reason.REASON_UNSPECIFIED
+    details = error.details() if callable(getattr(error, "details", None)) else ""
+    try:
+        known = Reason(reason)
+    except ValueError:
+        known = Reason.REASON_UNSPECIFIED
+    return Refusal(KIND_OF.get(code, Kind.INTERNAL), known, f"{service}: {details or code.name}")
+
+
+async def ask(service: str, method: Callable[[Any], Any], request: Any) -> Any:
+    """``await method(request)`` on a stub of ``service``; a failure is a ``Refusal``."""
+    try:
+        return await method(request)
+    except grpc.aio.AioRpcError as error:
+        raise refusal_from(error, service) from None

@@ -4,8 +4,13 @@
 each service and for ""), server reflection (so ``grpcurl`` can list and call it), a
 request size limit (bigger requests get RESOURCE_EXHAUSTED from gRPC itself), an
 interceptor that binds request and hand ids to the structlog context and writes one
-log line per call, and a graceful stop on SIGTERM/SIGINT. ``abort()`` ends a call with
-a rich status whose ``google.rpc.ErrorInfo`` carries a ``ddz.v1.Reason`` name.
+log line per call, and a graceful stop on SIGTERM/SIGINT.
+
+This is the one place a ``Refusal`` (``ddz.application.errors``) becomes a gRPC status:
+the interceptor ends any call whose handler raised one with a rich status whose
+``google.rpc.ErrorInfo`` carries the ``ddz.v1.Reason`` name (``STATUS_OF`` maps each
+kind to its code); ``status_of`` is the same mapping for answers that carry a status
+as data (one command of a ``DecideBatch``).
 """
 
 from __future__ import annotations
@@ -28,8 +33,8 @@ from grpc_health.v1._async import HealthServicer
 from grpc_reflection.v1alpha import reflection
 from grpc_status import rpc_status
 
+from ddz.application.errors import Kind, Refusal
 from ddz.config import Settings
-from ddz.v1 import errors_pb2
 
 ERROR_DOMAIN = "ddz.v1"
 REQUEST_ID_HEADER = "x-request-id"
@@ -38,11 +43,38 @@ CONTEXT_FIELDS = ("hand_id", "table_id", "stream_id")
 
 log = structlog.get_logger("ddz.grpc")
 
+STATUS_OF: dict[Kind, grpc.StatusCode] = {
+    Kind.INVALID: grpc.StatusCode.INVALID_ARGUMENT,
+    Kind.NOT_FOUND: grpc.StatusCode.NOT_FOUND,
+    Kind.EXISTS: grpc.StatusCode.ALREADY_EXISTS,
+    Kind.PRECONDITION: grpc.StatusCode.FAILED_PRECONDITION,
+    Kind.CONFLICT: grpc.StatusCode.ABORTED,
+    Kind.DENIED: grpc.StatusCode.PERMISSION_DENIED,
+    Kind.UNAUTHENTICATED: grpc.StatusCode.UNAUTHENTICATED,
+    Kind.EXHAUSTED: grpc.StatusCode.RESOURCE_EXHAUSTED,
+    Kind.UNAVAILABLE: grpc.StatusCode.UNAVAILABLE,
+    Kind.TIMEOUT: grpc.StatusCode.DEADLINE_EXCEEDED,
+    Kind.INTERNAL: grpc.StatusCode.INTERNAL,
+}
+"""The gRPC status code of each kind of refusal."""
+
 
 def full_service_name(pb2_module: Any, service: str) -> str:
     """``"ddz.v1.RecorderService"`` from the generated module, never a string literal."""
     name: str = pb2_module.DESCRIPTOR.services_by_name[service].full_name
     return name
+
+
+def status_of(refusal: Refusal) -> status_pb2.Status:
+    """The rich status of ``refusal``: its code, message and ErrorInfo(reason, domain)."""
+    detail = any_pb2.Any()
+    detail.Pack(
+        error_details_pb2.ErrorInfo(
+            reason=refusal.reason.value, domain=ERROR_DOMAIN, metadata=dict(refusal.metadata)
+        )
+    )
+    code = STATUS_OF[refusal.kind]
+    return status_pb2.Status(code=code.value[0], message=refusal.message, details=[detail])
 
 
 async def abort(
@@ -52,18 +84,18 @@ async def abort(
     message: str,
     **metadata: str,
 ) -> NoReturn:
-    """End the call with ``code`` and an ErrorInfo(reason, domain="ddz.v1", metadata).
+    """TRANSITIONAL (removed once every service raises ``Refusal``)."""
+    from ddz.v1 import errors_pb2
 
-    ``reason`` is a ``ddz.v1.Reason`` name (``"NOT_YOUR_TURN"``) or value; an unknown
-    name is a programming error (ValueError), caught here rather than by a client.
-    """
     name = errors_pb2.Reason.Name(reason) if isinstance(reason, int) else reason
-    errors_pb2.Reason.Value(name)  # raises ValueError for a reason that does not exist
-    detail = any_pb2.Any()
-    detail.Pack(error_details_pb2.ErrorInfo(reason=name, domain=ERROR_DOMAIN, metadata=metadata))
-    status = status_pb2.Status(code=code.value[0], message=message, details=[detail])
-    structlog.contextvars.bind_contextvars(reason=name)
-    await context.abort_with_status(rpc_status.to_status(status))
+    kind = next(k for k, c in STATUS_OF.items() if c == code)
+    await refuse(context, Refusal(kind, name, message, **metadata))
+
+
+async def refuse(context: grpc.aio.ServicerContext[Any, Any], refusal: Refusal) -> NoReturn:
+    """End the call with ``refusal``'s rich status."""
+    structlog.contextvars.bind_contextvars(reason=refusal.reason.value)
+    await context.abort_with_status(rpc_status.to_status(status_of(refusal)))
     raise AssertionError("unreachable: abort_with_status raises")  # pragma: no cover
 
 
@@ -140,6 +172,8 @@ def _wrap_unary(behaviour: Any, method: str, request_id: str | None) -> Any:
             return await behaviour(request, context)
         except grpc.aio.AbortError:
             raise
+        except Refusal as refusal:
+            await refuse(context, refusal)
         except Exception:
             await _internal(context)
         finally:
@@ -158,6 +192,8 @@ def _wrap_stream(behaviour: Any, method: str, request_id: str | None) -> Any:
                     yield response
             except (grpc.aio.AbortError, asyncio.CancelledError):
                 raise
+            except Refusal as refusal:
+                await refuse(context, refusal)
             except Exception:
                 await _internal(context)
             finally:
@@ -208,8 +244,7 @@ async def start_server(
          reflection.SERVICE_NAME),
         server,
     )  # fmt: skip
-    wanted = settings.port(service_name) if port is None else port
-    address = f"{settings.host}:{wanted}"
+    address = settings.listen_address(service_name, port)
     try:
         bound = server.add_insecure_port(address)
     except RuntimeError as exc:
@@ -217,7 +252,7 @@ async def start_server(
     if bound == 0:
         raise OSError(f"{service_name}: cannot listen on {address}")
     await server.start()
-    log.info("listening", service=service_name, address=f"{settings.host}:{bound}")
+    log.info("listening", service=service_name, address=f"{address.rsplit(':', 1)[0]}:{bound}")
     return RunningServer(server, bound, health)
 
 

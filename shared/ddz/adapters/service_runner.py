@@ -33,7 +33,7 @@ from ddz.adapters.bus import EventBus
 from ddz.adapters.grpc_server import RunningServer, serve, start_server
 from ddz.adapters.logging import configure_logging
 from ddz.compiled import engine_build
-from ddz.config import SERVICE_PORTS, Settings
+from ddz.config import SERVICE_PORTS, WILDCARD_HOSTS, Settings
 
 DEFAULT_NATS_URL = "nats://127.0.0.1:4222"
 NATS_CONNECT_TIMEOUT = 30.0  # seconds a starting service waits for NATS
@@ -135,6 +135,30 @@ async def start_service(
         await service.close()
         raise
     return RunningService(name, service, server)
+
+
+START_ORDER = ("dealer", "recorder", "settlement", "rules", "bot", "table")
+"""Every service after the ones it calls (rules -> dealer, bot -> rules, table -> all)."""
+
+
+async def start_services(
+    names: Sequence[str], settings: Settings
+) -> tuple[dict[str, RunningService], Settings]:
+    """Start ``names`` in this process on free loopback ports, each after those it
+    calls, each dialling the others where they were bound. Returns them by name and
+    the settings that point at them."""
+    running: dict[str, RunningService] = {}
+    try:
+        for name in sorted(names, key=START_ORDER.index):
+            running[name] = await start_service(name, settings, port=0)
+            host = settings.listen_address(name).rsplit(":", 1)[0]
+            host = "127.0.0.1" if host in WILDCARD_HOSTS else host
+            settings = settings.with_addresses(**{name: f"{host}:{running[name].port}"})
+    except BaseException:
+        for service in reversed(running.values()):
+            await service.stop()
+        raise
+    return running, settings
 
 
 async def run_service(

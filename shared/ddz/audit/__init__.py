@@ -3,7 +3,7 @@
     report = audit_hand(store.read_stream("hand-42"), key, store.read_signatures("hand-42"))
     report.verdict, report.failed_check, report.transcript(), report.state_at(17)
 
-``checks`` holds the checks (pure); ``source`` reads hands from a ``Recorder`` (the only
+``checks`` holds the checks (pure); ``source`` reads hands from a ``EventStore`` (the only
 I/O); ``rebuild`` rebuilds the settlement projection from ``HandSettled`` events.
 What each check proves: docs/AUDIT.md.
 """
@@ -18,7 +18,7 @@ from ddz.audit.report import (
     CheckResult,
     Verdict,
 )
-from ddz.audit.table import NoSuchEvent, TableAt
+from ddz.audit.snapshot import HandAt, NoSuchEvent
 
 __all__ = [
     "CHECKS",
@@ -28,8 +28,8 @@ __all__ = [
     "AuditReport",
     "AuditedEvent",
     "CheckResult",
+    "HandAt",
     "NoSuchEvent",
-    "TableAt",
     "Verdict",
     "audit_hand",
 ]

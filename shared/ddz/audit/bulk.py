@@ -17,7 +17,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from ddz.adapters.store import Recorder, SqlRecorder, create_store
+from ddz.adapters.store import EventStore, SqlEventStore, create_store
 from ddz.audit.checks import audit_hand
 from ddz.audit.report import FAILURE_NAMES, INCOMPLETE, AuditReport, Verdict
 from ddz.audit.source import hand_stream_ids, read_hands
@@ -110,12 +110,12 @@ class AllReport:
 
 
 def audit_streams(
-    recorder: Recorder, stream_ids: Sequence[str], key: bytes, key_id: str
+    store: EventStore, stream_ids: Sequence[str], key: bytes, key_id: str
 ) -> list[HandVerdict]:
     """Audit the hands of ``stream_ids`` in this process."""
     return [
         HandVerdict.of(audit_hand(record.events, key, record.signatures, key_id=key_id))
-        for record in read_hands(recorder, stream_ids)
+        for record in read_hands(store, stream_ids)
     ]
 
 
@@ -138,7 +138,7 @@ def _shrinking_batches(items: Sequence[str], workers: int) -> Iterator[Sequence[
 # -- worker processes: one store connection each ------------------------------------------
 
 _YOUNG_COLLECTION_EVERY = 50_000  # allocations (the interpreter's default: 700)
-_worker_store: SqlRecorder | None = None
+_worker_store: SqlEventStore | None = None
 _worker_key: tuple[bytes, str] = (b"", "")
 
 
@@ -178,15 +178,15 @@ def audit_all(
     limit: int | None = None,
     batch: int | None = None,
     on_progress: Callable[[int, int], None] | None = None,
-    recorder: Recorder | None = None,
+    open_store: EventStore | None = None,
 ) -> AllReport:
     """Audit every hand of the store at ``database_url`` (the oldest ``limit``).
 
-    ``on_progress(done, total)`` is called after each batch. ``recorder``: an open store
+    ``on_progress(done, total)`` is called after each batch. ``open_store``: an open store
     to use when ``workers`` is 1 (the recorder service passes its own)."""
     started = time.perf_counter()
-    own = recorder is None
-    store = recorder if recorder is not None else create_store(database_url)
+    own = open_store is None
+    store = open_store if open_store is not None else create_store(database_url)
     try:
         stream_ids = hand_stream_ids(store, limit)
         report = AllReport(workers=workers)

@@ -31,7 +31,7 @@ from collections.abc import Sequence
 import ddz
 from ddz.adapters import codec
 from ddz.adapters.codec import CodecError, Recorded
-from ddz.adapters.store.recorder import StreamSignature
+from ddz.adapters.store.contract import StreamSignature
 from ddz.audit.context import Audit, CheckFailed, StoredRow
 from ddz.audit.decisions import (
     check_decisions,
@@ -63,7 +63,7 @@ def audit_hand(
     key_id: str = "k1",
 ) -> AuditReport:
     """Audit one hand's stream: ``events`` as stored (in version order, as
-    ``Recorder.read_stream`` gives them), the stream's head ``signatures`` and the
+    ``EventStore.read_stream`` gives them), the stream's head ``signatures`` and the
     operator's HMAC ``key`` (with its ``key_id``). Never raises for a bad record: every
     problem is a failed check in the report."""
     if not events:

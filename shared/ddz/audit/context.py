@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from ddz.adapters.store.recorder import StreamSignature
+from ddz.adapters.store.contract import StreamSignature
 from ddz.audit.report import AuditedEvent, CheckResult
 from ddz.domain.hand import Event, HandState
 from ddz.domain.hand.events import HandSettled, HandStarted, PlayerEscaped

@@ -141,10 +141,10 @@ class AuditReport:
         return lines
 
     def state_at(self, version: int) -> Any:
-        """The table as it stood after event ``version`` (``ddz.audit.table.TableAt``)."""
-        from ddz.audit.table import table_at
+        """The table as it stood after event ``version`` (``ddz.audit.snapshot.HandAt``)."""
+        from ddz.audit.snapshot import hand_at
 
-        return table_at(self, version)
+        return hand_at(self, version)
 
     def to_json(self, *, with_transcript: bool = True) -> dict[str, Any]:
         out: dict[str, Any] = {

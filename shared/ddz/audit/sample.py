@@ -1,7 +1,7 @@
 """Sample hands recorded the way the services record them, for benchmarks, tests and demos.
 
 ``record_hand`` plays one hand in-process with the hand aggregate and writes each
-decision's events to a ``Recorder`` as one append of envelopes (``codec.envelope_for``,
+decision's events to a ``EventStore`` as one append of envelopes (``codec.envelope_for``,
 the bytes the rules service publishes), refused commands as ``CommandRejected`` events,
 then signs the chain head as the recorder does at ``SeedRevealed``. ``nuisance`` makes
 the commands a careless or hostile client sends (out of turn, a pass when leading,
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from ddz.adapters import codec
 from ddz.adapters.codec import CommandRejected, Recorded
-from ddz.adapters.store import Recorder
+from ddz.adapters.store import EventStore
 from ddz.domain.cards import NUM_RANKS, Rank
 from ddz.domain.hand import (
     Bid,
@@ -111,7 +111,7 @@ def mischief(state: HandState, rng: random.Random, odds: Mischief) -> Command | 
 
 
 def record_hand(
-    store: Recorder,
+    store: EventStore,
     rules: RuleSet,
     rng: random.Random,
     *,

@@ -1,6 +1,6 @@
 """Reading hands to audit from the event store: the audit's only I/O.
 
-``load_hand`` reads one hand through the ``Recorder`` contract. ``read_hands`` reads
+``load_hand`` reads one hand through the ``EventStore`` contract. ``read_hands`` reads
 many at once for ``ddz audit --all``: on the SQL store, one query per batch of streams
 (in stream and version order) and one for their signatures, returning plain rows with
 just the columns the audit reads (no per-row datetime parsing, no re-serialising).
@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 
 from sqlalchemy import Connection, Dialect
 
-from ddz.adapters.store import Recorder, SqlRecorder, StreamSignature
+from ddz.adapters.store import EventStore, SqlEventStore, StreamSignature
 from ddz.audit.checks import StoredRow
 
 HAND_PREFIX = "hand-"
@@ -53,21 +53,21 @@ class HandRecord:
         return self.stream_id.removeprefix(HAND_PREFIX)
 
 
-def load_hand(recorder: Recorder, hand_id: str) -> HandRecord | None:
+def load_hand(store: EventStore, hand_id: str) -> HandRecord | None:
     """One hand's stored events and head signatures; None when the store has none."""
     stream_id = hand_stream_id(hand_id)
-    stored = recorder.read_stream(stream_id)
+    stored = store.read_stream(stream_id)
     if not stored:
         return None
-    return HandRecord(stream_id, stored, recorder.read_signatures(stream_id))
+    return HandRecord(stream_id, stored, store.read_signatures(stream_id))
 
 
-def hand_stream_ids(recorder: Recorder, limit: int | None = None) -> list[str]:
+def hand_stream_ids(store: EventStore, limit: int | None = None) -> list[str]:
     """Every hand's stream id, oldest first (at most ``limit``)."""
-    if isinstance(recorder, SqlRecorder) and recorder.engine.dialect.name == "sqlite":
-        ids = _sqlite_hand_stream_ids(recorder)
+    if isinstance(store, SqlEventStore) and store.engine.dialect.name == "sqlite":
+        ids = _sqlite_hand_stream_ids(store)
     else:
-        ids = [s for s in recorder.stream_ids() if s.startswith(HAND_PREFIX)]
+        ids = [s for s in store.stream_ids() if s.startswith(HAND_PREFIX)]
     return ids if limit is None else ids[:limit]
 
 
@@ -81,8 +81,8 @@ _SQLITE_HAND_IDS = (
 _AFTER_PREFIX = HAND_PREFIX[:-1] + chr(ord(HAND_PREFIX[-1]) + 1)
 
 
-def _sqlite_hand_stream_ids(recorder: SqlRecorder) -> list[str]:
-    with recorder.engine.connect() as conn:
+def _sqlite_hand_stream_ids(store: SqlEventStore) -> list[str]:
+    with store.engine.connect() as conn:
         found = conn.exec_driver_sql(_SQLITE_HAND_IDS, (HAND_PREFIX, _AFTER_PREFIX))
         return [row[0] for row in found]
 
@@ -94,15 +94,15 @@ _SIGNATURE_COLUMNS = "stream_id, head_version, head_hash, signature, key_id"
 _STREAM_VERSION = 2  # Row's index of stream_version
 
 
-def read_hands(recorder: Recorder, stream_ids: Sequence[str]) -> Iterator[HandRecord]:
+def read_hands(store: EventStore, stream_ids: Sequence[str]) -> Iterator[HandRecord]:
     """The hands of ``stream_ids``, in that order, read in as few queries as possible.
 
     On the SQL store: one query for the events of every listed stream and one for their
     signatures, run on the driver directly (the rows become ``Row`` tuples as they come,
     without SQLAlchemy's per-row processing: this is ``ddz audit --all``'s reading)."""
-    if not isinstance(recorder, SqlRecorder):
+    if not isinstance(store, SqlEventStore):
         for stream_id in stream_ids:
-            record = load_hand(recorder, stream_id)
+            record = load_hand(store, stream_id)
             if record is not None:
                 yield record
         return
@@ -116,7 +116,7 @@ def read_hands(recorder: Recorder, stream_ids: Sequence[str]) -> Iterator[HandRe
     paused = gc.isenabled()
     gc.disable()
     try:
-        with recorder.engine.connect() as conn:
+        with store.engine.connect() as conn:
             make, binary = tuple.__new__, bytes  # Row._make without its Python frame
             for row in _fetch(conn, _EVENTS_SQL, ids):
                 if type(row[5]) is not binary or type(row[6]) is not binary:
@@ -127,7 +127,7 @@ def read_hands(recorder: Recorder, stream_ids: Sequence[str]) -> Iterator[HandRe
     finally:
         if paused:
             gc.enable()
-    lateral = _lateral(recorder.engine.dialect)
+    lateral = _lateral(store.engine.dialect)
     by_version: Any = itemgetter(_STREAM_VERSION)
     for stream_id in ids:
         found = rows[stream_id]

@@ -5,10 +5,10 @@ from __future__ import annotations
 from functools import lru_cache
 
 from ddz.domain.cards import Rank, RankCounts
+from ddz.domain.lookup import TWO, lookup_for, sort_key
 from ddz.domain.natural import natural_readings
 from ddz.domain.readings import ComboType, Reading
 from ddz.domain.ruleset import RuleSet
-from ddz.domain.tables import TWO, sort_key, tables_for
 from ddz.domain.wild import wild_readings
 
 
@@ -62,7 +62,7 @@ def _classify(
 ) -> tuple[Reading, ...]:
     if wild and max(wild) > TWO:
         raise ValueError("a wildcard rank must be 3..2, never a joker (§5)")
-    tb = tables_for(rules)
+    tb = lookup_for(rules)
     held = tuple(int(w) for w in sorted(wild) if play[w])
     found = wild_readings(play, tb, held, shape) if held else natural_readings(play, tb)
     unique: dict[object, Reading] = {}

@@ -5,15 +5,15 @@ from __future__ import annotations
 from typing import Final, final
 
 from ddz.domain.cards import RankCounts, format_counts
+from ddz.domain.lookup import code_of, counts_of_code
 from ddz.domain.readings import Reading
-from ddz.domain.tables import code_of, counts_of_code
 
 
 @final
 class Move:
     """The physical ranks played (wildcards as their own rank) and their reading.
 
-    The cards are kept as their code (``tables.ONE``: a byte of count per rank), the form
+    The cards are kept as their code (``lookup.ONE``: a byte of count per rank), the form
     the move generators compute them in; ``cards`` unpacks them when asked. A hand with
     wildcards has thousands of plays, and unpacking each into 15 counts would cost more
     than finding the plays. Immutable, compared and hashed by value.

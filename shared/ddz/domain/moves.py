@@ -16,19 +16,19 @@ from typing import Any
 
 from ddz.domain.cards import Rank, RankCounts
 from ddz.domain.compare import beats
-from ddz.domain.move import Move
-from ddz.domain.readings import ComboType, Reading
-from ddz.domain.ruleset import RuleSet
-from ddz.domain.tables import (
+from ddz.domain.lookup import (
     ACE,
     BJ,
     CHAIN_TYPES,
     RJ,
     TWO,
-    Tables,
+    Lookup,
     code_of,
-    tables_for,
+    lookup_for,
 )
+from ddz.domain.move import Move
+from ddz.domain.readings import ComboType, Reading
+from ddz.domain.ruleset import RuleSet
 from ddz.domain.wild import wild_moves
 
 _S = ComboType.SINGLE
@@ -63,7 +63,7 @@ def _code(spec: Iterable[tuple[int, int]]) -> int:
 class _NaturalMoves:
     """Interned natural moves of one rule set."""
 
-    def __init__(self, tb: Tables) -> None:
+    def __init__(self, tb: Lookup) -> None:
         self.tb = tb
         types = tb.types
 
@@ -217,7 +217,7 @@ def _runs(ranks: tuple[int, ...], minimum: int) -> list[tuple[int, int]]:
 
 @cache
 def _natural_moves_for(rules: RuleSet) -> _NaturalMoves:
-    return _NaturalMoves(tables_for(rules))
+    return _NaturalMoves(lookup_for(rules))
 
 
 def legal_moves(

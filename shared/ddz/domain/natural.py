@@ -8,13 +8,13 @@ whatever is left over must be legal kickers by the rule set's caps (§3 Kickers)
 from __future__ import annotations
 
 from ddz.domain.cards import RankCounts
+from ddz.domain.lookup import ACE, BJ, CHAIN_TYPES, RJ, TWO, Lookup
 from ddz.domain.readings import ComboType, Reading
-from ddz.domain.tables import ACE, BJ, CHAIN_TYPES, RJ, TWO, Tables
 
 _BY_COPIES = {1: ComboType.SINGLE, 2: ComboType.PAIR, 3: ComboType.TRIPLE}
 
 
-def singles_ok(kick: list[int], caps: list[int], tb: Tables) -> bool:
+def singles_ok(kick: list[int], caps: list[int], tb: Lookup) -> bool:
     """Are these single kickers legal under these per-rank caps (§3 Kickers)?"""
     for r in range(15):
         if kick[r] > caps[r]:
@@ -22,7 +22,7 @@ def singles_ok(kick: list[int], caps: list[int], tb: Tables) -> bool:
     return tb.jokers_as_kickers or not (kick[BJ] and kick[RJ])
 
 
-def pairs_ok(kick: list[int], caps: list[int], pairs: int, tb: Tables) -> bool:
+def pairs_ok(kick: list[int], caps: list[int], pairs: int, tb: Lookup) -> bool:
     """Are these cards exactly ``pairs`` legal pair kickers (§3 Kickers)?"""
     found = 0
     for r in range(15):
@@ -34,7 +34,7 @@ def pairs_ok(kick: list[int], caps: list[int], pairs: int, tb: Tables) -> bool:
     return found == pairs and (tb.jokers_as_kickers or not (kick[BJ] and kick[RJ]))
 
 
-def natural_readings(play: RankCounts, tb: Tables) -> list[Reading]:
+def natural_readings(play: RankCounts, tb: Lookup) -> list[Reading]:
     """Every reading of ``play`` with no card wild (unsorted)."""
     total = sum(play)
     if not total:
@@ -72,7 +72,7 @@ def natural_readings(play: RankCounts, tb: Tables) -> list[Reading]:
     return out
 
 
-def _kicker_readings(play: RankCounts, total: int, tb: Tables, out: list[Reading]) -> None:
+def _kicker_readings(play: RankCounts, total: int, tb: Lookup, out: list[Reading]) -> None:
     types = tb.types
     if total == 4 and ComboType.TRIPLE_SINGLE in types:
         _with_kickers(play, ComboType.TRIPLE_SINGLE, 3, 1, 1, False, tb, out)
@@ -97,7 +97,7 @@ def _with_kickers(
     length: int,
     kickers: int,
     pairs: bool,
-    tb: Tables,
+    tb: Lookup,
     out: list[Reading],
 ) -> None:
     """Try every main part of ``length`` consecutive ranks with ``copies`` each."""

@@ -16,7 +16,7 @@ they allow; the reading's ``substitutes`` record that choice. A kicker's rank ne
 changes the reading, so this only fixes which substitution is recorded.
 
 A hand with wildcards has thousands of plays, so the generator works on rank counts
-coded as ints (``tables.ONE``): a play's cards are the sum of the codes of its main
+coded as ints (``lookup.ONE``): a play's cards are the sum of the codes of its main
 part, its kickers and its wildcards, and its reading is looked up by the code of its
 substitutes. Each part is built once and combined with the others by int additions.
 """
@@ -28,20 +28,20 @@ from operator import itemgetter
 
 from ddz.domain.cards import RankCounts
 from ddz.domain.compare import beats
-from ddz.domain.move import Move, moves_of
-from ddz.domain.natural import natural_readings
-from ddz.domain.readings import BombClass, ComboType, Reading
-from ddz.domain.tables import (
+from ddz.domain.lookup import (
     ACE,
     BJ,
     CHAIN_TYPES,
     ONE,
     RJ,
     TWO,
-    Tables,
+    Lookup,
     code_of,
     counts_of_code,
 )
+from ddz.domain.move import Move, moves_of
+from ddz.domain.natural import natural_readings
+from ddz.domain.readings import BombClass, ComboType, Reading
 
 _KICKED: tuple[tuple[ComboType, int, bool, int], ...] = (
     # (type, copies per main rank, pair kickers, kickers per main rank)
@@ -61,7 +61,7 @@ Shape = tuple[ComboType, int, int]  # type, length, size: a reading's key but it
 
 
 def wild_moves(
-    hand: RankCounts, tb: Tables, wild_ranks: tuple[int, ...], over: Reading | None
+    hand: RankCounts, tb: Lookup, wild_ranks: tuple[int, ...], over: Reading | None
 ) -> list[Move]:
     """Every play that uses at least one of the hand's wildcards: all of them (``over``
     None) or those that beat ``over``."""
@@ -70,7 +70,7 @@ def wild_moves(
 
 
 def wild_readings(
-    play: RankCounts, tb: Tables, wild_ranks: tuple[int, ...], shape: Shape | None
+    play: RankCounts, tb: Lookup, wild_ranks: tuple[int, ...], shape: Shape | None
 ) -> list[Reading]:
     """The readings of ``play`` (all of it) as a play with wildcards; only those of one
     ``shape`` (type, length, size) when given: checking one declared reading need not
@@ -86,7 +86,7 @@ class _Plays:
     def __init__(
         self,
         hand: RankCounts,
-        tb: Tables,
+        tb: Lookup,
         wild_ranks: tuple[int, ...],
         over: Reading | None,
         size: int | None,
@@ -119,7 +119,7 @@ class _Plays:
 
 
 def _all_wild(
-    tb: Tables,
+    tb: Lookup,
     wild_ranks: tuple[int, ...],
     counts: list[int],
     over: Reading | None,
@@ -308,7 +308,7 @@ class _Mixed:
 
     def __init__(
         self,
-        tb: Tables,
+        tb: Lookup,
         natural: list[int],
         wild_ranks: tuple[int, ...],
         counts: list[int],

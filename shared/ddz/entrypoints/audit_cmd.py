@@ -25,7 +25,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from ddz.adapters.store import SqlRecorder, create_store
+from ddz.adapters.store import SqlEventStore, create_store
 from ddz.audit import NoSuchEvent, audit_hand
 from ddz.audit.bulk import AllReport, audit_all, default_workers
 from ddz.audit.rebuild import (
@@ -97,7 +97,7 @@ def _where(settings: Settings) -> str:
     return sa.make_url(settings.database_url).render_as_string(hide_password=True)
 
 
-def open_store(settings: Settings) -> SqlRecorder:
+def open_store(settings: Settings) -> SqlEventStore:
     """The event store of the settings, which must exist already (never created here)."""
     url = sa.make_url(settings.database_url)
     database = url.database or ""

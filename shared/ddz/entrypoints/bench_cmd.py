@@ -12,7 +12,7 @@ What is measured, and where:
   (``BotService.GetStats`` histogram, read before and after the run; 10% buckets).
   The rules service answers after every event of the move is in JetStream.
 * **in-process self-play**: the same number of hands of the same variant with the same
-  player (``ddz.autoplay``) in this process (``ddz.domain.selfplay.play_hand``): what
+  player (``ddz.player_kinds``) in this process (``ddz.domain.selfplay.play_hand``): what
   the rules cost without the distribution. The ratio shows what the distribution costs.
 
 Uses the suite at the ``DDZ_*`` addresses if one answers, else starts a stack for the
@@ -38,13 +38,13 @@ import grpc
 from ddz.adapters.driver import Driver
 from ddz.adapters.grpc_client import make_channel
 from ddz.adapters.stack import Stack, StackError, stack_answers
-from ddz.autoplay import PLAYER_KINDS, make_player
 from ddz.config import Settings
 from ddz.domain.ruleset import ruleset_for
 from ddz.domain.selfplay import hand_seed, play_hand, run_seed
 from ddz.domain.settlement import RoomSettings
 from ddz.entrypoints.arguments import check_variant, whole
 from ddz.entrypoints.figures import print_figures
+from ddz.player_kinds import PLAYER_KINDS, make_player
 from ddz.v1 import bot_pb2, bot_pb2_grpc, recorder_pb2, recorder_pb2_grpc
 
 DRAIN_TIMEOUT = 120.0

@@ -4,7 +4,7 @@
     records = store.append("hand-42", expected_version=0, envelopes=[envelope_bytes])
     store.read_stream("hand-42"); store.read_all(after_position=0, limit=1000)
 
-``Recorder`` is the contract (``recorder.py``), ``SqlRecorder`` the SQLite/PostgreSQL
+``EventStore`` is the contract (``contract.py``), ``SqlEventStore`` the SQLite/PostgreSQL
 implementation (``sql.py``), ``chain`` the hash chain and head signatures.
 """
 
@@ -13,11 +13,10 @@ from __future__ import annotations
 from typing import Any
 
 from ddz.adapters.store import chain
-from ddz.adapters.store.migrate import upgrade_store
-from ddz.adapters.store.recorder import (
+from ddz.adapters.store.contract import (
     DuplicateEventId,
+    EventStore,
     InvalidEnvelope,
-    Recorder,
     SignatureConflict,
     StoredEvent,
     StoreError,
@@ -25,10 +24,11 @@ from ddz.adapters.store.recorder import (
     UnknownStream,
     VersionConflict,
 )
-from ddz.adapters.store.sql import SqlRecorder, make_engine
+from ddz.adapters.store.migrate import upgrade_store
+from ddz.adapters.store.sql import SqlEventStore, make_engine
 
 
-def create_store(url: str, *, upgrade: bool = False, **engine_options: Any) -> SqlRecorder:
+def create_store(url: str, *, upgrade: bool = False, **engine_options: Any) -> SqlEventStore:
     """The store at ``url`` (``postgresql://`` is mapped to psycopg).
 
     ``upgrade=True`` first runs the migrations (idempotent); processes that only read
@@ -37,15 +37,15 @@ def create_store(url: str, *, upgrade: bool = False, **engine_options: Any) -> S
     engine = make_engine(url, **engine_options)
     if upgrade:
         upgrade_store(engine)
-    return SqlRecorder(engine)
+    return SqlEventStore(engine)
 
 
 __all__ = [
     "DuplicateEventId",
+    "EventStore",
     "InvalidEnvelope",
-    "Recorder",
     "SignatureConflict",
-    "SqlRecorder",
+    "SqlEventStore",
     "StoreError",
     "StoredEvent",
     "StreamSignature",

@@ -29,10 +29,10 @@ from sqlalchemy.engine import Connection, Dialect, Engine
 from sqlalchemy.pool import StaticPool
 
 from ddz.adapters.store import chain
-from ddz.adapters.store.recorder import (
+from ddz.adapters.store.contract import (
     DuplicateEventId,
+    EventStore,
     InvalidEnvelope,
-    Recorder,
     SignatureConflict,
     StoredEvent,
     StreamSignature,
@@ -144,8 +144,8 @@ class _Prepared:
         return tuple(values[name] for name in self.order)
 
 
-class SqlRecorder(Recorder):
-    """The ``Recorder`` over a SQLAlchemy engine whose schema is at head.
+class SqlEventStore(EventStore):
+    """The ``EventStore`` over a SQLAlchemy engine whose schema is at head.
 
     Positions are handed out here, under the writer lock, as ``max(position) + 1``:
     gapless even when an append is rolled back (a database sequence would skip

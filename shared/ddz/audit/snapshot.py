@@ -27,7 +27,7 @@ class NoSuchEvent(LookupError):
 
 
 @dataclass(frozen=True)
-class TableAt:
+class HandAt:
     version: int  # the event the table is shown after
     event: str  # that event, in words
     state: HandState
@@ -125,7 +125,7 @@ class TableAt:
         }
 
 
-def table_at(report: AuditReport, version: int) -> TableAt:
+def hand_at(report: AuditReport, version: int) -> HandAt:
     """The table after event ``version`` of the report's hand."""
     events = report.events
     if not 1 <= version <= report.event_count:
@@ -149,4 +149,4 @@ def table_at(report: AuditReport, version: int) -> TableAt:
             ) from None
     last = events[version - 1].event
     players = tuple(seat.player_id for seat in state.seats) or ("", "", "")
-    return TableAt(version, describe.recorded(last, state), state, players)
+    return HandAt(version, describe.recorded(last, state), state, players)

@@ -95,7 +95,7 @@ class StreamSignature:
     key_id: str
 
 
-class Recorder(abc.ABC):
+class EventStore(abc.ABC):
     """Append-only event store. Methods are synchronous and thread-safe; call them
     from async code with ``asyncio.to_thread``."""
 

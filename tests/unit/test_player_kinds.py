@@ -8,7 +8,6 @@ from dataclasses import replace
 
 import pytest
 from ddz.adapters.hand_feed import deal_complete
-from ddz.autoplay import PLAYER_KINDS, make_player
 from ddz.domain.hand import (
     Disconnect,
     Hand,
@@ -22,6 +21,7 @@ from ddz.domain.hand import (
 from ddz.domain.players import GreedyPlayer
 from ddz.domain.ruleset import CLASSIC, LAIZI, TIANDI, VARIANTS
 from ddz.domain.settlement import RoomSettings
+from ddz.player_kinds import PLAYER_KINDS, make_player
 
 from services.bot.autoplay import fallback_move, in_partition, seat_to_act
 from services.bot.stats import BOUNDS_US, MoveStats

@@ -1,6 +1,6 @@
 """What the rules engine derives once per rule set (RULES.md §3-§5).
 
-``tables_for(rules)`` turns a ``RuleSet`` into the data the classifier and the move
+``lookup_for(rules)`` turns a ``RuleSet`` into the data the classifier and the move
 generators read: which types exist, chain minimums, bomb sizes and tiers, kicker caps,
 and interned ``Reading`` objects. Building it once per rule set (cached by the rule set,
 which is hashable) keeps the hot loops free of look-ups and of object churn: a natural
@@ -67,7 +67,7 @@ def sort_key(reading: Reading) -> tuple[int, int, int, int, int, int]:
     )
 
 
-class Tables:
+class Lookup:
     """Derived, read-only data for one rule set. Never mutated after construction except
     for the interning caches, which only ever grow with equal values."""
 
@@ -269,12 +269,12 @@ class _CodedReadings(dict[int, Reading]):
     """Interned non-bomb readings by ``family + substitutes code``: the wildcard
     generator's look-up, an int key where ``reading()`` builds a tuple key per call."""
 
-    def __init__(self, tb: Tables) -> None:
+    def __init__(self, tb: Lookup) -> None:
         super().__init__()
         self.tb = tb
 
     def __missing__(self, key: int) -> Reading:
-        # Made here rather than by ``Tables.reading``: this table is the only cache
+        # Made here rather than by ``Lookup.reading``: this table is the only cache
         # such a reading needs (a hand with wildcards meets a thousand new ones).
         ctype, main, length, size = self.tb._family_keys[key >> FAMILY_SHIFT]
         substitutes: tuple[Rank, ...] = ()
@@ -289,5 +289,5 @@ class _CodedReadings(dict[int, Reading]):
 
 
 @cache
-def tables_for(rules: RuleSet) -> Tables:
-    return Tables(rules)
+def lookup_for(rules: RuleSet) -> Lookup:
+    return Lookup(rules)

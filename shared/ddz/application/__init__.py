@@ -1,0 +1,7 @@
+"""The application layer: what the services do, as plain code over ports.
+
+The use cases of each service live in ``services/<name>/handlers.py``; they take their
+ports (the event bus, the store, other services' clients, the clock) as arguments and
+import no transport. What they share is here: ``errors`` (the one error type a refused
+call raises, mapped to a gRPC status only in ``ddz.adapters.grpc_server``) and ``ports``.
+"""
