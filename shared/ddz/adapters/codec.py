@@ -30,6 +30,7 @@ from typing import Any, Generic, TypeAlias, TypeVar
 
 from google.protobuf.message import DecodeError, Message
 
+from ddz.application.errors import Kind, Reason, Refusal
 from ddz.domain.cards import (
     NUM_RANKS,
     Card,
@@ -72,12 +73,19 @@ from ddz.v1 import hand_events_pb2 as pb
 CONTENT_TYPE = "application/x-protobuf; messageType={}"
 
 
-class CodecError(ValueError):
-    """Bytes or a message that do not make a valid domain value."""
+class CodecError(Refusal, ValueError):
+    """Bytes or a message that do not make a valid domain value: an invalid request."""
+
+    REASON = Reason.INVALID_ARGUMENT
+
+    def __init__(self, message: str) -> None:
+        super().__init__(Kind.INVALID, self.REASON, message)
 
 
 class MalformedCards(CodecError):
     """Card notation a command cannot be built from (``PlayCommand.cards``)."""
+
+    REASON = Reason.MALFORMED_CARDS
 
 
 # --- CommandRejected: recorded, never folded ------------------------------------------
