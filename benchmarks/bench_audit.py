@@ -1,4 +1,4 @@
-"""``ddz audit --all`` throughput in hands/s, from SQLite and from PostgreSQL (issue 5).
+"""``ddz audit --all`` throughput in hands/s, from SQLite and from PostgreSQL.
 
     .venv/bin/python benchmarks/bench_audit.py [--hands 1000] [--workers 2] [--runs 3]
         [--postgres postgresql://postgres@127.0.0.1:5432/test] [--corpus PATH]

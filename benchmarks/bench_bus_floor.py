@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The floor of the messaging cost per hand: the bus alone, and a bare gRPC call (issue 4).
+"""The floor of the messaging cost per hand: the bus alone, and a bare gRPC call.
 
     .venv/bin/python benchmarks/bench_bus_floor.py [--hands 300] [--events-per-hand 59]
         [--consumers 4] [--publishers 1] [--concurrency 8] [--batch 64] [--raw] [--json]
@@ -8,7 +8,7 @@
     .venv/bin/python benchmarks/bench_bus_floor.py --grpc [--calls 10000] [--concurrency 8]
         [--calls-per-hand 16.4] [--json]
 
-Why: issue 4 asks ``ddz bench e2e`` for 100 hands/s on a 2-core machine, that is at most
+Why: a target of 100 hands/s for ``ddz bench e2e`` on a 2-core machine is at most
 2000 ms of CPU per second / 100 = 20 ms of CPU per hand summed over every process. The
 suite spends 55-60 ms on an idle machine (greedy bots; docs/BENCHMARKS.md). This script
 answers what a hand costs before any of the services' own work: what does
@@ -104,7 +104,7 @@ GRPC_METHOD = "/ddz.bench.Floor/Call"
 GRPC_REQUEST = bytes(100)
 GRPC_REPLY = bytes(100)
 MARK = "@floor"  # starts a protocol line of a child (anything else it prints is passed on)
-CORES = 2  # the target machine of issue 4
+CORES = 2  # the target machine
 TARGET_HANDS_PER_S = 100
 PUBLISH_TIMEOUT = 5.0  # as hand_stream.publish
 READY_TIMEOUT = 30.0
@@ -424,7 +424,7 @@ async def suite_settlement(url: str, expected: int) -> None:
                 finished.set()
 
     bus = await EventBus.connect(url, name="settlement")
-    consumer = CountingSettlement(bus, None, None)  # type: ignore[arg-type]  # no database
+    consumer = CountingSettlement(bus, None)  # type: ignore[arg-type]  # no database
     await consumer.start()
     say("ready")
     await finished.wait()

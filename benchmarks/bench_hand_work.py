@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The least work the suite must do for one hand besides moving messages (issue 4).
+"""The least work the suite must do for one hand besides moving messages.
 
     .venv/bin/python benchmarks/bench_hand_work.py [--hands 300] [--player greedy]
 
@@ -24,6 +24,7 @@ from pathlib import Path
 
 from ddz.adapters import codec
 from ddz.adapters.store import create_store
+from ddz.domain.hand import Recorded
 from ddz.domain.hand.state import replay
 from ddz.domain.ruleset import CLASSIC
 from ddz.domain.selfplay import hand_seed, play_hand, run_seed
@@ -47,7 +48,7 @@ def main() -> None:
     args = parser.parse_args()
     players = [make_player(args.player, seed) for seed in range(3)]
     master = run_seed("bench-hand-work")
-    hands: list[list[codec.Recorded]] = []
+    hands: list[list[Recorded]] = []
 
     def play() -> None:
         for index in range(args.hands):

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Rules engine speed, side by side with the peers (issue 2).
+"""Rules engine speed, side by side with the peers.
 
     .venv/bin/python benchmarks/bench_rules.py [--quick] [--seed N]
 

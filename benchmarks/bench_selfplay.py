@@ -1,4 +1,4 @@
-"""In-process self-play throughput (issue 3), side by side with RLCard in one run.
+"""In-process self-play throughput, side by side with RLCard in one run.
 
     .venv/bin/python benchmarks/bench_selfplay.py [--hands N]
 

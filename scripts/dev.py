@@ -51,6 +51,7 @@ def test(args: list[str]) -> None:
     sh(PY, "tools/gen_protos.py", "--check")
     sh(BIN / "ruff", "check", ".")
     sh(BIN / "mypy", "shared/ddz", "services")
+    sh(BIN / "lint-imports")  # the layering contracts of pyproject.toml
     sh(BIN / "pytest", "-q", *args)
 
 

@@ -1,4 +1,5 @@
-"""The bot service, wired: NATS bus + hand feed (durable consumer) + autoplay + servicer.
+"""The bot service, wired: NATS bus + hand feed (durable consumer) + the rules client +
+autoplay + the Suggest/GetStats handlers behind the servicer.
 
 ``build(settings, player=..., partition=i, partitions=n)``: the player kind
 (``ddz.player_kinds``; default ``settings.bot_player``, the strong bot) and this instance's
@@ -15,12 +16,15 @@ from ddz.adapters.bus import EventBus
 from ddz.adapters.grpc_client import make_channel
 from ddz.adapters.grpc_server import full_service_name
 from ddz.adapters.hand_feed import HandFeed
-from ddz.adapters.service_runner import nats_url
+from ddz.adapters.service_runner import connect_bus
 from ddz.config import Settings
 from ddz.player_kinds import make_player
 from ddz.v1 import bot_pb2, bot_pb2_grpc, rules_pb2_grpc
 
 from .autoplay import AutoPlay, in_partition
+from .clients import RulesClient
+from .handlers import GetStats, Suggest
+from .hands import FeedLookup
 from .servicer import BotServicer
 
 NAME = "bot"
@@ -52,11 +56,11 @@ class BotApp:
         self.servicer: BotServicer | None = None
 
     async def start(self) -> None:
-        self.bus = await EventBus.connect(nats_url(self.settings), name=NAME)
-        await self.bus.ensure_stream()
+        self.bus = await connect_bus(self.settings, NAME)
         self.channel = make_channel(self.settings, "rules")
-        rules = rules_pb2_grpc.RulesServiceStub(self.channel)  # type: ignore[no-untyped-call]
-        self.autoplay = AutoPlay(rules, self.player, timeout=self.settings.rpc_timeout)
+        stub = rules_pb2_grpc.RulesServiceStub(self.channel)  # type: ignore[no-untyped-call]
+        rules = RulesClient(stub, timeout=self.settings.rpc_timeout)
+        self.autoplay = AutoPlay(rules, self.player)
         self.feed = HandFeed(
             self.bus,
             keep_ended=0,
@@ -64,7 +68,9 @@ class BotApp:
             accept=lambda hand_id: in_partition(hand_id, self.partition, self.partitions),
         )
         self.autoplay.attach(self.feed)
-        self.servicer = BotServicer(self.feed, self.autoplay, self.player, self.player_kind)
+        self.servicer = BotServicer(
+            Suggest(FeedLookup(self.feed), self.player), GetStats(self.autoplay, self.player_kind)
+        )
         await self.feed.follow(self.durable)
 
     def add_to_server(self, server: grpc.aio.Server) -> None:

@@ -3,16 +3,16 @@
 Follows every hand through a ``HandFeed`` (a durable consumer of all hand events,
 internal included, so it knows each seat's cards). Whenever the seat to act is one of
 its seats, it decides from that seat's ``view_for(state, seat)`` only -- never the
-full state -- and sends the move to ``RulesService.Decide`` with the hand's stream
-version as ``expected_version``.
+full state -- and sends the move to the rules (the ``Rules`` port) with the hand's
+stream version as ``expected_version``.
 
-Races are expected and harmless: a move sent on a stale version comes back ABORTED
-(VERSION_CONFLICT) and is decided again once the feed has caught up; the rules never
-apply it twice. One task per hand acts at a time; moves of one hand never overlap.
+Races are expected and harmless: a move sent on a stale version is refused as a
+CONFLICT (VERSION_CONFLICT) and is decided again once the feed has caught up; the
+rules never apply it twice. One task per hand acts at a time; moves of one hand never overlap.
 
-Scaling out (docs/OPERATIONS.md): hands are partitioned by a hash of the hand id;
-instance ``i`` of ``n`` has its own durable consumer and plays only its partition's
-hands, so every hand has exactly one player and sees its events in order.
+Partitions (``in_partition``): instance ``i`` of ``n`` would play only the hands whose id
+hashes to ``i``, on a durable consumer of its own; ``build(partition=i, partitions=n)``
+is the only way to ask for it, so a deployment runs one bot instance.
 """
 
 from __future__ import annotations
@@ -24,22 +24,23 @@ import uuid
 import zlib
 from typing import Any
 
-import grpc
 import structlog
-from ddz.adapters import codec
-from ddz.adapters.grpc_client import error_reason
-from ddz.adapters.hand_feed import HandFeed, HandFold, deal_complete
+from ddz.adapters.hand_feed import HandFold, deal_complete
+from ddz.application.errors import Kind, Refusal
 from ddz.domain.hand import Bid, Command, HandState, Pass, Phase, PlayerView, view_for
 from ddz.domain.players import Player, play_of
-from ddz.v1 import rules_pb2, rules_pb2_grpc
+from ddz.v1 import rules_pb2
 
-from .batcher import DecideBatcher, DecideError
+from .batcher import DecideBatcher
+from .ports import Hands, Move, Rules
 from .stats import MoveStats
 
 log = structlog.get_logger("ddz.bot")
 
 RETRY_DELAYS = (0.05, 0.2, 0.5, 1.0)
 """Pauses before sending a move again after a transport error (unavailable, timeout)."""
+RETRIED = frozenset({Kind.UNAVAILABLE, Kind.TIMEOUT})
+"""Refusals that say "not now" rather than "no": the move is sent again."""
 RECHECK_AFTER = 1.0
 """After a version conflict, look again this much later if the feed brought nothing."""
 
@@ -70,20 +71,17 @@ def in_partition(hand_id: str, partition: int, partitions: int) -> bool:
 
 
 class AutoPlay:
-    def __init__(
-        self, rules: rules_pb2_grpc.RulesServiceStub, player: Player, *, timeout: float = 5.0
-    ) -> None:
-        self.rules = rules
-        self.moves = DecideBatcher(rules, timeout)
+    def __init__(self, rules: Rules, player: Player) -> None:
+        self.moves = DecideBatcher(rules)
         self.player = player
         self.stats = MoveStats()
-        self.feed: HandFeed | None = None
+        self.feed: Hands | None = None
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._dirty: set[str] = set()
         self._rechecks: set[asyncio.Task[None]] = set()
         self._stuck: dict[str, int] = {}  # hand -> state version its moves were refused at
 
-    def attach(self, feed: HandFeed) -> None:
+    def attach(self, feed: Hands) -> None:
         self.feed = feed
 
     # -- the feed's callback -------------------------------------------------------------
@@ -141,34 +139,27 @@ class AutoPlay:
     async def _decide(
         self, fold: HandFold, seat: int, command: Command
     ) -> rules_pb2.DecideResponse | None:
-        request = rules_pb2.DecideRequest(
-            hand_id=fold.hand_id,
-            seat=seat,
-            expected_version=fold.version,
-            request_id=str(uuid.uuid4()),
-        )
-        codec.set_command(request, command)
+        move = Move(fold.hand_id, seat, command, fold.version, str(uuid.uuid4()))
         for delay in (*RETRY_DELAYS, None):
             started = time.perf_counter()
             try:
-                answer = await self.moves.decide(request)
-            except (grpc.aio.AioRpcError, DecideError) as exc:
-                if exc.code() is grpc.StatusCode.ABORTED:
+                answer = await self.moves.decide(move)
+            except Refusal as refusal:
+                if refusal.kind is Kind.CONFLICT:
                     self.stats.conflicts += 1
                     self._recheck_later(fold.hand_id, fold.version)
                     return None
-                if exc.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
-                    self.stats.errors += 1
+                self.stats.errors += 1
+                if refusal.kind in RETRIED:
                     if delay is not None:
                         await asyncio.sleep(delay)
                         continue
                     self._recheck_later(fold.hand_id, fold.version)
                     return None
                 log.error(
-                    "bot_move_failed", hand_id=fold.hand_id, seat=seat, code=exc.code().name,
-                    reason=_reason(exc), details=exc.details(),
+                    "bot_move_failed", hand_id=fold.hand_id, seat=seat, kind=refusal.kind.name,
+                    reason=refusal.reason.value, details=refusal.message,
                 )  # fmt: skip
-                self.stats.errors += 1
                 return None
             self.stats.record_latency(time.perf_counter() - started)
             if answer.accepted:
@@ -214,7 +205,3 @@ class AutoPlay:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         await self.moves.close()
-
-
-def _reason(exc: grpc.aio.AioRpcError | DecideError) -> str | None:
-    return exc.reason if isinstance(exc, DecideError) else error_reason(exc)

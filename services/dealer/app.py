@@ -1,4 +1,5 @@
-"""The dealer service, wired: NATS bus + seed vault + servicer."""
+"""The dealer service, wired: the seed vault and the new hands' streams on the NATS
+bus, the ``Dealer`` use cases on them, and the servicer in front."""
 
 from __future__ import annotations
 
@@ -8,12 +9,14 @@ from collections.abc import Sequence
 import grpc
 from ddz.adapters.bus import EventBus
 from ddz.adapters.grpc_server import full_service_name
+from ddz.adapters.hand_stream import JetStreamHandLog
 from ddz.adapters.service_db import upgrade_service_db
 from ddz.adapters.service_runner import connect_bus, producer_name
 from ddz.adapters.store import make_engine
 from ddz.config import Settings
 from ddz.v1 import dealer_pb2, dealer_pb2_grpc
 
+from .handlers import Dealer
 from .seeds import SeedVault
 from .servicer import DealerServicer
 
@@ -32,7 +35,8 @@ class DealerApp:
     async def start(self) -> None:
         await asyncio.to_thread(upgrade_service_db, self.engine)
         self.bus = await connect_bus(self.settings, NAME)
-        self.servicer = DealerServicer(self.bus, SeedVault(self.engine), producer_name(NAME))
+        dealer = Dealer(SeedVault(self.engine), JetStreamHandLog(self.bus), producer_name(NAME))
+        self.servicer = DealerServicer(dealer)
 
     def add_to_server(self, server: grpc.aio.Server) -> None:
         assert self.servicer is not None, "start() first"

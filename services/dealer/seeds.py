@@ -13,13 +13,12 @@ import sqlalchemy as sa
 from ddz.adapters.service_db.schema import dealer_seeds
 from sqlalchemy.engine import Engine
 
-
-class SeedExists(Exception):
-    """The hand id already has a seed: it was dealt before."""
+from .ports import SeedExists
 
 
 class SeedVault:
-    """Synchronous (call it through ``asyncio.to_thread``)."""
+    """``SeedStore`` in the dealer's table. Synchronous (call it through
+    ``asyncio.to_thread``)."""
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine

@@ -1,4 +1,5 @@
-"""The recorder service, wired: event store + durable consumer + servicer."""
+"""The recorder service, wired: event store + durable consumer (``Record``) + servicers
+(``Reads``, ``Audits``)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from ddz.v1 import audit_pb2, audit_pb2_grpc, recorder_pb2, recorder_pb2_grpc
 
 from .audit_servicer import AuditServicer
 from .consumer import StoreConsumer
+from .handlers import Audits, Reads, Record
 from .servicer import RecorderServicer
 
 NAME = "recorder"
@@ -40,14 +42,12 @@ class RecorderApp:
     async def start(self) -> None:
         self.store = await asyncio.to_thread(create_store, self.settings.database_url, upgrade=True)
         self.bus = await connect_bus(self.settings, NAME)
-        self.consumer = StoreConsumer(
-            self.bus, self.store, self.durable,
-            sign_head=self._sign_head if self.sign_heads else None,
-        )  # fmt: skip
+        record = Record(self.store, sign_head=self._sign_head if self.sign_heads else None)
+        self.consumer = StoreConsumer(self.bus, record, self.durable)
         await self.consumer.start()
 
     def _sign_head(self, stream_id: str) -> None:
-        """Issue 5: a finished hand's chain head, signed with the operator's key."""
+        """A finished hand's chain head, signed with the operator's key."""
         assert self.store is not None
         self.store.sign_head(
             stream_id, self.settings.require_audit_key(), self.settings.audit_key_id
@@ -56,12 +56,13 @@ class RecorderApp:
     def add_to_server(self, server: grpc.aio.Server) -> None:
         assert self.store is not None, "start() first"
         recorder_pb2_grpc.add_RecorderServiceServicer_to_server(  # type: ignore[no-untyped-call]
-            RecorderServicer(self.store), server
+            RecorderServicer(Reads(self.store)), server
         )
-        audit = AuditServicer(
+        audits = Audits(
             self.store, self.settings.database_url,
             self.settings.require_audit_key(), self.settings.audit_key_id,
         )  # fmt: skip
+        audit = AuditServicer(audits)
         audit_pb2_grpc.add_AuditServiceServicer_to_server(audit, server)  # type: ignore[no-untyped-call]
 
     async def close(self) -> None:

@@ -1,4 +1,5 @@
-"""The rules service, wired: NATS bus + a channel to the dealer (for seeds) + servicer."""
+"""The rules service, wired: the hands' log on the NATS bus, the dealer's seeds over a
+channel, the ``Rules`` use cases on them, and the servicer in front."""
 
 from __future__ import annotations
 
@@ -8,13 +9,18 @@ import grpc
 from ddz.adapters.bus import EventBus
 from ddz.adapters.grpc_client import make_channel
 from ddz.adapters.grpc_server import full_service_name
+from ddz.adapters.hand_stream import JetStreamHandLog
 from ddz.adapters.service_runner import connect_bus, producer_name
 from ddz.config import Settings
 from ddz.v1 import dealer_pb2_grpc, rules_pb2, rules_pb2_grpc
 
+from .cache import HandCache, KeyedLocks
+from .clients import DealerSeeds
+from .handlers import Rules
 from .servicer import RulesServicer
 
 NAME = "rules"
+CACHE_SIZE = 2000  # hands in play kept folded; the rest are rebuilt from the bus
 
 
 class RulesApp:
@@ -30,7 +36,14 @@ class RulesApp:
         self.bus = await connect_bus(self.settings, NAME)
         self.channel = make_channel(self.settings, "dealer")
         dealer = dealer_pb2_grpc.DealerServiceStub(self.channel)  # type: ignore[no-untyped-call]
-        self.servicer = RulesServicer(self.bus, dealer, producer_name(NAME))
+        rules = Rules(
+            JetStreamHandLog(self.bus),
+            DealerSeeds(dealer),
+            HandCache(CACHE_SIZE),
+            KeyedLocks(),
+            producer_name(NAME),
+        )
+        self.servicer = RulesServicer(rules)
 
     def add_to_server(self, server: grpc.aio.Server) -> None:
         assert self.servicer is not None, "start() first"

@@ -1,6 +1,6 @@
 """The rules service's memory: hands in play and one lock per hand.
 
-Only a cache: a hand missing here is rebuilt from its events (``hand_stream.read``).
+Only a cache: a hand missing here is rebuilt from its events (``HandLog.read``).
 Ended hands are dropped at once; the rest are kept least-recently-used first.
 """
 
@@ -11,33 +11,35 @@ from collections import OrderedDict
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
-from ddz.adapters.hand_stream import HandCursor
 from ddz.domain.hand import HandState
+
+P = TypeVar("P")  # the hand log's position (``ports.Position``)
 
 
 @dataclass
-class LiveHand:
+class LiveHand(Generic[P]):
     """A hand as its single writer sees it: the folded state, where its stream
-    stands on the bus, and (once a command needed it) the hand's server seed."""
+    stands (``cursor``), and (once a command needed it) the hand's server seed."""
 
     state: HandState
-    cursor: HandCursor
+    cursor: P
     seed: bytes | None = None
 
 
-class HandCache:
+class HandCache(Generic[P]):
     def __init__(self, capacity: int) -> None:
         self.capacity = capacity
-        self._hands: OrderedDict[str, LiveHand] = OrderedDict()
+        self._hands: OrderedDict[str, LiveHand[P]] = OrderedDict()
 
-    def get(self, hand_id: str) -> LiveHand | None:
+    def get(self, hand_id: str) -> LiveHand[P] | None:
         hand = self._hands.get(hand_id)
         if hand is not None:
             self._hands.move_to_end(hand_id)
         return hand
 
-    def put(self, hand_id: str, hand: LiveHand) -> None:
+    def put(self, hand_id: str, hand: LiveHand[P]) -> None:
         self._hands[hand_id] = hand
         self._hands.move_to_end(hand_id)
         while len(self._hands) > self.capacity:

@@ -1,4 +1,5 @@
-"""The settlement service, wired: projection tables + durable consumer + servicer."""
+"""The settlement service, wired: projection tables + durable consumer (``ApplySettled``)
++ servicer (``Queries``)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from ddz.adapters.store import SqlEventStore, make_engine
 from ddz.config import Settings
 from ddz.v1 import settlement_pb2, settlement_pb2_grpc
 
-from .consumer import DURABLE, SettlementConsumer
+from .consumer import DURABLE, BusStartedHands, SettlementConsumer
+from .handlers import ApplySettled, Queries
 from .servicer import SettlementServicer
 
 NAME = "settlement"
@@ -35,12 +37,13 @@ class SettlementApp:
     async def start(self) -> None:
         await asyncio.to_thread(upgrade_service_db, self.engine)
         self.bus = await connect_bus(self.settings, NAME)
-        self.consumer = SettlementConsumer(self.bus, self.projection, SqlEventStore(self.engine))
+        apply = ApplySettled(self.projection, BusStartedHands(self.bus), SqlEventStore(self.engine))
+        self.consumer = SettlementConsumer(self.bus, apply)
         await self.consumer.start(self.durable)
 
     def add_to_server(self, server: grpc.aio.Server) -> None:
         settlement_pb2_grpc.add_SettlementServiceServicer_to_server(  # type: ignore[no-untyped-call]
-            SettlementServicer(self.projection), server
+            SettlementServicer(Queries(self.projection)), server
         )
 
     async def close(self) -> None:

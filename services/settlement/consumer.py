@@ -1,23 +1,17 @@
-"""Settlement's durable consumer: each ``HandSettled`` into the balances projection.
+"""Settlement's durable consumer: each ``HandSettled`` delivered to ``ApplySettled``.
 
-Idempotent on the event id (``processed_events``, same transaction as the balances),
-acked after the write. The players of a hand come from its ``HandStarted`` (JetStream,
-else the event store); a hand whose start cannot be found yet is retried later.
+Acked after the write (``EventBus.subscribe_durable``); a refusal as INVALID can never
+be applied and is terminated, anything else is retried later.
 """
 
 from __future__ import annotations
 
-import asyncio
-
 import nats.js.errors
-import structlog
-from ddz.adapters.bus import SUBJECT_ROOT, Delivery, EventBus, Reject, stream_parts, subject_for
-from ddz.adapters.codec import CodecError, decode_envelope
-from ddz.adapters.service_db.balances import BalanceProjection
-from ddz.adapters.store import EventStore
+from ddz.adapters.bus import SUBJECT_ROOT, Delivery, EventBus, Reject, subject_for
+from ddz.application.errors import Kind, Refusal
 from ddz.domain.hand.events import HandSettled, HandStarted
 
-log = structlog.get_logger("ddz.settlement")
+from .handlers import ApplySettled
 
 DURABLE = "settlement"
 FILTER = f"{SUBJECT_ROOT}.hand.*.{HandSettled.TYPE}"
@@ -26,12 +20,27 @@ FILTER = f"{SUBJECT_ROOT}.hand.*.{HandSettled.TYPE}"
 MAX_DELIVER = 100_000
 
 
-class SettlementConsumer:
-    def __init__(self, bus: EventBus, projection: BalanceProjection, store: EventStore) -> None:
+class BusStartedHands:
+    """The ``StartedHands`` port: JetStream's last ``hand_started`` of the hand."""
+
+    def __init__(self, bus: EventBus) -> None:
         self.bus = bus
-        self.projection = projection
-        self.store = store
-        self.applied = 0
+
+    async def last_started(self, stream_id: str) -> bytes | None:
+        try:
+            msg = await self.bus.js.get_last_msg(
+                self.bus.stream, subject_for(stream_id, HandStarted.TYPE)
+            )
+        except nats.js.errors.NotFoundError:
+            return None
+        data: bytes | None = msg.data
+        return data
+
+
+class SettlementConsumer:
+    def __init__(self, bus: EventBus, apply: ApplySettled) -> None:
+        self.bus = bus
+        self.apply = apply
 
     async def start(self, durable: str = DURABLE) -> None:
         await self.bus.subscribe_durable(
@@ -40,34 +49,8 @@ class SettlementConsumer:
 
     async def handle(self, delivery: Delivery) -> None:
         try:
-            envelope, event = decode_envelope(delivery.data)
-        except CodecError as exc:
-            raise Reject(str(exc)) from exc
-        if not isinstance(event, HandSettled):
-            raise Reject(f"{envelope.type} on {delivery.subject}: expected {HandSettled.TYPE}")
-        _, hand_id = stream_parts(envelope.stream_id)
-        players = await self._players(envelope.stream_id)
-        applied = await asyncio.to_thread(
-            self.projection.apply_settled,
-            envelope.event_id, hand_id, players, event, envelope.payload,
-        )  # fmt: skip
-        if applied:
-            self.applied += 1
-        log.info("hand_settled", hand_id=hand_id, applied=applied, deltas=list(event.ledger.deltas))
-
-    async def _players(self, stream_id: str) -> tuple[str, ...]:
-        data: bytes | None = None
-        try:
-            msg = await self.bus.js.get_last_msg(
-                self.bus.stream, subject_for(stream_id, HandStarted.TYPE)
-            )
-            data = msg.data
-        except nats.js.errors.NotFoundError:
-            stored = await asyncio.to_thread(self.store.read_stream, stream_id, 0)
-            data = stored[0].envelope if stored else None
-        if not data:
-            raise LookupError(f"{stream_id}: HandStarted not found yet")
-        _, started = decode_envelope(data)
-        if not isinstance(started, HandStarted):
-            raise Reject(f"{stream_id}: the first event is {started.TYPE}, not hand_started")
-        return tuple(seat.player_id for seat in started.seats)
+            await self.apply(delivery.data, delivery.subject)
+        except Refusal as refusal:
+            if refusal.kind is Kind.INVALID:
+                raise Reject(refusal.message) from refusal
+            raise

@@ -11,7 +11,7 @@ from ddz.adapters.bus import EventBus
 from ddz.adapters.grpc_client import make_channel
 from ddz.adapters.grpc_server import full_service_name
 from ddz.adapters.hand_feed import HandFeed, HandFold
-from ddz.adapters.service_runner import nats_url
+from ddz.adapters.service_runner import connect_bus
 from ddz.adapters.tokens import table_token_key, verification_keys
 from ddz.config import Settings
 from ddz.v1 import (
@@ -23,8 +23,10 @@ from ddz.v1 import (
     table_pb2_grpc,
 )
 
-from .auth import Gate
+from .clients import BotClient, DealerClient, RulesClient, SettlementClient
 from .clock import TurnClock
+from .credentials import SignedTokens
+from .handlers import TableHandlers
 from .rooms import load_rooms
 from .servicer import TableServicer
 from .tables import Tables
@@ -49,6 +51,7 @@ class TableApp:
         self.feed: HandFeed | None = None
         self.clock: TurnClock | None = None
         self.channels: list[grpc.aio.Channel] = []
+        self.handlers: TableHandlers | None = None
         self.servicer: TableServicer | None = None
 
     def _channel(self, service: str) -> grpc.aio.Channel:
@@ -57,40 +60,41 @@ class TableApp:
         return channel
 
     async def start(self) -> None:
-        self.bus = await EventBus.connect(nats_url(self.settings), name=NAME)
-        await self.bus.ensure_stream()
+        self.bus = await connect_bus(self.settings, NAME)
         self.feed = HandFeed(
             self.bus, keep_log=True, keep_ended=KEEP_ENDED, on_change=self._changed
         )
-        self.servicer = TableServicer(
-            self.tables,
-            self.feed,
-            dealer_pb2_grpc.DealerServiceStub(self._channel("dealer")),  # type: ignore[no-untyped-call]
-            rules_pb2_grpc.RulesServiceStub(self._channel("rules")),  # type: ignore[no-untyped-call]
-            bot_pb2_grpc.BotServiceStub(self._channel("bot")),  # type: ignore[no-untyped-call]
-            settlement=settlement_pb2_grpc.SettlementServiceStub(self._channel("settlement")),  # type: ignore[no-untyped-call]
+        self.handlers = TableHandlers(
+            tables=self.tables,
+            hands=self.feed,
             rooms=self.rooms,
-            gate=Gate(self.keys, self.tables),
-            table_key=self.table_key,
+            dealer=DealerClient(dealer_pb2_grpc.DealerServiceStub(self._channel("dealer"))),  # type: ignore[no-untyped-call]
+            rules=RulesClient(rules_pb2_grpc.RulesServiceStub(self._channel("rules"))),  # type: ignore[no-untyped-call]
+            bot=BotClient(bot_pb2_grpc.BotServiceStub(self._channel("bot"))),  # type: ignore[no-untyped-call]
+            settlement=SettlementClient(
+                settlement_pb2_grpc.SettlementServiceStub(self._channel("settlement"))  # type: ignore[no-untyped-call]
+            ),
+            tokens=SignedTokens(self.keys, self.table_key),
             ready_wait=self.settings.turn_timeout,
         )
-        self.clock = TurnClock(self.settings.turn_timeout, self.servicer.disconnect)
+        self.servicer = TableServicer(self.handlers)
+        self.clock = TurnClock(self.settings.turn_timeout, self.handlers.disconnect)
         await self.feed.follow(NAME)
 
     def _changed(self, fold: HandFold, applied: object) -> None:
         # Deadlines apply to the hands dealt at this service's tables.
         if self.clock is not None and self.tables.table_of(fold.hand_id) is not None:
             self.clock.update(fold)
-        if self.servicer is not None:
-            self.servicer.hand_changed(fold)
+        if self.handlers is not None:
+            self.handlers.hand_changed(fold)
 
     def add_to_server(self, server: grpc.aio.Server) -> None:
         assert self.servicer is not None, "start() first"
         table_pb2_grpc.add_TableServiceServicer_to_server(self.servicer, server)  # type: ignore[no-untyped-call]
 
     async def close(self) -> None:
-        if self.servicer is not None:
-            await self.servicer.close()
+        if self.handlers is not None:
+            await self.handlers.close()
         if self.clock is not None:
             await self.clock.close()
         if self.feed is not None:

@@ -6,7 +6,8 @@ A room's table deals its hands one after another while its people stay: after a 
 each person asks for the next (``next_hand``); when all have, it is dealt with the
 first bidder rotated (§2). Someone who leaves, or does not ask within the ready wait,
 closes the table: consecutive hands (and the rotation) end there, and the others join
-the room again for a new table.
+the room again for a new table. What it refuses (one place at a time, not now) it
+raises as a ``Refusal``.
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
 
-import grpc
 import structlog
+from ddz.application.errors import Kind, Reason, Refusal
 from ddz.domain.hand import SeatInfo
 from ddz.domain.ruleset import Scoring
 
@@ -36,17 +37,13 @@ HandOver = Callable[[Table], Awaitable[bool]]
 """Whether the table's last hand is over (True when it has none)."""
 
 
-class RoomError(Exception):
-    """A refusal for the caller: status code, ``ddz.v1.Reason`` name, message."""
-
-    def __init__(self, code: grpc.StatusCode, reason: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.reason = reason
+def _wrong_phase(message: str) -> Refusal:
+    return Refusal.precondition(Reason.WRONG_PHASE, message)
 
 
-def _wrong_phase(message: str) -> RoomError:
-    return RoomError(grpc.StatusCode.FAILED_PRECONDITION, "WRONG_PHASE", message)
+def _elsewhere(message: str) -> Refusal:
+    """The player is somewhere already (one place at a time)."""
+    return Refusal(Kind.EXISTS, Reason.INVALID_ARGUMENT, message)
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,8 +86,7 @@ class Seating:
         if place is None:
             return None
         if isinstance(place, str):
-            raise RoomError(grpc.StatusCode.ALREADY_EXISTS, "INVALID_ARGUMENT",
-                            f"{player_id} is already waiting in room {place}")  # fmt: skip
+            raise _elsewhere(f"{player_id} is already waiting in room {place}")
         table = self.tables.get(place.table_id)
         if table is None:
             self.lobby.release(player_id)
@@ -102,8 +98,7 @@ class Seating:
 
     def reserve(self, player_id: str, room: Room) -> None:
         if not self.lobby.reserve(player_id, room.room_id):
-            raise RoomError(grpc.StatusCode.ALREADY_EXISTS, "INVALID_ARGUMENT",
-                            f"{player_id} is already in a room")  # fmt: skip
+            raise _elsewhere(f"{player_id} is already in a room")
 
     async def join(self, room: Room, player_id: str, balance: int | None) -> Seat:
         """Queue a reserved player and wait until they are seated."""
@@ -165,8 +160,7 @@ class Seating:
         if place is None:
             raise _wrong_phase(f"{player_id} is not in a room")
         if only is not None and place != only:
-            raise RoomError(grpc.StatusCode.PERMISSION_DENIED, "PERMISSION_DENIED",
-                            "this token is for another seat")  # fmt: skip
+            raise Refusal.denied("this token is for another seat")
         if isinstance(place, str):
             if not self.lobby.dequeue(player_id):
                 self.lobby.release(player_id)  # still joining: JoinRoom sees it and stops

@@ -3,7 +3,7 @@ and (for a room's tables) who has left and who is ready for the next hand.
 
 In memory: a restarted table service forgets its tables and queues (the hands
 themselves live on the bus and finish with the bot). The registry's interface (open,
-get, table_of, next first bidder) is what the servicer relies on; a ``table-<id>``
+get, table_of, next first bidder) is what the use cases rely on; a ``table-<id>``
 event stream could back it without changing that interface.
 """
 
@@ -14,6 +14,7 @@ import re
 import uuid
 from dataclasses import dataclass, field
 
+from ddz.application.errors import Kind, Reason, Refusal
 from ddz.domain.hand import SeatInfo, next_first_bidder
 from ddz.domain.ruleset import RuleSet
 from ddz.domain.settlement import RoomSettings
@@ -22,8 +23,12 @@ ID_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 """Table and player ids: they become parts of NATS subjects and of hand ids."""
 
 
-class TableError(ValueError):
-    """A table that cannot be opened as asked (the message says why)."""
+class TableError(Refusal, ValueError):
+    """A table that cannot be opened as asked, or an id that cannot be one (the message
+    says why): an invalid request."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(Kind.INVALID, Reason.INVALID_ARGUMENT, message)
 
 
 class TableClosed(Exception):
@@ -126,7 +131,9 @@ class Tables:
             raise TableError("the three seats need three different player ids")
         table_id = check_id("table id", table_id) if table_id else new_table_id()
         if table_id in self._tables:
-            raise KeyError(table_id)
+            raise Refusal(
+                Kind.EXISTS, Reason.INVALID_ARGUMENT, f"table {table_id!r} is already open"
+            )
         table = Table(table_id, rules, room, (seats[0], seats[1], seats[2]), room_id=room_id)
         self._tables[table_id] = table
         return table

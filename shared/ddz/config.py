@@ -171,10 +171,10 @@ class Settings:
     def listen_address(self, service: str, port: int | None = None) -> str:
         """Where ``service`` listens: ``DDZ_<NAME>_LISTEN``, else ``DDZ_HOST`` and the
         service's port; ``port`` (0: any free one) replaces the port of either."""
-        listen = self.listen.get(service) or f"{self.host}:{self.port(service)}"
+        listen = self.listen.get(service)
         if port is None:
-            return listen
-        host = listen.rsplit(":", 1)[0]
+            return listen or f"{self.host}:{self.port(service)}"
+        host = listen.rsplit(":", 1)[0] if listen else self.host
         return f"{host}:{port}"
 
     def with_addresses(self, **targets: str) -> Settings:

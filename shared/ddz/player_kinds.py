@@ -3,7 +3,7 @@
 One small factory so the bot service, ``ddz bench`` (its in-process baseline) and the
 tests all seat the same player, and swapping it is one line:
 
-* ``strong`` -- ``ddz.bot.Bot`` (issue 6): plans, counts cards, searches endgames within
+* ``strong`` -- ``ddz.bot.Bot``: plans, counts cards, searches endgames within
   a wall-clock cap (``max_ms``, ``DDZ_BOT_MAX_MS``). The default: it is what players
   meet in empty seats and what plays for them while they are disconnected.
 * ``greedy`` -- ``ddz.domain.players.GreedyPlayer``: the simple baseline, sub-millisecond

@@ -32,11 +32,11 @@ from dataclasses import dataclass, field
 import grpc
 import pytest
 from ddz.adapters import codec
-from ddz.adapters.codec import Recorded
 from ddz.adapters.stack import Stack
 from ddz.adapters.store import create_store
 from ddz.client.screen import AWAY
 from ddz.config import Settings
+from ddz.domain.hand import Recorded
 from ddz.domain.hand.events import (
     HandSettled,
     Passed,
@@ -45,7 +45,7 @@ from ddz.domain.hand.events import (
     PlayMade,
 )
 from ddz.v1 import settlement_pb2, settlement_pb2_grpc
-from test_play_cli import ANSI, CLEAR, Terminal, env_for
+from terminal_kit import ANSI, CLEAR, Terminal, env_for
 
 FILL_WAIT = 20  # seconds: both processes start and join well within it, even on a slow box
 ROOMS = f"""

@@ -1,13 +1,13 @@
 """Hands played THROUGH the services for the audit tests (issue 5).
 
 Dealer, rules, recorder and settlement run in this process on a real nats-server and a
-real database, each started exactly as its process starts it (``start_service``), as in
-tests/integration/test_services_core.py. Hands are dealt by ``DealerService.Deal`` and
-played by random players whose every bid and play goes through ``RulesService.Decide``;
-some commands are mischief (``ddz.audit.sample.nuisance``: out of turn, cards not held,
-passes when leading ...), seats drop and come back, and in bean rooms seats escape. The
-players see only their own seat's view; the hidden deal comes from the bus's internal
-events, as the bot service reads it.
+real database (the ``core_suite`` fixture), each started exactly as its process starts
+it. Hands are dealt by ``DealerService.Deal`` and played by random players whose every
+bid and play goes through ``RulesService.Decide``; some commands are mischief
+(``ddz.audit.sample.nuisance``: out of turn, cards not held, passes when leading ...),
+seats drop and come back, and in bean rooms seats escape. The players see only their
+own seat's view; the hidden deal comes from the bus's internal events, as the bot
+service reads it.
 """
 
 from __future__ import annotations
@@ -15,23 +15,16 @@ from __future__ import annotations
 import asyncio
 import random
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from fractions import Fraction
-from pathlib import Path
-from typing import Any
 
-import grpc
 from ddz.adapters import codec
 from ddz.adapters.bus import EventBus, subject_for
-from ddz.adapters.codec import CommandRejected
-from ddz.adapters.grpc_client import make_channel
 from ddz.adapters.hand_stream import hand_stream_id
-from ddz.adapters.service_runner import RunningService, start_services
 from ddz.audit.sample import Mischief, mischief
-from ddz.config import Settings
 from ddz.domain.hand import (
+    CommandRejected,
     Disconnect,
     Escape,
     HandState,
@@ -44,72 +37,14 @@ from ddz.domain.players import RandomPlayer
 from ddz.domain.ruleset import Scoring, ruleset_for
 from ddz.domain.settlement import RoomSettings
 from ddz.v1 import (
-    audit_pb2_grpc,
     dealer_pb2,
-    dealer_pb2_grpc,
     envelope_pb2,
     hand_events_pb2,
     rules_pb2,
-    rules_pb2_grpc,
 )
+from suite_kit import Suite, consumers_idle, eventually
 
-AUDIT_KEY = "the-operator's-audit-key"
 PLAYERS = ("alice", "bob", "carol", "dave", "erin")
-
-
-def suite_settings(tmp_path: Path, database_url: str, nats_url: str) -> Settings:
-    return Settings.from_env(
-        {
-            "DDZ_DATA_DIR": str(tmp_path / "data"),
-            "DDZ_DATABASE_URL": database_url,
-            "DDZ_NATS_URL": nats_url,
-            "DDZ_LOG_LEVEL": "WARNING",
-            "DDZ_AUDIT_KEY": AUDIT_KEY,
-            "DDZ_RPC_TIMEOUT": "30",
-        }
-    )
-
-
-@dataclass
-class Services:
-    settings: Settings
-    bus: EventBus
-    running: dict[str, RunningService]
-    _channels: dict[str, grpc.aio.Channel] = field(default_factory=dict)
-
-    def channel(self, name: str) -> grpc.aio.Channel:
-        if name not in self._channels:
-            target = f"127.0.0.1:{self.running[name].port}"
-            self._channels[name] = make_channel(self.settings, target=target)
-        return self._channels[name]
-
-    @property
-    def dealer(self) -> dealer_pb2_grpc.DealerServiceStub:
-        return dealer_pb2_grpc.DealerServiceStub(self.channel("dealer"))
-
-    @property
-    def rules(self) -> rules_pb2_grpc.RulesServiceStub:
-        return rules_pb2_grpc.RulesServiceStub(self.channel("rules"))
-
-    @property
-    def audit(self) -> audit_pb2_grpc.AuditServiceStub:
-        return audit_pb2_grpc.AuditServiceStub(self.channel("recorder"))
-
-
-@asynccontextmanager
-async def services(settings: Settings, bus: EventBus) -> AsyncIterator[Services]:
-    """Dealer, rules, recorder and settlement, in-process, on random ports."""
-    running, settings = await start_services(
-        ("dealer", "rules", "recorder", "settlement"), settings
-    )
-    suite = Services(settings, bus, running)
-    try:
-        yield suite
-    finally:
-        for channel in suite._channels.values():
-            await channel.close()
-        for service in reversed(running.values()):
-            await service.stop(grace=0.5)
 
 
 # --- one hand -------------------------------------------------------------------------------
@@ -181,7 +116,7 @@ async def with_hidden_deal(
 
 
 async def play_hand(
-    suite: Services,
+    suite: Suite,
     variant: str,
     rng: random.Random,
     odds: Mischief,
@@ -220,7 +155,7 @@ async def play_hand(
 
 
 async def play_hands(
-    suite: Services,
+    suite: Suite,
     variant: str,
     hands: int,
     seed: int,
@@ -246,25 +181,9 @@ async def play_hands(
 # --- waiting for the consumers ------------------------------------------------------------
 
 
-async def eventually(probe: Callable[[], Awaitable[Any]], timeout: float = 120.0) -> Any:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
-        result = await probe()
-        if result:
-            return result
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"still {result!r} after {timeout}s")
-        await asyncio.sleep(0.1)
-
-
-async def consumers_idle(bus: EventBus, *durables: str) -> bool:
-    for durable in durables:
-        info = await bus.js.consumer_info(bus.stream, durable)
-        if info.num_pending or info.num_ack_pending:
-            return False
-    return True
-
-
-async def settled(suite: Services) -> None:
+async def settled(suite: Suite) -> None:
     """Once the recorder and settlement have consumed everything published."""
-    await eventually(lambda: consumers_idle(suite.bus, "recorder", "settlement"))
+    idle = await eventually(
+        lambda: consumers_idle(suite.bus, "recorder", "settlement"), timeout=120.0, every=0.1
+    )
+    assert idle

@@ -1,186 +1,41 @@
-"""The whole suite in this process for the players' tests (issue 7): recorder,
-settlement, dealer, rules, bot and table, each started as its process starts it
-(``start_service``, random ports), over a real nats-server, a SQLite store and a rooms
-file written for the test. Players reach the table service only through gRPC with their
-own tokens, as any client would.
+"""Players at tables, for the tests of the table service (the ``table_suite`` fixture):
+a seat's moves and views, its stream watched in the background and played to the end,
+what a seat may see (checked against the hand's true state from the bus), and waiting
+for the recorder and settlement to catch up. Players reach the table service only
+through gRPC with their own tokens, as any client would.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, field
-from pathlib import Path
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import grpc
 from ddz.adapters import codec, hand_stream
 from ddz.adapters.bus import EventBus
-from ddz.adapters.grpc_client import error_reason, make_channel
+from ddz.adapters.grpc_client import error_reason
 from ddz.adapters.hand_stream import hand_stream_id
-from ddz.adapters.nats_server import NatsServer
-from ddz.adapters.service_runner import START_ORDER, RunningService, start_services
-from ddz.adapters.stack import settings_env
-from ddz.adapters.tokens import bearer_channel, operator_token, player_token
-from ddz.config import Settings
-from ddz.domain.hand import HandState, evolve
+from ddz.domain.cards import Card
+from ddz.domain.hand import CommandRejected, HandState, Phase, evolve
 from ddz.v1 import (
+    hand_events_pb2,
     recorder_pb2,
-    recorder_pb2_grpc,
     rules_pb2,
     settlement_pb2,
-    settlement_pb2_grpc,
     table_pb2,
     table_pb2_grpc,
 )
+from google.protobuf.message import Message
+from suite_kit import Suite
 
-AUDIT_KEY = "players-test-audit-key"
 ENDED = rules_pb2.HAND_PHASE_ENDED
 BIDDING = rules_pb2.HAND_PHASE_BIDDING
 PLAYING = rules_pb2.HAND_PHASE_PLAYING
 HAND_TIMEOUT = 60.0
-
-ROOMS = """
-opening_balance = 10000
-
-[[rooms]]
-id = "classic"
-variant = "classic"
-bot_fill_wait = {fill}
-
-[[rooms]]
-id = "ct"
-variant = "ct"
-rake = "1/20"
-cap = 2000
-escape_penalty = 10
-bot_fill_wait = {fill}
-
-[[rooms]]
-id = "laizi"
-variant = "laizi"
-initial_multiplier = 2
-coefficient = 100
-fee = 10
-min_balance = 1000
-bot_fill_wait = {fill}
-
-[[rooms]]
-id = "tiandi"
-variant = "tiandi"
-initial_multiplier = 2
-coefficient = 100
-fee = 10
-min_balance = 1000
-bot_fill_wait = {fill}
-
-[[rooms]]
-id = "waiting"
-variant = "laizi"
-coefficient = 100
-min_balance = 1000
-bot_fill_wait = 3600
-
-[[rooms]]
-id = "exact"
-variant = "laizi"
-min_balance = 10000
-bot_fill_wait = 0
-
-[[rooms]]
-id = "high"
-variant = "laizi"
-min_balance = 10001
-bot_fill_wait = 0
-"""
-
-
-@dataclass
-class Suite:
-    settings: Settings
-    bus: EventBus
-    running: dict[str, RunningService] = field(default_factory=dict)
-    channels: list[grpc.aio.Channel] = field(default_factory=list)
-
-    @property
-    def table_address(self) -> str:
-        return f"127.0.0.1:{self.running['table'].port}"
-
-    def stub(self, token: str | None) -> table_pb2_grpc.TableServiceStub:
-        """The table service as a client holding ``token`` (None: no token at all)."""
-        if token is None:
-            channel = make_channel(self.settings, target=self.table_address)
-        else:
-            channel = bearer_channel(self.settings, token, target=self.table_address)
-        self.channels.append(channel)
-        return table_pb2_grpc.TableServiceStub(channel)
-
-    def operator(self) -> table_pb2_grpc.TableServiceStub:
-        return self.stub(operator_token(self.settings))
-
-    def player(self, player_id: str) -> table_pb2_grpc.TableServiceStub:
-        """A player logged in through the operator's login (a player token)."""
-        return self.stub(player_token(self.settings, player_id))
-
-    def _other(self, name: str) -> grpc.aio.Channel:
-        channel = make_channel(self.settings, target=f"127.0.0.1:{self.running[name].port}")
-        self.channels.append(channel)
-        return channel
-
-    @property
-    def settlement(self) -> settlement_pb2_grpc.SettlementServiceStub:
-        return settlement_pb2_grpc.SettlementServiceStub(self._other("settlement"))
-
-    @property
-    def recorder(self) -> recorder_pb2_grpc.RecorderServiceStub:
-        return recorder_pb2_grpc.RecorderServiceStub(self._other("recorder"))
-
-    def env(self) -> dict[str, str]:
-        """The environment a ``ddz`` command needs to read this suite's store."""
-        env = {k: v for k, v in os.environ.items() if not k.startswith("DDZ_")}
-        env.update(settings_env(self.settings))
-        return env
-
-
-def suite_settings(
-    tmp_path: Path, nats_url: str, *, turn_timeout: float = 30.0, fill: float = 0.3
-) -> Settings:
-    rooms = tmp_path / "rooms.toml"
-    rooms.write_text(ROOMS.format(fill=fill), encoding="utf-8")
-    return Settings.from_env(
-        {
-            "DDZ_DATA_DIR": str(tmp_path / "data"),
-            "DDZ_DATABASE_URL": f"sqlite:///{tmp_path / 'events.sqlite3'}",
-            "DDZ_NATS_URL": nats_url,
-            "DDZ_AUDIT_KEY": AUDIT_KEY,
-            "DDZ_LOG_LEVEL": "WARNING",
-            "DDZ_TURN_TIMEOUT": str(turn_timeout),
-            "DDZ_RPC_TIMEOUT": "30",
-            "DDZ_ROOMS_FILE": str(rooms),
-        }
-    )
-
-
-@contextlib.asynccontextmanager
-async def running_suite(
-    nats_server: NatsServer, bus: EventBus, tmp_path: Path, **options: Any
-) -> AsyncIterator[Suite]:
-    settings = suite_settings(tmp_path, nats_server.url, **options)
-    running, settings = await start_services(START_ORDER, settings)
-    suite = Suite(settings, bus)
-    suite.running.update(running)
-    running = suite.running
-    try:
-        yield suite
-    finally:
-        for channel in suite.channels:
-            await channel.close()
-        for service in reversed(list(running.values())):
-            await service.stop(grace=0.2)
 
 
 # --- a seat's life -------------------------------------------------------------------------
@@ -338,10 +193,64 @@ async def true_states(bus: EventBus, hand_id: str) -> dict[int, HandState]:
     states: dict[int, HandState] = {0: HandState()}
     state = HandState()
     for item in read:
-        if not isinstance(item.event, codec.CommandRejected):
+        if not isinstance(item.event, CommandRejected):
             state = evolve(state, item.event)
         states[item.envelope.stream_version] = state
     return states
+
+
+# --- what a seat may see ------------------------------------------------------------------
+
+
+def cards_in(message: Message) -> list[Card]:
+    """Every card anywhere in a message, event payloads included."""
+    found: list[Card] = []
+    if isinstance(message, hand_events_pb2.Card):
+        return [codec.card_from_pb(message)]
+    if message.DESCRIPTOR.full_name == "ddz.v1.EventEnvelope":
+        event = codec.decode_event(message.type, message.type_version, message.payload)
+        return cards_in(codec.event_to_pb(event))
+    for descriptor, value in message.ListFields():
+        if descriptor.message_type is None:
+            continue
+        items = value if descriptor.is_repeated else [value]
+        for item in items:
+            found += cards_in(item)
+    return found
+
+
+def secret_cards(state: HandState, seat: int) -> set[Card]:
+    """Cards ``seat`` must not see in ``state``: other seats' hands that are not shown,
+    the bottom before the landlord takes it (§1); nothing once the hand has ended (§8).
+    The golden card is dealt face up (§2); the bottom is shown when taken (§1)."""
+    if state.phase is Phase.ENDED:
+        return set()
+    shown = {s.seat for s in state.shown}
+    hidden = {c for s in range(3) if s != seat and s not in shown for c in state.cards[s]}
+    if state.landlord is None:
+        hidden |= set(state.bottom)
+    else:
+        hidden -= set(state.bottom)
+    if state.golden_card is not None:
+        hidden.discard(state.golden_card)
+    return hidden
+
+
+async def check_updates(
+    bus: EventBus, hand_id: str, seat: int, updates: list[table_pb2.WatchHandResponse]
+) -> None:
+    """No update holds a hidden card; the view's own cards are the seat's real cards."""
+    states = await true_states(bus, hand_id)
+    assert [u.position for u in updates] == list(range(1, len(updates) + 1))
+    for update in updates:
+        state = states[update.position]
+        leaked = set(cards_in(update)) & secret_cards(state, seat)
+        assert not leaked, f"position {update.position} shows hidden cards {leaked}"
+        own = [codec.card_from_pb(c) for c in update.view.cards]
+        assert own == list(state.cards[seat])
+
+
+# --- the recorder and settlement catching up -----------------------------------------------
 
 
 async def stored(suite: Suite, hand_id: str, version: int) -> None:

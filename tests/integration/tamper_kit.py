@@ -19,9 +19,9 @@ from typing import Any
 
 import sqlalchemy as sa
 from ddz.adapters import codec
-from ddz.adapters.codec import Recorded
 from ddz.adapters.store import SqlEventStore, StoredEvent, StreamSignature, chain
 from ddz.adapters.store.schema import events, stream_signatures
+from ddz.domain.hand import Recorded
 from ddz.v1 import envelope_pb2
 
 Rows = list[dict[str, Any]]

@@ -20,23 +20,11 @@ import os
 import random
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable, Iterator
 
 import grpc
 import pytest
-from audit_kit import (
-    AUDIT_KEY,
-    Services,
-    play_hand,
-    play_hands,
-    services,
-    settled,
-    suite_settings,
-)
-from ddz.adapters.bus import EventBus
-from ddz.adapters.codec import CommandRejected, Recorded
-from ddz.adapters.nats_server import NatsServer
+from audit_kit import play_hand, play_hands, settled
 from ddz.adapters.store import SqlEventStore, StoredEvent, create_store
 from ddz.audit import CHECKS, AuditReport, Verdict, audit_hand
 from ddz.audit.bulk import audit_all
@@ -44,7 +32,16 @@ from ddz.audit.rebuild import compare, live_balances, rebuild_balances, settled_
 from ddz.audit.sample import Mischief, record_hand
 from ddz.audit.source import load_hand
 from ddz.domain.cards import Rank, card_counts
-from ddz.domain.hand import Phase, Play, RejectReason, ShowCards, decide, replay
+from ddz.domain.hand import (
+    CommandRejected,
+    Phase,
+    Play,
+    Recorded,
+    RejectReason,
+    ShowCards,
+    decide,
+    replay,
+)
 from ddz.domain.hand.events import (
     CardsDealt,
     CardsShown,
@@ -60,6 +57,7 @@ from ddz.domain.ruleset import CLASSIC, VARIANTS, ruleset_for
 from ddz.domain.settlement import LedgerLine
 from ddz.domain.shuffle import in_deck_order
 from ddz.v1 import audit_pb2
+from suite_kit import AUDIT_KEY, Suite
 from tamper_kit import (
     decoded,
     first_index,
@@ -79,14 +77,6 @@ ISSUE_HANDS_PER_VARIANT = 1000
 # --- (a) hands played through the services ------------------------------------------------
 
 
-@pytest.fixture
-async def suite(
-    bus: EventBus, nats_server: NatsServer, database_url: str, tmp_path: Path
-) -> AsyncIterator[Services]:
-    async with services(suite_settings(tmp_path, database_url, nats_server.url), bus) as running:
-        yield running
-
-
 ODDS = {
     variant: Mischief(
         refuse=0.06, disconnect=0.02, escape=0.006 if variant in BEAN_VARIANTS else 0.002
@@ -95,7 +85,7 @@ ODDS = {
 }
 
 
-async def _corpus_audits_clean(suite: Services, hands_per_variant: int, workers: int) -> None:
+async def _corpus_audits_clean(suite: Suite, hands_per_variant: int, workers: int) -> None:
     played = {
         variant: await play_hands(suite, variant, hands_per_variant, seed=5, odds=ODDS[variant])
         for variant in sorted(VARIANTS)
@@ -144,40 +134,40 @@ async def _corpus_audits_clean(suite: Services, hands_per_variant: int, workers:
     assert (rebuilt["matches"], rebuilt["hands"]) == (True, total)
 
 
-async def test_hands_of_every_variant_through_the_services_audit_clean(suite: Services) -> None:
-    await _corpus_audits_clean(suite, CI_HANDS_PER_VARIANT, workers=2)
+async def test_hands_of_every_variant_through_the_services_audit_clean(core_suite: Suite) -> None:
+    await _corpus_audits_clean(core_suite, CI_HANDS_PER_VARIANT, workers=2)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 async def test_a_thousand_hands_per_variant_through_the_services_audit_clean(
-    suite: Services,
+    core_suite: Suite,
 ) -> None:
     """The issue's corpus: 1,000 hands of each variant through the services (SQLite, the
     default store; the PostgreSQL store runs the same checks on the smaller corpus above)."""
-    await _corpus_audits_clean(suite, ISSUE_HANDS_PER_VARIANT, workers=2)
+    await _corpus_audits_clean(core_suite, ISSUE_HANDS_PER_VARIANT, workers=2)
 
 
 async def test_a_hand_in_play_is_incomplete_and_unknown_hands_are_not_found(
-    suite: Services,
+    core_suite: Suite,
 ) -> None:
     rng = random.Random(3)
-    done = await play_hand(suite, "classic", rng, Mischief(refuse=0, disconnect=0))
-    live = await play_hand(suite, "ct", rng, Mischief(refuse=0, disconnect=0), stop_after=4)
-    await settled(suite)
-    answer = await suite.audit.AuditHand(audit_pb2.AuditHandRequest(hand_id=live.hand_id))
+    done = await play_hand(core_suite, "classic", rng, Mischief(refuse=0, disconnect=0))
+    live = await play_hand(core_suite, "ct", rng, Mischief(refuse=0, disconnect=0), stop_after=4)
+    await settled(core_suite)
+    answer = await core_suite.audit.AuditHand(audit_pb2.AuditHandRequest(hand_id=live.hand_id))
     assert answer.verdict == audit_pb2.AUDIT_VERDICT_INCOMPLETE
     assert answer.failed_check == "incomplete"
     assert [c.name for c in answer.checks] == ["hash_chain", "incomplete"]
-    every = await suite.audit.AuditAll(audit_pb2.AuditAllRequest(limit=10))
+    every = await core_suite.audit.AuditAll(audit_pb2.AuditAllRequest(limit=10))
     assert (every.hands, every.clean, every.incomplete) == (2, 1, 1)
-    first = await suite.audit.AuditAll(audit_pb2.AuditAllRequest(limit=1))
+    first = await core_suite.audit.AuditAll(audit_pb2.AuditAllRequest(limit=1))
     assert (first.hands, first.clean) == (1, 1)
-    finished = await suite.audit.AuditHand(audit_pb2.AuditHandRequest(hand_id=done.hand_id))
+    finished = await core_suite.audit.AuditHand(audit_pb2.AuditHandRequest(hand_id=done.hand_id))
     assert finished.verdict == audit_pb2.AUDIT_VERDICT_CLEAN
     for unknown in ("never-dealt", ""):
         with pytest.raises(grpc.aio.AioRpcError) as caught:
-            await suite.audit.AuditHand(audit_pb2.AuditHandRequest(hand_id=unknown))
+            await core_suite.audit.AuditHand(audit_pb2.AuditHandRequest(hand_id=unknown))
         assert caught.value.code() is grpc.StatusCode.NOT_FOUND
 
 

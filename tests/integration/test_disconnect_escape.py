@@ -12,29 +12,25 @@ from __future__ import annotations
 import asyncio
 import math
 import re
-from collections.abc import AsyncIterator
 from fractions import Fraction
-from pathlib import Path
 from typing import Any
 
 import grpc
 import pytest
 from ddz.adapters.bus import EventBus
-from ddz.adapters.nats_server import NatsServer
 from ddz.domain.cards import Rank
 from ddz.domain.hand import HandState
 from ddz.domain.hand.events import PlayerDisconnected
 from ddz.v1 import settlement_pb2, table_pb2
+from suite_kit import Suite
 from table_kit import (
     PLAYING,
-    Suite,
     Watcher,
     ddz_audit,
     drive,
     event_of,
     hint,
     join,
-    running_suite,
     settled_ledger,
     stored,
     true_states,
@@ -42,12 +38,6 @@ from table_kit import (
 )
 
 SIDE_LANDLORD, SIDE_FARMERS = 1, 2  # ddz.v1.Side
-
-
-@pytest.fixture
-async def suite(nats_server: NatsServer, bus: EventBus, tmp_path: Path) -> AsyncIterator[Suite]:
-    async with running_suite(nats_server, bus, tmp_path, fill=0.3) as running:
-        yield running
 
 
 def events(watcher: Watcher) -> list[Any]:
@@ -115,7 +105,7 @@ async def test_ct_escapes_settle_by_the_four_cases_of_section_10_2(suite: Suite)
     joined = await asyncio.gather(*(join(suite.player(n), "ct") for n in names))
     table_id = joined[0].table.table_id
     assert {j.table.table_id for j in joined} == {table_id}
-    stubs = {j.seat: suite.stub(j.token) for j in joined}
+    stubs = {j.seat: suite.table_as(j.token) for j in joined}
     hand_id = joined[0].hand_id
     room = joined[0].table.room
     rake = Fraction(room.rake.numerator, room.rake.denominator)
@@ -184,7 +174,7 @@ async def test_a_dropped_player_is_played_by_the_bot_and_takes_the_seat_back(
     ``ddz audit`` checks the recorded hand, disconnect and reconnect included."""
     ann = await join(suite.player("ann"), "classic")
     hand_id, seat = ann.hand_id, ann.seat
-    stub = suite.stub(ann.token)
+    stub = suite.table_as(ann.token)
     operator = Watcher(suite.operator(), hand_id, seat).start()  # what happened, by position
     watcher = Watcher(stub, hand_id, seat).start()
     mine: list[Any] = []
@@ -279,12 +269,12 @@ async def test_bean_escapes_settle_by_section_10_3(suite: Suite, bus: EventBus) 
     # 1. Before anyone has bid.
     first = await asyncio.gather(*(join(suite.player(n), "laizi") for n in ("ann", "ben", "cai")))
     ann, hand_id = first[0], first[0].hand_id
-    ben_stub = suite.stub(first[1].token)
+    ben_stub = suite.table_as(first[1].token)
     watcher = Watcher(ben_stub, hand_id, first[1].seat).start()
     await watcher.until(lambda u: u.view.phase != 0 and len(u.view.cards) > 0)
     before = await true_states(bus, hand_id)
     state = before[max(before)]
-    left = await suite.stub(ann.token).LeaveRoom(table_pb2.LeaveRoomRequest(room_id="laizi"))
+    left = await suite.table_as(ann.token).LeaveRoom(table_pb2.LeaveRoomRequest(room_id="laizi"))
     assert left.escaped_hand_id == hand_id
     final = (await watcher.finished())[-1].view
     assert final.winner == 0 and final.seed  # no winner: the escape ended the hand
@@ -300,7 +290,7 @@ async def test_bean_escapes_settle_by_section_10_3(suite: Suite, bus: EventBus) 
     assert balance.balance == deltas[ann.seat]
     again = await join(suite.player("ann"), "laizi")  # her balance now counts the penalty
     assert again.balance == 10000 + deltas[ann.seat]
-    await suite.stub(again.token).LeaveRoom(table_pb2.LeaveRoomRequest())
+    await suite.table_as(again.token).LeaveRoom(table_pb2.LeaveRoomRequest())
     await stored(suite, hand_id, final.version)
     audited = ddz_audit(suite, hand_id)
     assert audited.returncode == 0, audited.stdout[-2000:] + audited.stderr
@@ -309,7 +299,7 @@ async def test_bean_escapes_settle_by_section_10_3(suite: Suite, bus: EventBus) 
     # 2. The landlord leaves once chosen, before the first play.
     trio = await asyncio.gather(*(join(suite.player(n), "laizi") for n in ("dai", "eli", "fan")))
     hand_id = trio[0].hand_id
-    stubs = {j.seat: suite.stub(j.token) for j in trio}
+    stubs = {j.seat: suite.table_as(j.token) for j in trio}
     chosen = asyncio.Event()
 
     def bid_only(seat: int) -> Any:

@@ -21,9 +21,10 @@ import grpc
 import pytest
 import structlog
 from ddz.adapters.grpc_client import error_info, error_reason, make_channel
-from ddz.adapters.grpc_server import RunningServer, abort, full_service_name, serve, start_server
+from ddz.adapters.grpc_server import RunningServer, full_service_name, serve, start_server
 from ddz.adapters.logging import configure_logging
 from ddz.adapters.store import SqlEventStore, create_store
+from ddz.application.errors import Kind, Reason, Refusal
 from ddz.config import Settings
 from ddz.v1 import recorder_pb2, recorder_pb2_grpc
 from ddz.v1.envelope_pb2 import EventEnvelope
@@ -49,10 +50,9 @@ class TinyRecorder(recorder_pb2_grpc.RecorderServiceServicer):
             self.store.read_stream, request.stream_id, request.after_version
         )
         if not events:
-            await abort(
-                context,
-                grpc.StatusCode.NOT_FOUND,
-                "UNKNOWN_STREAM",
+            raise Refusal(
+                Kind.NOT_FOUND,
+                Reason.UNKNOWN_STREAM,
                 f"no events for stream {request.stream_id!r}",
                 stream_id=request.stream_id,
             )
@@ -136,7 +136,7 @@ async def test_a_call_returns_the_stored_bytes(
     assert [event.position for event in reply.events] == [1, 2]
 
 
-async def test_abort_carries_a_reason_the_client_can_read(channel: grpc.aio.Channel) -> None:
+async def test_a_refusal_carries_a_reason_the_client_can_read(channel: grpc.aio.Channel) -> None:
     stub = recorder_pb2_grpc.RecorderServiceStub(channel)
     with pytest.raises(grpc.aio.AioRpcError) as caught:
         await stub.ReadStream(recorder_pb2.ReadStreamRequest(stream_id="hand-404"))
@@ -146,11 +146,6 @@ async def test_abort_carries_a_reason_the_client_can_read(channel: grpc.aio.Chan
     info = error_info(caught.value)
     assert info is not None
     assert (info.domain, dict(info.metadata)) == ("ddz.v1", {"stream_id": "hand-404"})
-
-
-async def test_abort_refuses_a_reason_that_does_not_exist() -> None:
-    with pytest.raises(ValueError):
-        await abort(None, grpc.StatusCode.INVALID_ARGUMENT, "NO_SUCH_REASON", "x")
 
 
 async def test_oversized_request_is_refused_and_the_server_keeps_serving(

@@ -9,23 +9,16 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import grpc
 import pytest
-from ddz.adapters.bus import EventBus
 from ddz.adapters.grpc_client import error_reason
-from ddz.adapters.nats_server import NatsServer
 from ddz.v1 import table_pb2
-from table_kit import ENDED, Suite, Watcher, act, hint, join, running_suite, view_of
+from suite_kit import Suite
+from table_kit import ENDED, Watcher, act, hint, join, view_of
 
-
-@pytest.fixture
-async def suite(nats_server: NatsServer, bus: EventBus, tmp_path: Path) -> AsyncIterator[Suite]:
-    async with running_suite(nats_server, bus, tmp_path, fill=0.5) as running:
-        yield running
+pytestmark = pytest.mark.suite(fill=0.5)
 
 
 async def refused(call: Any, code: grpc.StatusCode, reason: str) -> str:
@@ -39,7 +32,7 @@ async def refused(call: Any, code: grpc.StatusCode, reason: str) -> str:
 async def test_rooms_come_from_the_rooms_file(suite: Suite) -> None:
     """§11: a room fixes the variant, initial multiplier, N / rake / cap / fee and the
     minimum balance; ListRooms needs no token."""
-    listed = await suite.stub(None).ListRooms(table_pb2.ListRoomsRequest())
+    listed = await suite.table_as(None).ListRooms(table_pb2.ListRoomsRequest())
     rooms = {room.room_id: room for room in listed.rooms}
     assert list(rooms) == ["classic", "ct", "laizi", "tiandi", "waiting", "exact", "high"]
     assert listed.opening_balance == 10000
@@ -81,10 +74,10 @@ async def test_thirty_concurrent_joiners_are_each_seated_exactly_once(suite: Sui
     assert Counter(p for ps in tables.values() for p in ps) == Counter(players)
     # Each table's first hand was dealt at once, and each token opens its own seat.
     for answer in seated[:3]:
-        own = suite.stub(answer.token)
+        own = suite.table_as(answer.token)
         view = await view_of(own, answer.hand_id, answer.seat)
         assert view.seat == answer.seat and len(view.cards) == 17
-    listed = await suite.stub(None).ListRooms(table_pb2.ListRoomsRequest())
+    listed = await suite.table_as(None).ListRooms(table_pb2.ListRoomsRequest())
     waiting = next(room for room in listed.rooms if room.room_id == "waiting")
     assert (waiting.queued, waiting.tables) == (0, 10)
 
@@ -137,7 +130,7 @@ async def test_join_and_leave_rules(suite: Suite) -> None:
     assert left.dequeued and not left.table_id
     message = await refused(waiting, grpc.StatusCode.FAILED_PRECONDITION, "WRONG_PHASE")
     assert "left the queue" in message
-    listed = await suite.stub(None).ListRooms(table_pb2.ListRoomsRequest())
+    listed = await suite.table_as(None).ListRooms(table_pb2.ListRoomsRequest())
     assert next(r for r in listed.rooms if r.room_id == "waiting").queued == 0
     await refused(stub.LeaveRoom(table_pb2.LeaveRoomRequest()),
                   grpc.StatusCode.FAILED_PRECONDITION, "WRONG_PHASE")  # fmt: skip
@@ -174,7 +167,7 @@ async def test_consecutive_hands_rotate_the_first_bidder_until_a_player_leaves(
     first = await asyncio.gather(join(ann, "classic"), join(ben, "classic"))
     table_id = first[0].table.table_id
     seat = {"ann": first[0].seat, "ben": first[1].seat}
-    tokens = {"ann": suite.stub(first[0].token), "ben": suite.stub(first[1].token)}
+    tokens = {"ann": suite.table_as(first[0].token), "ben": suite.table_as(first[1].token)}
     hand_id = first[0].hand_id
     first_bidders = []
     for round_ in range(3):
@@ -208,5 +201,5 @@ async def test_consecutive_hands_rotate_the_first_bidder_until_a_player_leaves(
     assert "ben left" in message
     again = await join(ann, "classic")  # a new table, its first hand by the golden card
     assert again.table.table_id != table_id and not again.rejoined
-    view = await view_of(suite.stub(again.token), again.hand_id, again.seat)
+    view = await view_of(suite.table_as(again.token), again.hand_id, again.seat)
     assert view.first_bidder == view.golden_receiver

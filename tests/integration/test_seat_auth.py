@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
-from pathlib import Path
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 import grpc
@@ -22,32 +21,66 @@ import pytest
 from ddz.adapters import codec
 from ddz.adapters.bus import EventBus
 from ddz.adapters.grpc_client import error_reason
-from ddz.adapters.nats_server import NatsServer
 from ddz.adapters.tokens import Claims, sign, table_token_key
 from ddz.domain.ruleset import VARIANTS
 from ddz.v1 import hand_events_pb2, table_pb2
+from google.protobuf import message_factory
+from google.protobuf.descriptor import MethodDescriptor
+from google.protobuf.message import Message
+from suite_kit import Suite
 from table_kit import (
     BIDDING,
     ENDED,
-    Suite,
     Watcher,
+    cards_in,
+    check_updates,
     drive,
     join,
-    running_suite,
+    secret_cards,
     true_states,
     typed,
     view_of,
 )
-from test_table_service import cards_in, check_updates, secret_cards
 
 Call = Callable[[Any], Awaitable[Any]]
 UNAUTHENTICATED, DENIED = grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED
 
+TABLE_RPCS = table_pb2.DESCRIPTOR.services_by_name["TableService"].methods
+"""Every RPC of the table service, as the proto declares it: one added later is checked
+here without anybody listing it."""
+TOKEN_FREE = {"ListRooms"}
+"""The RPCs that answer anybody (the rooms are public); every other one needs a token."""
+SEAT_RPCS = [m.name for m in TABLE_RPCS if {"hand_id", "seat"} <= set(m.input_type.fields_by_name)]
+"""The RPCs that act for a seat of a hand or read its cards: their requests name both."""
 
-@pytest.fixture
-async def suite(nats_server: NatsServer, bus: EventBus, tmp_path: Path) -> AsyncIterator[Suite]:
-    async with running_suite(nats_server, bus, tmp_path, fill=0.3) as running:
-        yield running
+
+def request_for(method: MethodDescriptor, **values: Any) -> Message:
+    """The smallest request of ``method`` that gets past everything but the token check:
+    each of its fields named in ``values`` set (ids of a real hand, table and room)."""
+    request = message_factory.GetMessageClass(method.input_type)()
+    for name, value in values.items():
+        if name in method.input_type.fields_by_name:
+            setattr(request, name, value)
+    return request
+
+
+async def call(stub: Any, method: MethodDescriptor, request: Message) -> Any:
+    """``method`` through ``stub``, as a client calls it; a stream: its first update."""
+    assert not method.client_streaming, f"{method.name}: a client stream needs its own call"
+    rpc = getattr(stub, method.name)
+    if method.server_streaming:
+        return await first_update(rpc(request, timeout=10))
+    return await rpc(request)
+
+
+def rpc_calls(names: Iterable[str], **values: Any) -> dict[str, Call]:
+    """A call of each RPC named, with ``request_for(method, **values)``."""
+    wanted = set(names)
+    return {
+        m.name: lambda s, m=m: call(s, m, request_for(m, **values))
+        for m in TABLE_RPCS
+        if m.name in wanted
+    }
 
 
 async def first_update(stream: Any) -> Any:
@@ -59,35 +92,22 @@ async def first_update(stream: Any) -> Any:
 def seat_calls(hand_id: str, seat: int) -> dict[str, Call]:
     """Every call that acts for ``seat`` of the hand or reads its cards."""
     pass_bid = hand_events_pb2.BID_ACTION_PASS
-    return {
-        "GetView": lambda s: s.GetView(table_pb2.GetViewRequest(hand_id=hand_id, seat=seat)),
-        "WatchHand": lambda s: first_update(
-            s.WatchHand(table_pb2.WatchHandRequest(hand_id=hand_id, seat=seat), timeout=10)
-        ),
-        "Bid": lambda s: s.Bid(table_pb2.BidRequest(hand_id=hand_id, seat=seat, action=pass_bid)),
-        "ShowCards": lambda s: s.ShowCards(table_pb2.ShowCardsRequest(hand_id=hand_id, seat=seat)),
-        "Play": lambda s: s.Play(table_pb2.PlayRequest(hand_id=hand_id, seat=seat, cards="3")),
-        "Pass": lambda s: s.Pass(table_pb2.PassRequest(hand_id=hand_id, seat=seat)),
-        "Suggest": lambda s: s.Suggest(table_pb2.TableSuggestRequest(hand_id=hand_id, seat=seat)),
-        "Hint": lambda s: s.Hint(table_pb2.HintRequest(hand_id=hand_id, seat=seat)),
-    }
+    return rpc_calls(SEAT_RPCS, hand_id=hand_id, seat=seat, action=pass_bid, cards="3")
 
 
 def table_calls(table_id: str) -> dict[str, Call]:
-    return {
-        "GetTable": lambda s: s.GetTable(table_pb2.GetTableRequest(table_id=table_id)),
-        "NextHand": lambda s: s.NextHand(table_pb2.NextHandRequest(table_id=table_id)),
-    }
+    return rpc_calls(("GetTable", "NextHand"), table_id=table_id)
 
 
 async def expect(code: grpc.StatusCode, calls: dict[str, Call], stub: Any) -> None:
-    for name, call in calls.items():
-        with pytest.raises(grpc.aio.AioRpcError) as caught:
-            await call(stub)
-        assert caught.value.code() is code, (
-            f"{name}: {caught.value.code()} {caught.value.details()}"
-        )
-        assert error_reason(caught.value) == code.name, name
+    for name, attempt in calls.items():
+        try:
+            await attempt(stub)
+        except grpc.aio.AioRpcError as exc:
+            assert exc.code() is code, f"{name}: {exc.code()} {exc.details()}"
+            assert error_reason(exc) == code.name, name
+        else:
+            pytest.fail(f"{name} answered a caller it must refuse with {code.name}")
 
 
 async def seat_two(suite: Suite, room: str = "classic") -> tuple[Any, Any]:
@@ -102,13 +122,17 @@ async def seat_two(suite: Suite, room: str = "classic") -> tuple[Any, Any]:
 async def test_missing_malformed_forged_and_expired_tokens_are_unauthenticated(
     suite: Suite,
 ) -> None:
+    """Every RPC the proto declares, but the token-free ones, refuses a caller without a
+    good token before it looks at the request (whose ids are real, so nothing else could
+    refuse it first); the token-free ones answer without one."""
     ann, _ben = await seat_two(suite)
     hand_id, seat, table_id = ann.hand_id, ann.seat, ann.table.table_id
-    calls = {**seat_calls(hand_id, seat), **table_calls(table_id)}
-    calls["JoinRoom"] = lambda s: s.JoinRoom(table_pb2.JoinRoomRequest(room_id="classic"))
-    calls["LeaveRoom"] = lambda s: s.LeaveRoom(table_pb2.LeaveRoomRequest())
-    calls["OpenTable"] = lambda s: s.OpenTable(table_pb2.OpenTableRequest(variant="classic"))
-    calls["StartHand"] = lambda s: s.StartHand(table_pb2.StartHandRequest(table_id=table_id))
+    assert {m.name for m in TABLE_RPCS} >= TOKEN_FREE, "an RPC allowed without a token is gone"
+    values = {
+        "hand_id": hand_id, "seat": seat, "table_id": table_id, "room_id": "classic",
+        "variant": "classic", "action": hand_events_pb2.BID_ACTION_PASS, "cards": "3",
+    }  # fmt: skip
+    calls = rpc_calls({m.name for m in TABLE_RPCS} - TOKEN_FREE, **values)
     key = table_token_key(suite.settings)
     claims = Claims("seat", "ann", int(time.time()) + 600, "n" * 32, table_id, seat)
     head, body, mac = ann.token.split(".")
@@ -121,17 +145,19 @@ async def test_missing_malformed_forged_and_expired_tokens_are_unauthenticated(
         sign(claims, b"a key the service does not have"),
         sign(expired, key),  # the right key, past its expiry
     ):
-        await expect(UNAUTHENTICATED, calls, suite.stub(token))
+        await expect(UNAUTHENTICATED, calls, suite.table_as(token))
     # A token that is not a Bearer token is no token either.
     with pytest.raises(grpc.aio.AioRpcError) as caught:
-        await suite.stub(None).GetView(
+        await suite.table_as(None).GetView(
             table_pb2.GetViewRequest(hand_id=hand_id, seat=seat),
             metadata=[("authorization", f"Basic {ann.token}")],
         )
     assert caught.value.code() is UNAUTHENTICATED
-    # The real token works, and ListRooms needs none.
-    assert (await view_of(suite.stub(ann.token), hand_id, seat)).seat == seat
-    assert (await suite.stub(None).ListRooms(table_pb2.ListRoomsRequest())).rooms
+    # The real token works, and the token-free RPCs (ListRooms) need none.
+    assert (await view_of(suite.table_as(ann.token), hand_id, seat)).seat == seat
+    assert (await suite.table_as(None).ListRooms(table_pb2.ListRoomsRequest())).rooms
+    for free in rpc_calls(TOKEN_FREE, **values).values():
+        await free(suite.table_as(None))
 
 
 async def test_a_token_acts_and_reads_only_for_its_own_seat(suite: Suite) -> None:
@@ -140,25 +166,25 @@ async def test_a_token_acts_and_reads_only_for_its_own_seat(suite: Suite) -> Non
     assert carol.table.table_id != ann.table.table_id
     hand_id, seat = ann.hand_id, ann.seat
     ann_seat = seat_calls(hand_id, seat)
-    await expect(DENIED, ann_seat, suite.stub(ben.token))  # another seat's token
+    await expect(DENIED, ann_seat, suite.table_as(ben.token))  # another seat's token
     await expect(DENIED, ann_seat, suite.player("carol"))  # another player
     await expect(DENIED, ann_seat, suite.player("ben"))
     # Carol's seat token names her own table: with Ann's seat number it is still refused.
     forged_seat = seat_calls(hand_id, carol.seat)
-    await expect(DENIED, forged_seat, suite.stub(carol.token))
-    await expect(DENIED, seat_calls(hand_id, 2), suite.stub(ann.token))  # the bot's seat
-    await expect(DENIED, table_calls(ann.table.table_id), suite.stub(carol.token))
+    await expect(DENIED, forged_seat, suite.table_as(carol.token))
+    await expect(DENIED, seat_calls(hand_id, 2), suite.table_as(ann.token))  # the bot's seat
+    await expect(DENIED, table_calls(ann.table.table_id), suite.table_as(carol.token))
     # Operators' calls and joining with a seat token.
-    for stub in (suite.stub(ann.token), suite.player("ann")):
+    for stub in (suite.table_as(ann.token), suite.player("ann")):
         await expect(DENIED, {
             "OpenTable": lambda s: s.OpenTable(table_pb2.OpenTableRequest(variant="classic")),
             "StartHand": lambda s: s.StartHand(
                 table_pb2.StartHandRequest(table_id=ann.table.table_id)),
         }, stub)  # fmt: skip
     await expect(DENIED, {"JoinRoom": lambda s: s.JoinRoom(
-        table_pb2.JoinRoomRequest(room_id="classic"))}, suite.stub(ann.token))  # fmt: skip
+        table_pb2.JoinRoomRequest(room_id="classic"))}, suite.table_as(ann.token))  # fmt: skip
     # The seat's own tokens (seat token, player token) and the operator's work.
-    for stub in (suite.stub(ann.token), suite.player("ann"), suite.operator()):
+    for stub in (suite.table_as(ann.token), suite.player("ann"), suite.operator()):
         view = await view_of(stub, hand_id, seat)
         assert view.seat == seat and len(view.cards) == 17
         table = await stub.GetTable(table_pb2.GetTableRequest(table_id=ann.table.table_id))
@@ -168,7 +194,7 @@ async def test_a_token_acts_and_reads_only_for_its_own_seat(suite: Suite) -> Non
 async def test_a_token_replayed_after_leaving_is_refused(suite: Suite) -> None:
     ann, ben = await seat_two(suite)
     hand_id, table_id = ann.hand_id, ann.table.table_id
-    ann_stub = suite.stub(ann.token)
+    ann_stub = suite.table_as(ann.token)
     left = await ann_stub.LeaveRoom(table_pb2.LeaveRoomRequest(room_id="classic"))
     assert left.table_id == table_id and left.escaped_hand_id == hand_id
     calls = {
@@ -179,9 +205,9 @@ async def test_a_token_replayed_after_leaving_is_refused(suite: Suite) -> None:
     await expect(DENIED, calls, ann_stub)
     await expect(DENIED, seat_calls(hand_id, ann.seat), suite.player("ann"))
     # Ben's seat is still his; Ann's seat is played by the bot (§10.2: she escaped).
-    view = await view_of(suite.stub(ben.token), hand_id, ben.seat)
+    view = await view_of(suite.table_as(ben.token), hand_id, ben.seat)
     assert ann.seat in view.disconnected
-    got = await suite.stub(ben.token).GetTable(table_pb2.GetTableRequest(table_id=table_id))
+    got = await suite.table_as(ben.token).GetTable(table_pb2.GetTableRequest(table_id=table_id))
     assert got.table.closed and list(got.table.left) == [ann.seat]
 
 
@@ -196,7 +222,7 @@ async def test_nothing_a_player_receives_shows_another_seats_hidden_cards(
     of the cards hidden from them at that moment."""
     ann, ben = await seat_two(suite, variant)
     hand_id = ann.hand_id
-    stubs = {ann.seat: suite.stub(ann.token), ben.seat: suite.stub(ben.token)}
+    stubs = {ann.seat: suite.table_as(ann.token), ben.seat: suite.table_as(ben.token)}
     watchers = {s: Watcher(stub, hand_id, s).start() for s, stub in stubs.items()}
     received: dict[int, list[Any]] = {ann.seat: [], ben.seat: []}
     shown = False

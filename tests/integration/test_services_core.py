@@ -1,7 +1,7 @@
 """The core services over a real nats-server and a real database (issue 4).
 
-Dealer, rules, recorder and settlement run in this process, each started exactly
-as its process starts it (``service_runner.start_service``) on a random port. The
+Dealer, rules, recorder and settlement run in this process (the ``core_suite``
+fixture), each started exactly as its process starts it on a random port. The
 tests play whole hands by calling ``RulesService.Decide`` with moves chosen from the
 acting seat's ``PlayerView`` (the seat's own cards come from the hand's internal
 events, as the bot service reads them), then check what the store recorded.
@@ -22,10 +22,10 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import grpc
 import nats
@@ -40,21 +40,20 @@ from ddz.adapters.bus import (
     stream_filter,
     subject_for,
 )
-from ddz.adapters.codec import CommandRejected
-from ddz.adapters.grpc_client import error_reason, make_channel
+from ddz.adapters.grpc_client import error_reason
 from ddz.adapters.nats_server import NatsServer
-from ddz.adapters.service_runner import RunningService, start_service, start_services
 from ddz.adapters.store import create_store
-from ddz.config import Settings
 from ddz.domain import selfplay
 from ddz.domain.hand import (
     Bid,
     Command,
+    CommandRejected,
     HandState,
     Pass,
     Phase,
     RejectReason,
     evolve,
+    hand_events,
     replay,
     view_for,
 )
@@ -65,104 +64,19 @@ from ddz.domain.settlement import RoomSettings
 from ddz.player_kinds import make_player
 from ddz.v1 import (
     dealer_pb2,
-    dealer_pb2_grpc,
     hand_events_pb2,
     recorder_pb2,
-    recorder_pb2_grpc,
     rules_pb2,
     rules_pb2_grpc,
     settlement_pb2,
     settlement_pb2_grpc,
 )
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+from suite_kit import Suite, consumers_idle, eventually
 
-T = TypeVar("T")
 PLAYERS = ("alice", "bob", "carol")
 
-
-CORE = ("dealer", "rules", "recorder", "settlement")
-
-
-@dataclass
-class Suite:
-    settings: Settings
-    bus: EventBus
-    services: dict[str, RunningService]
-    channels: list[grpc.aio.Channel] = field(default_factory=list)
-    _channels: dict[str, grpc.aio.Channel] = field(default_factory=dict)
-
-    def channel(self, name: str) -> grpc.aio.Channel:
-        """One channel per running service (a restarted one gets a new channel)."""
-        target = f"127.0.0.1:{self.services[name].port}"
-        if target not in self._channels:
-            self._channels[target] = make_channel(self.settings, target=target)
-            self.channels.append(self._channels[target])
-        return self._channels[target]
-
-    @property
-    def dealer(self) -> dealer_pb2_grpc.DealerServiceStub:
-        return dealer_pb2_grpc.DealerServiceStub(self.channel("dealer"))
-
-    @property
-    def rules(self) -> rules_pb2_grpc.RulesServiceStub:
-        return rules_pb2_grpc.RulesServiceStub(self.channel("rules"))
-
-    def rules_at(self, port: int) -> rules_pb2_grpc.RulesServiceStub:
-        channel = make_channel(self.settings, target=f"127.0.0.1:{port}")
-        self.channels.append(channel)
-        return rules_pb2_grpc.RulesServiceStub(channel)
-
-    @property
-    def recorder(self) -> recorder_pb2_grpc.RecorderServiceStub:
-        return recorder_pb2_grpc.RecorderServiceStub(self.channel("recorder"))
-
-    @property
-    def settlement(self) -> settlement_pb2_grpc.SettlementServiceStub:
-        return settlement_pb2_grpc.SettlementServiceStub(self.channel("settlement"))
-
-
-def suite_settings(tmp_path: Path, database_url: str, nats_url: str) -> Settings:
-    return Settings.from_env(
-        {
-            "DDZ_DATA_DIR": str(tmp_path / "data"),
-            "DDZ_DATABASE_URL": database_url,
-            "DDZ_NATS_URL": nats_url,
-            "DDZ_LOG_LEVEL": "WARNING",
-            "DDZ_MAX_MESSAGE_BYTES": str(64 * 1024),
-        }
-    )
-
-
-@pytest.fixture
-async def suite(
-    bus: EventBus, nats_server: NatsServer, database_url: str, tmp_path: Path
-) -> AsyncIterator[Suite]:
-    """A fresh DDZ stream (the ``bus`` fixture) and the four core services."""
-    settings = suite_settings(tmp_path, database_url, nats_server.url)
-    services, settings = await start_services(CORE, settings)
-    running = Suite(settings, bus, services)
-    try:
-        yield running
-    finally:
-        for channel in running.channels:
-            await channel.close()
-        for service in reversed(services.values()):
-            await service.stop(grace=0.5)
-
-
-# --- helpers ------------------------------------------------------------------------------
-
-
-async def eventually(probe: Callable[[], Awaitable[T | None]], timeout: float = 15.0) -> T:
-    """``probe()`` once it returns something truthy (consumers run asynchronously)."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
-        result = await probe()
-        if result:
-            return result
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"still {result!r} after {timeout}s")
-        await asyncio.sleep(0.05)
+pytestmark = pytest.mark.suite(max_message_bytes=64 * 1024)  # the oversized request
 
 
 def deal_request(hand_id: str, variant: str, **fields: Any) -> dealer_pb2.DealRequest:
@@ -184,7 +98,7 @@ def decide_request(hand_id: str, command: Command, **fields: Any) -> rules_pb2.D
 async def full_state(bus: EventBus, hand_id: str) -> HandState:
     """The hand with every seat's cards, from the bus (as a bot reads it)."""
     read, _ = await hand_stream.read(bus, hand_id)
-    return replay(codec.hand_events(r.event for r in read))
+    return replay(hand_events(r.event for r in read))
 
 
 def choose(state: HandState, rng: random.Random) -> Command:
@@ -224,7 +138,7 @@ class Driver:
         if any(isinstance(e, Redealt) for e in events):
             self.state = await full_state(self.suite.bus, self.hand_id)  # the new deal is internal
             return
-        for event in codec.hand_events(events):
+        for event in hand_events(events):
             self.state = evolve(self.state, event)
 
     async def play(self, steps: int = 500) -> None:
@@ -255,13 +169,15 @@ async def stored_stream(suite: Suite, hand_id: str) -> list[Any]:
 
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
 async def test_full_hand_of_every_variant_is_stored_in_order_exactly_once(
-    suite: Suite, variant: str
+    core_suite: Suite, variant: str
 ) -> None:
     hand_id = f"{variant}-{uuid.uuid4().hex[:8]}"
-    played = await play_hand(suite, variant, hand_id, seed=len(variant))
+    played = await play_hand(core_suite, variant, hand_id, seed=len(variant))
     # Everything the rules and the dealer published, in order, straight from the bus.
-    on_bus, cursor = await hand_stream.read(suite.bus, hand_id)
-    stored = await eventually(lambda: _if_length(stored_stream(suite, hand_id), cursor.version))
+    on_bus, cursor = await hand_stream.read(core_suite.bus, hand_id)
+    stored = await eventually(
+        lambda: _if_length(stored_stream(core_suite, hand_id), cursor.version)
+    )
     assert [s.envelope for s in stored] == [r.data for r in on_bus]
     assert [codec.parse_envelope(s.envelope).stream_version for s in stored] == list(
         range(1, cursor.version + 1)
@@ -274,9 +190,9 @@ async def test_full_hand_of_every_variant_is_stored_in_order_exactly_once(
     assert played.dealt is not None
     assert [e.event_id for e in [*played.dealt.events, *answered]] == [e.event_id for e in public]
     # The hand ended and settled; settlement applied the ledger to the players.
-    final = replay(codec.hand_events(r.event for r in on_bus))
+    final = replay(hand_events(r.event for r in on_bus))
     assert final.phase is Phase.ENDED and final.ledger is not None
-    settlement = suite.settlement
+    settlement = core_suite.settlement
     ledger = await eventually(lambda: _ledger(settlement, hand_id))
     assert list(ledger.hand.ledger.deltas) == list(final.ledger.deltas)
     assert list(ledger.hand.players) == list(PLAYERS)
@@ -285,22 +201,22 @@ async def test_full_hand_of_every_variant_is_stored_in_order_exactly_once(
         assert (balance.balance, balance.hands) == (final.ledger.deltas[seat], 1)
 
 
-async def test_concurrent_hands_are_each_stored_in_order(suite: Suite) -> None:
+async def test_concurrent_hands_are_each_stored_in_order(core_suite: Suite) -> None:
     """Hands of every variant at once: the recorder's batches mix streams, and each
     stream is still stored complete and in order; balances add up over the hands."""
     hand_ids = {variant: f"many-{variant}-{uuid.uuid4().hex[:6]}" for variant in VARIANTS}
     drivers = await asyncio.gather(
-        *(play_hand(suite, variant, hand_id, seed=99) for variant, hand_id in hand_ids.items())
+        *(play_hand(core_suite, variant, hand_id, seed=99) for variant, hand_id in hand_ids.items())
     )
     totals = dict.fromkeys(PLAYERS, 0)
     for driver in drivers:
-        on_bus, _ = await hand_stream.read(suite.bus, driver.hand_id)
-        stored = await stored_complete(suite, driver.hand_id)
+        on_bus, _ = await hand_stream.read(core_suite.bus, driver.hand_id)
+        stored = await stored_complete(core_suite, driver.hand_id)
         assert [s.envelope for s in stored] == [e.data for e in on_bus]
         assert driver.state.ledger is not None
         for seat, player in enumerate(PLAYERS):
             totals[player] += driver.state.ledger.deltas[seat]
-    settlement = suite.settlement
+    settlement = core_suite.settlement
     for driver in drivers:
         await eventually(lambda hand_id=driver.hand_id: _ledger(settlement, hand_id))
     for player, total in totals.items():
@@ -330,45 +246,41 @@ async def _ledger(
         raise
 
 
-async def consumer_idle(bus: EventBus, durable: str) -> bool:
-    """True once the durable has nothing pending and nothing unacknowledged."""
-    info = await bus.js.consumer_info(bus.stream, durable)
-    return info.num_pending == 0 and info.num_ack_pending == 0
-
-
 async def stored_complete(suite: Suite, hand_id: str) -> list[Any]:
     """The stored stream, once it holds everything the bus holds for the hand."""
     _, cursor = await hand_stream.read(suite.bus, hand_id)
     return await eventually(lambda: _if_length(stored_stream(suite, hand_id), cursor.version))
 
 
-async def test_duplicated_publishes_change_nothing(suite: Suite) -> None:
+async def test_duplicated_publishes_change_nothing(core_suite: Suite) -> None:
     hand_id = "dup-" + uuid.uuid4().hex[:8]
-    await play_hand(suite, "classic", hand_id, seed=7)
-    stored = await stored_complete(suite, hand_id)
-    settlement = suite.settlement
+    await play_hand(core_suite, "classic", hand_id, seed=7)
+    stored = await stored_complete(core_suite, hand_id)
+    settlement = core_suite.settlement
     await eventually(lambda: _ledger(settlement, hand_id))
     balances = [
         await settlement.GetBalance(settlement_pb2.GetBalanceRequest(player_id=p)) for p in PLAYERS
     ]
-    on_bus, _ = await hand_stream.read(suite.bus, hand_id)
+    on_bus, _ = await hand_stream.read(core_suite.bus, hand_id)
     stream_id = f"hand-{hand_id}"
     # The same event id again: JetStream itself drops it (Nats-Msg-Id).
     for event in on_bus:
         subject = subject_for(stream_id, event.envelope.type, internal=event.hidden)
-        ack = await suite.bus.publish(subject, event.data, event.envelope.event_id)
+        ack = await core_suite.bus.publish(subject, event.data, event.envelope.event_id)
         assert ack.duplicate
     # The same event again under a new message id (as after the duplicate window): it
     # reaches the consumers, which must recognise the event id themselves.
     settled = next(e for e in on_bus if isinstance(e.event, HandSettled))
     for event in (on_bus[3], settled):
         subject = subject_for(stream_id, event.envelope.type, internal=event.hidden)
-        ack = await suite.bus.publish(subject, event.data, uuid.uuid4().hex)
+        ack = await core_suite.bus.publish(subject, event.data, uuid.uuid4().hex)
         assert not ack.duplicate
-    await eventually(lambda: consumer_idle(suite.bus, "recorder"))
-    await eventually(lambda: consumer_idle(suite.bus, "settlement"))
-    assert [s.envelope for s in await stored_stream(suite, hand_id)] == [s.envelope for s in stored]
-    everything = await suite.recorder.ReadAll(recorder_pb2.ReadAllRequest())
+    await eventually(lambda: consumers_idle(core_suite.bus, "recorder"))
+    await eventually(lambda: consumers_idle(core_suite.bus, "settlement"))
+    assert [s.envelope for s in await stored_stream(core_suite, hand_id)] == [
+        s.envelope for s in stored
+    ]
+    everything = await core_suite.recorder.ReadAll(recorder_pb2.ReadAllRequest())
     assert len(everything.events) == len(stored)
     again = [
         await settlement.GetBalance(settlement_pb2.GetBalanceRequest(player_id=p)) for p in PLAYERS
@@ -378,20 +290,22 @@ async def test_duplicated_publishes_change_nothing(suite: Suite) -> None:
     assert [ledger.hand.hand_id for ledger in mine.ledgers] == [hand_id]
 
 
-async def test_restarting_the_recorder_mid_hand_loses_nothing(suite: Suite, tmp_path: Path) -> None:
+async def test_restarting_the_recorder_mid_hand_loses_nothing(
+    core_suite: Suite, tmp_path: Path
+) -> None:
     hand_id = "restart-" + uuid.uuid4().hex[:8]
-    driver = Driver(suite, hand_id, random.Random(11))
+    driver = Driver(core_suite, hand_id, random.Random(11))
     await driver.deal("laizi")
     await driver.play(steps=4)
-    await eventually(lambda: consumer_idle(suite.bus, "recorder"))
-    await suite.services.pop("recorder").stop(grace=0.1)
+    await eventually(lambda: consumers_idle(core_suite.bus, "recorder"))
+    await core_suite.stop("recorder")
     await driver.play(steps=6)  # published while nobody records
-    suite.services["recorder"] = await start_service("recorder", suite.settings, port=0)
+    await core_suite.start("recorder")
     await driver.play()
-    stored = await stored_complete(suite, hand_id)
-    on_bus, _ = await hand_stream.read(suite.bus, hand_id)
+    stored = await stored_complete(core_suite, hand_id)
+    on_bus, _ = await hand_stream.read(core_suite.bus, hand_id)
     assert [s.envelope for s in stored] == [e.data for e in on_bus]
-    store = create_store(suite.settings.database_url)
+    store = create_store(core_suite.settings.database_url)
     try:
         assert [e.envelope for e in store.read_all()] == [e.data for e in on_bus]
         # The finished hand's chain head is signed with the operator's key (issue 5).
@@ -410,12 +324,12 @@ async def _error(call: Awaitable[Any]) -> tuple[grpc.StatusCode, str | None]:
 
 
 async def test_bad_input_gets_a_clear_status_and_reason_and_the_service_keeps_serving(
-    suite: Suite,
+    core_suite: Suite,
 ) -> None:
-    rules, dealer = suite.rules, suite.dealer
+    rules, dealer = core_suite.rules, core_suite.dealer
     hand_id = "bad-" + uuid.uuid4().hex[:8]
     await dealer.Deal(deal_request(hand_id, "classic", first_bidder=1))
-    state = await full_state(suite.bus, hand_id)
+    state = await full_state(core_suite.bus, hand_id)
     assert state.turn == 1
 
     # Unknown hands: never dealt, or not even a possible id.
@@ -465,7 +379,7 @@ async def test_bad_input_gets_a_clear_status_and_reason_and_the_service_keeps_se
     ok = await rules.Decide(decide_request(hand_id, Bid.call(1, 1), expected_version=version + 1))
     assert ok.accepted and ok.version == version + 2
 
-    stored = await eventually(lambda: _if_length(stored_stream(suite, hand_id), version + 2))
+    stored = await eventually(lambda: _if_length(stored_stream(core_suite, hand_id), version + 2))
     types = [codec.parse_envelope(s.envelope).type for s in stored]
     assert types[-2:] == [CommandRejected.TYPE, "bid_made"]
 
@@ -480,11 +394,11 @@ async def test_bad_input_gets_a_clear_status_and_reason_and_the_service_keeps_se
     )  # fmt: skip
 
 
-async def test_decide_batch_answers_each_command_as_decide_would(suite: Suite) -> None:
+async def test_decide_batch_answers_each_command_as_decide_would(core_suite: Suite) -> None:
     """``DecideBatch``: one outcome per command, in order; a command's error (unknown
     hand, malformed cards, stale version) is its outcome, not the call's; one hand's
     commands apply in the order given (§2: seat 1 bids first, then seat 2)."""
-    rules, dealer = suite.rules, suite.dealer
+    rules, dealer = core_suite.rules, core_suite.dealer
     hand_id = "batch-" + uuid.uuid4().hex[:8]
     await dealer.Deal(deal_request(hand_id, "classic", first_bidder=1))
     version = (await rules.GetPublicState(rules_pb2.GetPublicStateRequest(hand_id=hand_id))).version
@@ -514,7 +428,7 @@ async def test_decide_batch_answers_each_command_as_decide_would(suite: Suite) -
         False, RejectReason.NOT_YOUR_TURN.value
     )  # fmt: skip
     assert last.response.accepted and last.response.version == version + 3
-    stored = await eventually(lambda: _if_length(stored_stream(suite, hand_id), version + 3))
+    stored = await eventually(lambda: _if_length(stored_stream(core_suite, hand_id), version + 3))
     types = [codec.parse_envelope(s.envelope).type for s in stored][version:]
     assert types == ["bid_made", CommandRejected.TYPE, "bid_made"]
     # Each answer's events are the stored ones (the answer re-serialises: compare parsed).
@@ -526,24 +440,23 @@ async def test_decide_batch_answers_each_command_as_decide_would(suite: Suite) -
     seed = dealer_pb2.GetSeedRequest(hand_id="never-dealt")
     assert await _error(dealer.GetSeed(seed)) == (grpc.StatusCode.NOT_FOUND, "UNKNOWN_HAND")
     ledger = settlement_pb2.GetLedgerRequest(hand_id=hand_id)  # not settled yet
-    assert await _error(suite.settlement.GetLedger(ledger)) == (
+    assert await _error(core_suite.settlement.GetLedger(ledger)) == (
         grpc.StatusCode.NOT_FOUND, "UNKNOWN_HAND"
     )  # fmt: skip
     read = recorder_pb2.ReadStreamRequest(stream_id="hand-never-dealt")
-    assert await _error(suite.recorder.ReadStream(read)) == (
+    assert await _error(core_suite.recorder.ReadStream(read)) == (
         grpc.StatusCode.NOT_FOUND, "UNKNOWN_STREAM"
     )  # fmt: skip
 
 
-async def test_a_second_writer_cannot_fork_a_hand(suite: Suite) -> None:
+async def test_a_second_writer_cannot_fork_a_hand(core_suite: Suite) -> None:
     """Two rules instances with the same cached state: exactly one extends the hand; the
     other is refused by JetStream's expected-last-subject-sequence check over the hand's
     wildcard subject, and answers ABORTED/VERSION_CONFLICT."""
-    other = await start_service("rules", suite.settings, port=0)
-    suite.services["rules-2"] = other
-    first, second = suite.rules, suite.rules_at(other.port)
+    first = core_suite.rules
+    second = rules_pb2_grpc.RulesServiceStub(await core_suite.start_another("rules"))
     hand_id = "fork-" + uuid.uuid4().hex[:8]
-    await suite.dealer.Deal(deal_request(hand_id, "ct", first_bidder=0))
+    await core_suite.dealer.Deal(deal_request(hand_id, "ct", first_bidder=0))
     for stub in (first, second):  # both load and cache the hand at the same version
         await stub.GetPublicState(rules_pb2.GetPublicStateRequest(hand_id=hand_id))
     won = await first.Decide(decide_request(hand_id, Bid.call(0, 1)))
@@ -553,7 +466,7 @@ async def test_a_second_writer_cannot_fork_a_hand(suite: Suite) -> None:
     # The loser dropped its stale copy: next time it rebuilds and decides correctly.
     again = await second.Decide(decide_request(hand_id, Bid.call(0, 2)))
     assert (again.accepted, again.reason) == (False, RejectReason.NOT_YOUR_TURN.value)
-    on_bus, cursor = await hand_stream.read(suite.bus, hand_id)
+    on_bus, cursor = await hand_stream.read(core_suite.bus, hand_id)
     assert [e.envelope.stream_version for e in on_bus] == list(range(1, cursor.version + 1))
     bids = [e.event for e in on_bus if e.envelope.type == "bid_made"]
     assert len(bids) == 1

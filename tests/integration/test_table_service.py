@@ -1,8 +1,9 @@
 """The table service with people at the table (issue 4; the ground for issue 7).
 
-Dealer, rules, bot and table run in this process, each started as its process starts
-it (``service_runner.start_service``, random ports) over a real nats-server. The test
-plays the human seats through ``TableService`` only -- with moves the bot suggests
+The whole suite runs in this process (the ``suite`` fixture), each service started as
+its process starts it, over a real nats-server. The tests act as the operator (whose
+token may act for any seat; players' own tokens are tested in test_seat_auth.py) and
+play the human seats through ``TableService`` only -- with moves the bot suggests
 (``TableService.Suggest``) -- while the bot service plays the others.
 
 Every message a watched seat receives is checked against the hand's true state (read
@@ -14,80 +15,18 @@ cards left at the end).
 from __future__ import annotations
 
 import asyncio
-import dataclasses
-from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import grpc
 import pytest
 from ddz.adapters import codec
-from ddz.adapters.bus import EventBus
-from ddz.adapters.grpc_client import error_reason, make_channel
-from ddz.adapters.nats_server import NatsServer
-from ddz.adapters.service_runner import RunningService, start_services
-from ddz.adapters.tokens import bearer_channel, operator_token
-from ddz.config import Settings
-from ddz.domain.cards import Card
-from ddz.domain.hand import HandState, Phase
+from ddz.adapters.grpc_client import error_reason
 from ddz.domain.ruleset import VARIANTS
-from ddz.v1 import bot_pb2, bot_pb2_grpc, hand_events_pb2, rules_pb2, table_pb2, table_pb2_grpc
-from google.protobuf.message import Message
+from ddz.v1 import bot_pb2, hand_events_pb2, table_pb2, table_pb2_grpc
+from suite_kit import Suite
+from table_kit import BIDDING, ENDED, HAND_TIMEOUT, check_updates
 from table_kit import act as send_move
-from table_kit import true_states
-
-ENDED = rules_pb2.HAND_PHASE_ENDED
-BIDDING = rules_pb2.HAND_PHASE_BIDDING
-HAND_TIMEOUT = 60.0
-
-
-@dataclass
-class Suite:
-    settings: Settings
-    table: table_pb2_grpc.TableServiceStub
-    bus: EventBus
-    table_address: str = ""
-    bot_address: str = ""
-    services: list[RunningService] = field(default_factory=list)
-    channels: list[grpc.aio.Channel] = field(default_factory=list)
-
-
-async def start_suite(
-    nats_server: NatsServer, bus: EventBus, data_dir: Path, turn_timeout: float = 30.0
-) -> Suite:
-    settings = dataclasses.replace(
-        Settings.from_env({"DDZ_DATA_DIR": str(data_dir)}),
-        nats_url=nats_server.url,
-        turn_timeout=turn_timeout,
-    )
-    running, settings = await start_services(("dealer", "rules", "bot", "table"), settings)
-    suite = Suite(settings, None, bus)  # type: ignore[arg-type]
-    suite.services.extend(running.values())
-    suite.bot_address = settings.address("bot")
-    suite.table_address = settings.address("table")
-    # Operator tools play these tables' seats (issue 7: an operator token may act for
-    # any seat; players' own tokens are tested in test_seat_auth.py).
-    channel = bearer_channel(settings, operator_token(settings), target=suite.table_address)
-    suite.channels.append(channel)
-    suite.table = table_pb2_grpc.TableServiceStub(channel)
-    return suite
-
-
-async def stop_suite(suite: Suite) -> None:
-    for channel in suite.channels:
-        await channel.close()
-    for service in reversed(suite.services):
-        await service.stop()
-
-
-@pytest.fixture
-async def suite(nats_server: NatsServer, bus: EventBus, tmp_path: Path) -> AsyncIterator[Suite]:
-    running = await start_suite(nats_server, bus, tmp_path)
-    try:
-        yield running
-    finally:
-        await stop_suite(running)
 
 
 async def open_table(suite: Suite, variant: str, humans: tuple[int, ...] = (0,)) -> table_pb2.Table:
@@ -98,57 +37,6 @@ async def open_table(suite: Suite, variant: str, humans: tuple[int, ...] = (0,))
     ]  # fmt: skip
     opened = await suite.table.OpenTable(table_pb2.OpenTableRequest(variant=variant, seats=seats))
     return opened.table
-
-
-# --- what a seat may see ------------------------------------------------------------
-
-
-def cards_in(message: Message) -> list[Card]:
-    """Every card anywhere in a message, event payloads included."""
-    found: list[Card] = []
-    if isinstance(message, hand_events_pb2.Card):
-        return [codec.card_from_pb(message)]
-    if message.DESCRIPTOR.full_name == "ddz.v1.EventEnvelope":
-        event = codec.decode_event(message.type, message.type_version, message.payload)
-        return cards_in(codec.event_to_pb(event))
-    for descriptor, value in message.ListFields():
-        if descriptor.message_type is None:
-            continue
-        items = value if descriptor.is_repeated else [value]
-        for item in items:
-            found += cards_in(item)
-    return found
-
-
-def secret_cards(state: HandState, seat: int) -> set[Card]:
-    """Cards ``seat`` must not see in ``state``: other seats' hands that are not shown,
-    the bottom before the landlord takes it (§1); nothing once the hand has ended (§8).
-    The golden card is dealt face up (§2); the bottom is shown when taken (§1)."""
-    if state.phase is Phase.ENDED:
-        return set()
-    shown = {s.seat for s in state.shown}
-    hidden = {c for s in range(3) if s != seat and s not in shown for c in state.cards[s]}
-    if state.landlord is None:
-        hidden |= set(state.bottom)
-    else:
-        hidden -= set(state.bottom)
-    if state.golden_card is not None:
-        hidden.discard(state.golden_card)
-    return hidden
-
-
-async def check_updates(
-    bus: EventBus, hand_id: str, seat: int, updates: list[table_pb2.WatchHandResponse]
-) -> None:
-    """No update holds a hidden card; the view's own cards are the seat's real cards."""
-    states = await true_states(bus, hand_id)
-    assert [u.position for u in updates] == list(range(1, len(updates) + 1))
-    for update in updates:
-        state = states[update.position]
-        leaked = set(cards_in(update)) & secret_cards(state, seat)
-        assert not leaked, f"position {update.position} shows hidden cards {leaked}"
-        own = [codec.card_from_pb(c) for c in update.view.cards]
-        assert own == list(state.cards[seat])
 
 
 # --- playing a seat -------------------------------------------------------------------
@@ -223,10 +111,7 @@ async def test_a_person_plays_a_hand_through_the_table_service(suite: Suite) -> 
     assert view.phase == ENDED and view.version == updates[-1].position
     # Issue 6: the bot seats were played by the strong bot (the default DDZ_BOT_PLAYER),
     # and the rules accepted every move it sent.
-    channel = make_channel(suite.settings, target=suite.bot_address)
-    suite.channels.append(channel)
-    bot = bot_pb2_grpc.BotServiceStub(channel)  # type: ignore[no-untyped-call]
-    stats = await bot.GetStats(bot_pb2.GetStatsRequest())
+    stats = await suite.bot.GetStats(bot_pb2.GetStatsRequest())
     assert stats.player == "strong"
     assert stats.accepted >= len(moves) - len(mine) and stats.refused == 0
 
@@ -266,58 +151,53 @@ async def test_streams_never_show_another_seats_hidden_cards(suite: Suite, varia
         assert "cards_shown" in types
 
 
-async def test_a_missed_turn_disconnects_the_seat_and_the_bot_plays_on(
-    nats_server: NatsServer, bus: EventBus, tmp_path: Path
-) -> None:
+@pytest.mark.suite(turn_timeout=0.3)
+async def test_a_missed_turn_disconnects_the_seat_and_the_bot_plays_on(suite: Suite) -> None:
     """§10.2: a person who lets DDZ_TURN_TIMEOUT pass is disconnected (the hand's first
     disconnect: its escapee), the bot plays the seat to the end, and nothing hidden
     leaks to the seat's stream meanwhile. Acting again reconnects the seat."""
-    suite = await start_suite(nats_server, bus, tmp_path, turn_timeout=0.3)
-    try:
-        table = await open_table(suite, "classic", humans=(0,))
-        started = await suite.table.StartHand(table_pb2.StartHandRequest(table_id=table.table_id))
-        hand_id = started.hand_id
-        stream = suite.table.WatchHand(
-            table_pb2.WatchHandRequest(hand_id=hand_id, seat=0), timeout=HAND_TIMEOUT
-        )
-        updates = [update async for update in stream]  # seat 0 never acts
-        await check_updates(bus, hand_id, 0, updates)
-        events = [
-            codec.decode_event(u.event.type, u.event.type_version, u.event.payload)
-            for u in updates if u.HasField("event")
-        ]  # fmt: skip
-        disconnects = [e for e in events if type(e).__name__ == "PlayerDisconnected"]
-        assert [(e.seat, e.escapee) for e in disconnects] == [(0, True)]
-        seat0_moves = [
-            e for e in events
-            if type(e).__name__ in ("BidMade", "PlayMade", "Passed") and e.seat == 0
-        ]  # fmt: skip
-        assert seat0_moves, "the bot never played the disconnected seat"
-        final = updates[-1].view
-        assert final.phase == ENDED and 0 in final.disconnected
+    table = await open_table(suite, "classic", humans=(0,))
+    started = await suite.table.StartHand(table_pb2.StartHandRequest(table_id=table.table_id))
+    hand_id = started.hand_id
+    stream = suite.table.WatchHand(
+        table_pb2.WatchHandRequest(hand_id=hand_id, seat=0), timeout=HAND_TIMEOUT
+    )
+    updates = [update async for update in stream]  # seat 0 never acts
+    await check_updates(suite.bus, hand_id, 0, updates)
+    events = [
+        codec.decode_event(u.event.type, u.event.type_version, u.event.payload)
+        for u in updates if u.HasField("event")
+    ]  # fmt: skip
+    disconnects = [e for e in events if type(e).__name__ == "PlayerDisconnected"]
+    assert [(e.seat, e.escapee) for e in disconnects] == [(0, True)]
+    seat0_moves = [
+        e for e in events
+        if type(e).__name__ in ("BidMade", "PlayMade", "Passed") and e.seat == 0
+    ]  # fmt: skip
+    assert seat0_moves, "the bot never played the disconnected seat"
+    final = updates[-1].view
+    assert final.phase == ENDED and 0 in final.disconnected
 
-        # Next hand: the person comes back by acting (托管 ends), then plays on.
-        second = await suite.table.StartHand(table_pb2.StartHandRequest(table_id=table.table_id))
-        disconnected = asyncio.Event()
-        stream = suite.table.WatchHand(
-            table_pb2.WatchHandRequest(hand_id=second.hand_id, seat=0), timeout=HAND_TIMEOUT
-        )
-        seen: list[str] = []
-        async for update in stream:
-            if update.HasField("event"):
-                seen.append(update.event.type)
-            if update.event.type == "player_disconnected" and not disconnected.is_set():
-                disconnected.set()
-                # Any move of the seat's player brings them back first (a Reconnect).
-                try:
-                    await suite.table.Pass(table_pb2.PassRequest(hand_id=second.hand_id, seat=0))
-                except grpc.aio.AioRpcError as exc:
-                    assert exc.code() in (grpc.StatusCode.FAILED_PRECONDITION,
-                                          grpc.StatusCode.INVALID_ARGUMENT)  # fmt: skip
-        assert "player_reconnected" in seen
-        assert seen.index("player_reconnected") > seen.index("player_disconnected")
-    finally:
-        await stop_suite(suite)
+    # Next hand: the person comes back by acting (托管 ends), then plays on.
+    second = await suite.table.StartHand(table_pb2.StartHandRequest(table_id=table.table_id))
+    disconnected = asyncio.Event()
+    stream = suite.table.WatchHand(
+        table_pb2.WatchHandRequest(hand_id=second.hand_id, seat=0), timeout=HAND_TIMEOUT
+    )
+    seen: list[str] = []
+    async for update in stream:
+        if update.HasField("event"):
+            seen.append(update.event.type)
+        if update.event.type == "player_disconnected" and not disconnected.is_set():
+            disconnected.set()
+            # Any move of the seat's player brings them back first (a Reconnect).
+            try:
+                await suite.table.Pass(table_pb2.PassRequest(hand_id=second.hand_id, seat=0))
+            except grpc.aio.AioRpcError as exc:
+                assert exc.code() in (grpc.StatusCode.FAILED_PRECONDITION,
+                                      grpc.StatusCode.INVALID_ARGUMENT)  # fmt: skip
+    assert "player_reconnected" in seen
+    assert seen.index("player_reconnected") > seen.index("player_disconnected")
 
 
 async def expect_error(call: Any, code: grpc.StatusCode, reason: str | None) -> None:
@@ -368,7 +248,8 @@ async def test_bad_input_gets_a_clear_status_and_reason(suite: Suite) -> None:
     await expect_error(stub.OpenTable(table_pb2.OpenTableRequest(variant="chess", seats=three)),
                        invalid, "INVALID_ARGUMENT")  # fmt: skip
     huge = "3" * (suite.settings.max_message_bytes + 1)
-    async with grpc.aio.insecure_channel(suite.table_address) as unlimited:  # no client cap
+    no_client_cap = grpc.aio.insecure_channel(suite.settings.address("table"))
+    async with no_client_cap as unlimited:
         raw = table_pb2_grpc.TableServiceStub(unlimited)
         with pytest.raises(grpc.aio.AioRpcError) as caught:
             await raw.Play(table_pb2.PlayRequest(hand_id=hand_id, seat=view.turn, cards=huge),

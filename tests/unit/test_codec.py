@@ -14,12 +14,13 @@ from fractions import Fraction
 
 import pytest
 from ddz.adapters import codec
-from ddz.adapters.codec import CodecError, CommandRejected, MalformedCards
+from ddz.adapters.codec import CodecError, MalformedCards
 from ddz.domain.cards import Rank, parse_ranks
 from ddz.domain.hand import (
     EVENT_TYPES,
     Bid,
     BidAction,
+    CommandRejected,
     Disconnect,
     Escape,
     Event,
@@ -27,10 +28,13 @@ from ddz.domain.hand import (
     Pass,
     Play,
     Reconnect,
+    Recorded,
     RejectReason,
+    SeatCommand,
     SeatInfo,
     ShowCards,
     StartHand,
+    hand_events,
     replay,
 )
 from ddz.domain.hand.events import CardsDealt, PlayMade
@@ -63,7 +67,7 @@ SEATS = (SeatInfo("p0"), SeatInfo("p1", is_bot=True), SeatInfo("p2"))
 BEAN_ROOM = RoomSettings(initial_multiplier=2, coefficient=10, fee=5, min_balance=100)
 
 
-def round_trip(event: codec.Recorded) -> codec.Recorded:
+def round_trip(event: Recorded) -> Recorded:
     return codec.decode_event(*codec.encode_event(event))
 
 
@@ -146,13 +150,13 @@ def test_replay_of_decoded_events_is_the_live_state() -> None:
     for rules in VARIANTS.values():
         events = selfplayed(rules, 3)
         decoded = [round_trip(e) for e in events]
-        assert replay(codec.hand_events(decoded)) == replay(events)
+        assert replay(hand_events(decoded)) == replay(events)
 
 
 def test_hand_events_leaves_out_rejections() -> None:
     events = selfplayed(CLASSIC, 1)
-    mixed: list[codec.Recorded] = [events[0], *rejections(), *events[1:]]
-    assert codec.hand_events(mixed) == events
+    mixed: list[Recorded] = [events[0], *rejections(), *events[1:]]
+    assert hand_events(mixed) == events
 
 
 def test_only_the_deal_is_hidden() -> None:
@@ -267,7 +271,7 @@ COMMANDS = [
 
 
 @pytest.mark.parametrize("command", COMMANDS, ids=repr)
-def test_commands_round_trip_through_a_decide_request(command: codec.SeatCommand) -> None:
+def test_commands_round_trip_through_a_decide_request(command: SeatCommand) -> None:
     request = rules_pb2.DecideRequest(hand_id="h", seat=command.seat)
     codec.set_command(request, command)
     decoded = rules_pb2.DecideRequest.FromString(request.SerializeToString())
@@ -383,3 +387,95 @@ def test_bid_actions_and_ranks_map_one_to_one() -> None:
         assert codec.command_from_pb(0, request) == Bid(0, action, 0)
     assert [codec.rank_from_pb(codec.rank_to_pb(r)) for r in Rank] == list(Rank)
     assert codec.rank_to_pb(Rank.THREE) == pb.RANK_THREE
+
+
+def test_an_empty_play_in_a_request_is_malformed_cards_but_a_stored_one_still_decodes() -> None:
+    from ddz.application.errors import Reason
+
+    empty = rules_pb2.DecideRequest(seat=1, play=pb.PlayCommand(cards=""))
+    with pytest.raises(MalformedCards, match="no cards given") as refused:
+        codec.command_from_request(1, empty)
+    assert refused.value.reason is Reason.MALFORMED_CARDS
+    # Decoding what is stored never changes: the same empty play, recorded as refused.
+    assert codec.command_from_pb(1, empty) == Play(1, (0,) * 15)
+    stored = CommandRejected(Play(1, (0,) * 15), RejectReason.NOT_A_COMBINATION, "x", "r")
+    assert round_trip(stored) == stored
+    # Any other command is command_from_pb's.
+    for command in (Bid.call(0, 2), ShowCards(2, 4), Play(0, parse_ranks("33")), Pass(1)):
+        request = rules_pb2.DecideRequest(seat=command.seat)
+        codec.set_command(request, command)
+        assert codec.command_from_request(command.seat, request) == command
+    with pytest.raises(MalformedCards):
+        codec.command_from_request(0, rules_pb2.DecideRequest(play=pb.PlayCommand(cards="3X")))
+    with pytest.raises(CodecError):
+        codec.command_from_request(0, rules_pb2.DecideRequest())
+
+
+def test_play_counts_parses_card_text_and_refuses_a_play_of_no_cards() -> None:
+    assert codec.play_counts("334") == parse_ranks("334")
+    assert codec.play_counts("JQKA2") == parse_ranks("JQKA2")
+    for text in ("", "3Z", "3" * 300):
+        with pytest.raises(MalformedCards):
+            codec.play_counts(text)
+    with pytest.raises(MalformedCards, match="no cards given: to pass, send pass"):
+        codec.play_counts("")
+
+
+def test_hand_events_leaves_out_what_was_refused() -> None:
+    events = selfplayed(CLASSIC, 3)
+    assert hand_events([*events, rejections()[0]]) == events
+
+
+def test_public_state_shows_counts_not_cards_at_every_step() -> None:
+    from ddz.adapters.codec.views import PHASES, public_state_to_pb
+    from ddz.domain.hand import Phase, evolve
+    from ddz.domain.hand.state import NO_ONE, HandState
+
+    assert set(PHASES) == set(Phase)
+    events = selfplayed(CLASSIC, 7)
+    state = HandState()
+    empty = public_state_to_pb("h", state, 0)
+    assert empty.phase == rules_pb2.HAND_PHASE_NOT_STARTED
+    assert not empty.HasField("rules") and not empty.HasField("turn")
+    for version, event in enumerate(events, start=1):
+        state = evolve(state, event)
+        msg = public_state_to_pb("h", state, version)
+        assert msg.hand_id == "h" and msg.version == version
+        assert msg.phase == PHASES[state.phase]
+        assert list(msg.card_counts) == [len(cards) for cards in state.cards]
+        assert not hasattr(msg, "cards")
+        assert msg.HasField("rules") == (state.phase is not Phase.NOT_STARTED)
+        assert msg.HasField("turn") == (state.turn != NO_ONE)
+        assert msg.HasField("landlord") == (state.landlord is not None)
+        assert msg.HasField("trick") == (state.trick is not None)
+        assert codec.multiplier_from_pb(msg.multiplier) == state.multiplier
+        assert [codec.seat_from_pb(s) for s in msg.seats] == list(state.seats)
+    assert msg.phase == rules_pb2.HAND_PHASE_ENDED
+    assert codec.ruleset_from_pb(msg.rules) == CLASSIC
+
+
+def test_settled_hands_and_balances_map_to_the_settlement_messages() -> None:
+    from ddz.adapters.service_db.balances import Balance, SettledHand
+    from ddz.domain.hand.events import HandSettled
+
+    settled = next(e for e in selfplayed(CLASSIC, 5) if isinstance(e, HandSettled))
+    _type, _version, payload = codec.encode_event(settled)
+    row = SettledHand(
+        id=1,
+        hand_id="h",
+        event_id="e",
+        landlord=settled.landlord,
+        base=settled.base,
+        payload=payload,
+        players=("a", "b", "c"),
+        deltas=settled.ledger.deltas,
+    )
+    hand = codec.settled_hand_to_pb(row)
+    assert (hand.hand_id, hand.event_id, list(hand.players)) == ("h", "e", ["a", "b", "c"])
+    assert (hand.landlord, hand.base) == (settled.landlord, settled.base)
+    assert codec.ledger_from_pb(hand.ledger) == settled.ledger
+    assert codec.multiplier_from_pb(hand.multiplier) == settled.multiplier
+    mine = codec.player_ledger_to_pb(row, "c")
+    assert (mine.seat, mine.delta, mine.hand) == (2, settled.ledger.deltas[2], hand)
+    balance = codec.balance_to_pb(Balance("a", 120, 3))
+    assert (balance.player_id, balance.balance, balance.hands) == ("a", 120, 3)

@@ -2,8 +2,8 @@
 
 Subjects (versioned; one token per level, no dots inside tokens):
 
-    ddz.v1.<category>.<id>.<EventType>           public, e.g. ddz.v1.hand.<hand_id>.CardsPlayed
-    ddz.v1.internal.<category>.<id>.<EventType>  hidden information (all hands, the seed)
+    ddz.v1.<category>.<id>.<EventType>           public, e.g. ddz.v1.hand.<hand_id>.play_made
+    ddz.v1.internal.<category>.<id>.<EventType>  every seat's cards (cards_dealt)
 
 Stream ids are ``<category>-<id>`` (``hand-7f3a…``, ``table-12``); ``subject_for`` maps
 one to the other. Publishing sets ``Nats-Msg-Id`` to the event id so JetStream drops

@@ -74,7 +74,7 @@ class Driver:
 
     def _channel(self, service: str) -> grpc.aio.Channel:
         if service not in self._channels:
-            if service == "table":  # opening bot tables is the operator's (issue 7)
+            if service == "table":  # opening bot tables is the operator's
                 token = operator_token(self.settings, "driver")
                 self._channels[service] = bearer_channel(self.settings, token, service)
             else:

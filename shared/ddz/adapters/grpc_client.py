@@ -81,7 +81,7 @@ def error_info(error: grpc.RpcError) -> error_details_pb2.ErrorInfo | None:
 
 def error_reason(error: grpc.RpcError) -> str | None:
     """The ``ddz.v1.Reason`` name of a failed call (``"NOT_YOUR_TURN"``), or None when
-    the error did not come from our ``abort`` (deadline exceeded, size limit, ...)."""
+    the error carries no ErrorInfo of ours (deadline exceeded, size limit, ...)."""
     info = error_info(error)
     return info.reason if info is not None else None
 

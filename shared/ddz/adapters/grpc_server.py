@@ -77,21 +77,6 @@ def status_of(refusal: Refusal) -> status_pb2.Status:
     return status_pb2.Status(code=code.value[0], message=refusal.message, details=[detail])
 
 
-async def abort(
-    context: grpc.aio.ServicerContext[Any, Any],
-    code: grpc.StatusCode,
-    reason: str | int,
-    message: str,
-    **metadata: str,
-) -> NoReturn:
-    """TRANSITIONAL (removed once every service raises ``Refusal``)."""
-    from ddz.v1 import errors_pb2
-
-    name = errors_pb2.Reason.Name(reason) if isinstance(reason, int) else reason
-    kind = next(k for k, c in STATUS_OF.items() if c == code)
-    await refuse(context, Refusal(kind, name, message, **metadata))
-
-
 async def refuse(context: grpc.aio.ServicerContext[Any, Any], refusal: Refusal) -> NoReturn:
     """End the call with ``refusal``'s rich status."""
     structlog.contextvars.bind_contextvars(reason=refusal.reason.value)

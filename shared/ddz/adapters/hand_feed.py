@@ -31,8 +31,8 @@ from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
 from ddz.adapters import hand_stream
 from ddz.adapters.bus import ALL_SUBJECTS, Delivery, EventBus, Reject, stream_parts
-from ddz.adapters.codec import CodecError, CommandRejected, Recorded, decode_event, parse_envelope
-from ddz.domain.hand import HandState, Phase, evolve
+from ddz.adapters.codec import CodecError, decode_event, parse_envelope
+from ddz.domain.hand import CommandRejected, HandState, Phase, Recorded, evolve
 from ddz.domain.ruleset import WildcardDraw
 from ddz.v1 import envelope_pb2
 

@@ -4,7 +4,7 @@ A hand is the stream ``hand-<hand_id>``; its public events go to
 ``ddz.v1.hand.<hand_id>.<type>`` and hidden ones (``CardsDealt``) to
 ``ddz.v1.internal.hand.<hand_id>.<type>`` (``ddz.adapters.bus``).
 
-Single writer per hand (issue 4). Every publish sets ``Nats-Msg-Id`` = the event id,
+Single writer per hand. Every publish sets ``Nats-Msg-Id`` = the event id,
 and ``Nats-Expected-Last-Subject-Sequence`` over the filter of the event's own side
 (``ddz.v1.hand.<id>.*`` or ``ddz.v1.internal.hand.<id>.*``, via
 ``Nats-Expected-Last-Subject-Sequence-Subject``; nats-server 2.15 honours a wildcard
@@ -49,7 +49,9 @@ from ddz.adapters.bus import (
     stream_id_for,
     subject_for,
 )
-from ddz.adapters.codec import Recorded, decode_envelope, envelope_and_bytes
+from ddz.adapters.codec import decode_envelope, envelope_and_bytes
+from ddz.application.errors import Refusal
+from ddz.domain.hand import Recorded
 from ddz.v1 import envelope_pb2
 
 HAND = "hand"
@@ -288,3 +290,55 @@ async def read(bus: EventBus, hand_id: str) -> tuple[list[ReadEvent], HandCursor
     if versions != list(range(1, len(found) + 1)):
         raise ValueError(f"hand {hand_id}: stream versions on the bus are {versions}")
     return found, replace(cursor, version=len(found))
+
+
+class JetStreamHandLog:
+    """A hand's stream as the rules and the dealer use it: read it whole, extend it under
+    the single-writer check, or start it; another writer's win is a CONFLICT ``Refusal``."""
+
+    def __init__(self, bus: EventBus) -> None:
+        self.bus = bus
+
+    async def read(self, hand_id: str) -> tuple[Sequence[Recorded], HandCursor]:
+        try:
+            hand_stream_id(hand_id)
+        except ValueError:
+            return [], HandCursor()  # not even a possible hand id: no hand
+        found, cursor = await read(self.bus, hand_id)
+        return [event.event for event in found], cursor
+
+    async def append(
+        self,
+        hand_id: str,
+        after: HandCursor,
+        recorded: Sequence[Recorded],
+        *,
+        causation_id: str,
+        correlation_id: str,
+        producer: str,
+    ) -> tuple[HandCursor, list[envelope_pb2.EventEnvelope]]:
+        """Publish ``recorded`` after ``after``; the new cursor and the public envelopes."""
+        try:
+            cursor, published = await publish(
+                self.bus, hand_id, after, recorded,
+                causation_id=causation_id, correlation_id=correlation_id, producer=producer,
+            )  # fmt: skip
+        except HandConflict as exc:
+            raise Refusal.conflict(str(exc)) from None
+        return cursor, [p.message for p in published if not p.hidden]
+
+    async def start(
+        self,
+        hand_id: str,
+        events: Sequence[Recorded],
+        *,
+        causation_id: str,
+        correlation_id: str,
+        producer: str,
+    ) -> tuple[int, list[envelope_pb2.EventEnvelope]]:
+        """Publish a new hand's first events (its stream must be empty)."""
+        cursor, public = await self.append(
+            hand_id, HandCursor(), events,
+            causation_id=causation_id, correlation_id=correlation_id, producer=producer,
+        )  # fmt: skip
+        return cursor.version, public

@@ -1,4 +1,4 @@
-"""Who is calling: signed bearer tokens, and channels that carry one (issue 7).
+"""Who is calling: signed bearer tokens, and channels that carry one.
 
 A token is ``ddz1.<claims>.<signature>``: ``<claims>`` is the base64url (no padding) of
 a compact JSON object, ``<signature>`` the base64url of

@@ -1,4 +1,4 @@
-"""Audit and dispute resolution (issue 5): check a hand's stored events and replay them.
+"""Audit and dispute resolution: check a hand's stored events and replay them.
 
     report = audit_hand(store.read_stream("hand-42"), key, store.read_signatures("hand-42"))
     report.verdict, report.failed_check, report.transcript(), report.state_at(17)

@@ -30,7 +30,7 @@ from collections.abc import Sequence
 
 import ddz
 from ddz.adapters import codec
-from ddz.adapters.codec import CodecError, Recorded
+from ddz.adapters.codec import CodecError
 from ddz.adapters.store.contract import StreamSignature
 from ddz.audit.context import Audit, CheckFailed, StoredRow
 from ddz.audit.decisions import (
@@ -41,6 +41,7 @@ from ddz.audit.decisions import (
 from ddz.audit.fairness import check_commitment, check_deal
 from ddz.audit.integrity import check_hash_chain, check_signature
 from ddz.audit.report import ENGINE_VERSION, AuditedEvent, AuditReport, CheckResult
+from ddz.domain.hand import Recorded
 from ddz.domain.hand.events import HandStarted
 from ddz.domain.ruleset import RuleSet
 from ddz.domain.shuffle import ALGORITHM

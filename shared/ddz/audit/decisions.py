@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ddz.adapters.codec import CommandRejected, Recorded
 from ddz.audit import describe
 from ddz.audit.context import Audit, CheckFailed
 from ddz.audit.replay import settlement_outcome, start_command
@@ -15,6 +14,7 @@ from ddz.domain.cards import card_counts
 from ddz.domain.hand import (
     Bid,
     Command,
+    CommandRejected,
     Disconnect,
     Escape,
     Event,
@@ -22,6 +22,7 @@ from ddz.domain.hand import (
     Pass,
     Play,
     Reconnect,
+    Recorded,
     Rejection,
     SeedRequired,
     ShowCards,

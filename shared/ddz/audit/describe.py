@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from ddz.adapters.codec import CommandRejected, Recorded
 from ddz.domain.cards import Card, card_counts, format_counts
 from ddz.domain.hand import (
     Bid,
     BidAction,
     Command,
+    CommandRejected,
     Disconnect,
     Escape,
     Event,
@@ -22,6 +22,7 @@ from ddz.domain.hand import (
     Phase,
     Play,
     Reconnect,
+    Recorded,
     ShowCards,
     StartHand,
 )

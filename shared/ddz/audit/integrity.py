@@ -8,10 +8,10 @@ from typing import NoReturn
 
 from google.protobuf.message import DecodeError
 
-from ddz.adapters.codec import CommandRejected
 from ddz.adapters.store import chain
 from ddz.audit.context import Audit, CheckFailed
 from ddz.audit.report import HASH_CHAIN, INCOMPLETE, SIGNATURE
+from ddz.domain.hand import CommandRejected
 from ddz.domain.hand.events import HandEnded, SeedRevealed
 from ddz.v1.envelope_pb2 import EventEnvelope
 

@@ -43,7 +43,7 @@ def settlement_outcome(state: HandState, escaped: PlayerEscaped | None) -> HandO
     rules = state.rules
     if escaped is not None:
         # Before a landlord is known, the next seat in play order takes the landlord's
-        # share (the hand aggregate's Decision, docs/DECISIONS.md).
+        # share (docs/RULE_DECISIONS.md, §10.3 "Escape").
         landlord = state.landlord if state.landlord is not None else (escaped.seat + 1) % 3
         escapee: int | None = escaped.seat
         escape_multiplier = escaped.escape_multiplier

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, NamedTuple
 
-from ddz.adapters.codec import Recorded
+from ddz.domain.hand import Recorded
 from ddz.v1 import envelope_pb2
 
 HASH_CHAIN = "hash_chain"

@@ -18,13 +18,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ddz.adapters import codec
-from ddz.adapters.codec import CommandRejected, Recorded
 from ddz.adapters.store import EventStore
 from ddz.domain.cards import NUM_RANKS, Rank
 from ddz.domain.hand import (
     Bid,
     BidAction,
     Command,
+    CommandRejected,
     Disconnect,
     Escape,
     HandState,
@@ -32,6 +32,7 @@ from ddz.domain.hand import (
     Phase,
     Play,
     Reconnect,
+    Recorded,
     Rejection,
     SeatInfo,
     ShowCards,

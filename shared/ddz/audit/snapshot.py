@@ -10,10 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ddz.adapters.codec import CommandRejected
 from ddz.audit import describe
 from ddz.domain.cards import Card
-from ddz.domain.hand import HandState, Phase, evolve
+from ddz.domain.hand import CommandRejected, HandState, Phase, evolve
 from ddz.domain.hand.events import PlayMade
 from ddz.domain.hand.state import NO_ONE
 from ddz.domain.multipliers import MultiplierBreakdown

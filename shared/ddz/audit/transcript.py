@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ddz.adapters.codec import CommandRejected
 from ddz.audit import describe
-from ddz.domain.hand import Event, HandState, evolve
+from ddz.domain.hand import CommandRejected, Event, HandState, evolve
 from ddz.domain.hand.events import (
     BidMade,
     CardsDealt,

@@ -1,4 +1,4 @@
-"""The strong player (issue 6): hand planning, card counting, farmer cooperation and
+"""The strong player: hand planning, card counting, farmer cooperation and
 endgame search, for every variant. Pure: no I/O; randomness only from its seed."""
 
 from .player import Bot, Budget

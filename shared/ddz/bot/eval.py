@@ -1,4 +1,4 @@
-"""Duplicate-deal evaluation of the bot against a reference opponent (issue 6).
+"""Duplicate-deal evaluation of the bot against a reference opponent.
 
 Each deal is played twice with the landlord's seat fixed and bidding scripted (the
 landlord calls 1 / calls, the farmers pass: base 1, no grab), so that bidding does

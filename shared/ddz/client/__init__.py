@@ -1,4 +1,4 @@
-"""``ddz play``: a person at a table, in a terminal (issue 7).
+"""``ddz play``: a person at a table, in a terminal.
 
 ``commands`` reads what the player types, ``screen`` draws the table with rich,
 ``session`` talks to the table service over gRPC like any other client, and ``app``

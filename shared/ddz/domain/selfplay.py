@@ -1,4 +1,4 @@
-"""In-process self-play: built-in players drive a hand through its commands (issue 3).
+"""In-process self-play: built-in players drive a hand through its commands.
 
 No services, no I/O: ``play_hand`` is what ``ddz selfplay`` and the benchmark run,
 and what the property tests use to generate thousands of hands.

@@ -9,7 +9,7 @@ change is the sum of its lines, the system's take the sum of the system's lines,
 and the lines of a ledger always sum to zero: nothing is created or lost. Where an
 amount is not whole, each player's amount is rounded down and the system keeps the
 remainder. The arithmetic choices that RULES.md leaves open are written down in
-``docs/DECISIONS.md`` under "Settlement".
+``docs/RULE_DECISIONS.md`` under "§10 Settlement".
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``ddz-shuffle-v1``: the audited deal (RULES.md §1, §2, §5, §6; issue 5 commit-reveal).
+"""``ddz-shuffle-v1``: the audited deal (RULES.md §1, §2, §5, §6; commit-reveal).
 
 Everything random in a hand -- the deck order, the golden card, the wildcard ranks and
 every re-deal -- is derived here, deterministically, from one server seed (32 bytes

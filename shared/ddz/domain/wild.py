@@ -10,7 +10,7 @@ Plays made only of wildcards follow their own rule (§5): one rank reads as that
 (``77`` is a pair of 7s, ``7777`` the pure bomb); in tiandi four wildcards of both ranks
 are the mixed bomb, and any other two-rank play reads by its own ranks.
 
-Kicker wildcards (**Decision**, docs/DECISIONS.md): a wildcard used as a kicker stands
+Kicker wildcards (**Decision**, docs/RULE_DECISIONS.md, §5): a wildcard used as a kicker stands
 for its own rank when the kicker rules allow it, otherwise for the lowest rank that
 they allow; the reading's ``substitutes`` record that choice. A kicker's rank never
 changes the reading, so this only fixes which substitution is recorded.

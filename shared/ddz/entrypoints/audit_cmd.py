@@ -1,4 +1,4 @@
-"""``ddz audit`` and ``ddz rebuild`` (issue 5): check hands in the event store.
+"""``ddz audit`` and ``ddz rebuild``: check hands in the event store.
 
     ddz audit HAND_ID [--at N] [--json]
     ddz audit --all [--json] [--workers K] [--limit N]

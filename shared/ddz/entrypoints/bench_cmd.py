@@ -1,4 +1,4 @@
-"""``ddz bench e2e``: bots at T tables at once through the local stack (issue 4).
+"""``ddz bench e2e``: bots at T tables at once through the local stack.
 
     ddz bench e2e [--tables T] [--hands N] [--variant V] [--json] [--profile DIR]
 

@@ -1,4 +1,4 @@
-"""``ddz eval``: duplicate-deal evaluation of the bot against a reference opponent (issue 6).
+"""``ddz eval``: duplicate-deal evaluation of the bot against a reference opponent.
 
     ddz eval --variant V --opponent {rlcard-rule,greedy,random} --deals N [--seed S] [--json]
     ddz eval ... --bidding

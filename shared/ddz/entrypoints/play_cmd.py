@@ -1,4 +1,4 @@
-"""``ddz play``: play Dou Dizhu in the terminal against bots or other people (issue 7).
+"""``ddz play``: play Dou Dizhu in the terminal against bots or other people.
 
     ddz play [--room R] [--name NAME] [--table-address HOST:PORT] [--token TOKEN]
 

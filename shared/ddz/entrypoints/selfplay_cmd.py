@@ -1,4 +1,4 @@
-"""``ddz selfplay``: built-in players play N hands in-process (no services), issue 3.
+"""``ddz selfplay``: built-in players play N hands in-process (no services).
 
     ddz selfplay --variant V --hands N [--seed S] [--player random|greedy] [--json]
 

@@ -1,4 +1,4 @@
-"""``ddz simulate``: bots play N hands through the running services (issue 4).
+"""``ddz simulate``: bots play N hands through the running services.
 
     ddz simulate --variant V --hands N [--tables T] [--json]
 

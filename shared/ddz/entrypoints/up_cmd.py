@@ -1,4 +1,4 @@
-"""``ddz up``: the whole suite on this machine until Ctrl-C (issue 4).
+"""``ddz up``: the whole suite on this machine until Ctrl-C.
 
     ddz up [--nats-port PORT]
 

@@ -189,7 +189,7 @@ class TableServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ListRooms(self, request, context):
-        """--- players (issue 7) ------------------------------------------------------------
+        """--- players ------------------------------------------------------------
 
         Authentication: every call below, and every call above that acts for a seat or
         reads a seat's cards (Bid, ShowCards, Play, Pass, GetView, WatchHand, Suggest,

@@ -4,7 +4,7 @@
 ``processed_events``: applying the same event twice (a redelivery, a duplicate, a
 second instance) changes nothing. Balances start at 0 and are the sum of a player's
 ledger deltas. Shared by the settlement service and anything that rebuilds the
-projection from the store (issue 5's ``ddz rebuild``).
+projection from the store (``ddz rebuild``).
 """
 
 from __future__ import annotations

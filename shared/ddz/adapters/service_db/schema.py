@@ -6,7 +6,7 @@
   to this table can see live hands' cards: grant it to the dealer only).
 - ``balances``, ``settled_hands``, ``settled_seats``, ``processed_events``: the
   settlement projection of ``HandSettled`` events. A projection: it can be dropped and
-  rebuilt from the events at any time (issue 5's ``ddz rebuild``).
+  rebuilt from the events at any time (``ddz rebuild``).
 
 Created by this package's own Alembic lineage (``migrations/``, version table
 ``alembic_version_services``), independent of the event store's, so neither

@@ -1,4 +1,4 @@
-"""The tamper-evident hash chain of a stream and the signature of its head (issue 5).
+"""The tamper-evident hash chain of a stream and the signature of its head.
 
 Each stored event's ``hash`` is ``sha256(prev || envelope)`` where ``prev`` is the
 previous event's hash of the same stream as 32 raw bytes (32 zero bytes for the first

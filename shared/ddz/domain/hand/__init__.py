@@ -1,7 +1,9 @@
-"""One hand of Dou Dizhu as an event-sourced aggregate (issue 3; RULES.md §2, §5-§10).
+"""One hand of Dou Dizhu as an event-sourced aggregate (RULES.md §2, §5-§10).
 
 ``decide(state, command)`` -> events or a ``Rejection``; ``evolve(state, event)``
 folds; ``replay(events)`` rebuilds; ``view_for(state, seat)`` is what one seat sees.
+A stream records ``Recorded`` values: its events and the ``CommandRejected`` that
+``hand_events`` filters out before ``replay``.
 """
 
 from .aggregate import Hand
@@ -20,6 +22,7 @@ from .commands import (
 )
 from .decide import Rejection, RejectReason, SeedRequired, decide, unplayed_bombs
 from .events import EVENT_TYPES, Event
+from .recorded import CommandRejected, Recorded, SeatCommand, hand_events
 from .state import HandState, Phase, evolve, next_first_bidder, replay
 from .view import PlayerView, view_for
 
@@ -28,6 +31,7 @@ __all__ = [
     "Bid",
     "BidAction",
     "Command",
+    "CommandRejected",
     "Disconnect",
     "Escape",
     "Event",
@@ -38,14 +42,17 @@ __all__ = [
     "Play",
     "PlayerView",
     "Reconnect",
+    "Recorded",
     "RejectReason",
     "Rejection",
+    "SeatCommand",
     "SeatInfo",
     "SeedRequired",
     "ShowCards",
     "StartHand",
     "decide",
     "evolve",
+    "hand_events",
     "next_first_bidder",
     "replay",
     "unplayed_bombs",

@@ -1,4 +1,4 @@
-"""What a hand can be asked to do (issue 3). Commands are requests: ``decide`` turns
+"""What a hand can be asked to do. Commands are requests: ``decide`` turns
 each into events or a ``Rejection``; a command never changes anything by itself."""
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ from .commands import BidAction, SeatInfo
 
 @dataclass(frozen=True, slots=True)
 class HandStarted:
-    """The hand's public header: rules, room, seats and the seed commitment (issue 5)."""
+    """The hand's public header: rules, room, seats and the seed commitment."""
 
     TYPE: ClassVar[str] = "hand_started"
     VERSION: ClassVar[int] = 1
@@ -212,7 +212,7 @@ class HandSettled:
 
 @dataclass(frozen=True, slots=True)
 class SeedRevealed:
-    """The server seed, so anyone can re-derive every deal of the hand (issue 5)."""
+    """The server seed, so anyone can re-derive every deal of the hand."""
 
     TYPE: ClassVar[str] = "seed_revealed"
     VERSION: ClassVar[int] = 1

@@ -346,7 +346,7 @@ def _(event: PlayMade, state: HandState) -> Changes:
 @_on(Passed)
 def _(event: Passed, state: HandState) -> Changes:
     if state.passes:
-        # Two passes in a row: the last player to play leads a new trick (issue 3).
+        # Two passes in a row: the last player to play leads a new trick.
         return {"trick": None, "passes": 0, "turn": (event.seat + 1) % 3}
     return {"passes": 1, "turn": (event.seat + 1) % 3}
 

@@ -1,4 +1,4 @@
-"""What one seat may see (issue 3, issue 7): ``view_for(state, seat) -> PlayerView``.
+"""What one seat may see: ``view_for(state, seat) -> PlayerView``.
 
 A ``PlayerView`` is built only from public fields of the hand plus the seat's own
 cards, so it cannot hold another seat's hidden cards: there is no field for them.

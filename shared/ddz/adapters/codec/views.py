@@ -1,4 +1,5 @@
-"""One seat's view on the wire: domain ``PlayerView`` -> ``ddz.v1.PlayerView``, and a
+"""What a seat, or everyone, sees on the wire: domain ``PlayerView`` ->
+``ddz.v1.PlayerView``, a hand's public state -> ``GetPublicStateResponse``, and a
 suggested command -> ``ddz.v1.SuggestedMove``.
 
 ``view_to_pb`` reads nothing but the domain ``PlayerView`` (which has no field for
@@ -10,16 +11,36 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from ddz.adapters import codec
 from ddz.domain.cards import Rank, format_counts
-from ddz.domain.hand import Bid, BidAction, Command, Pass, Play, PlayerView, ShowCards
+from ddz.domain.hand import (
+    Bid,
+    BidAction,
+    Command,
+    HandState,
+    Pass,
+    Play,
+    PlayerView,
+    ShowCards,
+)
 from ddz.domain.hand import events as ev
-from ddz.domain.hand.state import Phase
+from ddz.domain.hand.state import NO_ONE, Phase
 from ddz.domain.multipliers import Side
 from ddz.domain.ruleset import RuleSet
 from ddz.domain.settlement import RoomSettings
 from ddz.v1 import hand_events_pb2 as pb
 from ddz.v1 import rules_pb2, table_pb2
+
+from .commands import command_to_pb
+from .events import event_to_pb
+from .values import (
+    card_to_pb,
+    ledger_to_pb,
+    multiplier_to_pb,
+    rank_to_pb,
+    room_to_pb,
+    ruleset_to_pb,
+    seat_to_pb,
+)
 
 PHASES = {
     Phase.NOT_STARTED: rules_pb2.HAND_PHASE_NOT_STARTED,
@@ -32,12 +53,12 @@ PHASES = {
 @lru_cache(maxsize=64)
 def _rules_bytes(rules: RuleSet) -> bytes:
     # A rule set is the biggest part of a view and rarely changes: encode it once.
-    return bytes(codec.ruleset_to_pb(rules).SerializeToString())
+    return bytes(ruleset_to_pb(rules).SerializeToString())
 
 
 @lru_cache(maxsize=64)
 def _room_bytes(room: RoomSettings) -> bytes:
-    return bytes(codec.room_to_pb(room).SerializeToString())
+    return bytes(room_to_pb(room).SerializeToString())
 
 
 def view_to_pb(view: PlayerView, *, version: int, table_id: str = "") -> table_pb2.PlayerView:
@@ -48,19 +69,19 @@ def view_to_pb(view: PlayerView, *, version: int, table_id: str = "") -> table_p
         seat=view.seat,
         version=version,
         phase=PHASES[view.phase],
-        cards=[codec.card_to_pb(card) for card in view.cards],
+        cards=[card_to_pb(card) for card in view.cards],
         cards_text=format_counts(view.counts),
         card_counts=list(view.card_counts),
-        bottom=[codec.card_to_pb(card) for card in view.bottom or ()],
-        bids=[codec.event_to_pb(bid) for bid in view.bids],
+        bottom=[card_to_pb(card) for card in view.bottom or ()],
+        bids=[event_to_pb(bid) for bid in view.bids],
         base=view.base,
         wild=[_rank(rank) for rank in view.wild],
         shown=[
-            table_pb2.SeatCards(seat=seat, cards=[codec.card_to_pb(c) for c in cards])
+            table_pb2.SeatCards(seat=seat, cards=[card_to_pb(c) for c in cards])
             for seat, cards in enumerate(view.shown)
             if cards is not None
         ],
-        multiplier=codec.multiplier_to_pb(view.multiplier),
+        multiplier=multiplier_to_pb(view.multiplier),
         multiplier_total=view.multiplier.total,
         passes=view.passes,
         plays_made=list(view.plays_made),
@@ -80,7 +101,7 @@ def view_to_pb(view: PlayerView, *, version: int, table_id: str = "") -> table_p
     if view.turn >= 0:
         msg.turn = view.turn
     if view.golden_card is not None:
-        msg.golden_card.CopyFrom(codec.card_to_pb(view.golden_card))
+        msg.golden_card.CopyFrom(card_to_pb(view.golden_card))
     if view.golden_receiver is not None:
         msg.golden_receiver = view.golden_receiver
     if view.first_bidder >= 0:
@@ -88,9 +109,36 @@ def view_to_pb(view: PlayerView, *, version: int, table_id: str = "") -> table_p
     if view.landlord is not None:
         msg.landlord = view.landlord
     if view.trick is not None:
-        msg.trick.CopyFrom(codec.event_to_pb(view.trick))
+        msg.trick.CopyFrom(event_to_pb(view.trick))
     _public_history(view, msg)
     return msg
+
+
+def public_state_to_pb(
+    hand_id: str, state: HandState, version: int
+) -> rules_pb2.GetPublicStateResponse:
+    """What everyone at the table may know of ``state`` at stream version ``version``:
+    no seat's cards, only their counts."""
+    response = rules_pb2.GetPublicStateResponse(
+        hand_id=hand_id,
+        phase=PHASES[state.phase],
+        base=state.base,
+        card_counts=[len(cards) for cards in state.cards],
+        wild=[rank_to_pb(rank) for rank in state.wild],
+        multiplier=multiplier_to_pb(state.multiplier),
+        version=version,
+        seats=[seat_to_pb(seat) for seat in state.seats],
+        disconnected=sorted(state.disconnected),
+    )
+    if state.phase is not Phase.NOT_STARTED:
+        response.rules.CopyFrom(ruleset_to_pb(state.rules))
+    if state.turn != NO_ONE:
+        response.turn = state.turn
+    if state.landlord is not None:
+        response.landlord = state.landlord
+    if state.trick is not None:
+        response.trick.CopyFrom(event_to_pb(state.trick))
+    return response
 
 
 def _public_history(view: PlayerView, msg: table_pb2.PlayerView) -> None:
@@ -99,17 +147,16 @@ def _public_history(view: PlayerView, msg: table_pb2.PlayerView) -> None:
         match event:
             case ev.HandStarted():
                 msg.room.MergeFromString(_room_bytes(event.room))
-                msg.seats.extend(codec.seat_to_pb(seat) for seat in event.seats)
+                msg.seats.extend(seat_to_pb(seat) for seat in event.seats)
             case ev.Redealt():
                 msg.round = event.round
             case ev.HandEnded():
                 msg.winner = _side(event.winner)
                 msg.final_hands.extend(
-                    pb.CardList(cards=[codec.card_to_pb(c) for c in hand])
-                    for hand in event.final_hands
+                    pb.CardList(cards=[card_to_pb(c) for c in hand]) for hand in event.final_hands
                 )
             case ev.HandSettled():
-                msg.ledger.CopyFrom(codec.ledger_to_pb(event.ledger))
+                msg.ledger.CopyFrom(ledger_to_pb(event.ledger))
             case ev.SeedRevealed():
                 msg.seed = event.seed
 
@@ -124,7 +171,7 @@ def _side(side: Side | None) -> pb.Side:
 
 
 def _bid_command(bid: Bid) -> pb.BidCommand:
-    _name, body = codec.command_to_pb(bid)
+    _name, body = command_to_pb(bid)
     assert isinstance(body, pb.BidCommand)
     return body
 
@@ -148,7 +195,7 @@ def move_text(command: Command) -> str:
 
 def move_to_pb(command: Command) -> table_pb2.SuggestedMove:
     """A seat's command as a ``SuggestedMove`` (bid, show cards, play or pass)."""
-    name, body = codec.command_to_pb(command)
+    name, body = command_to_pb(command)
     if name not in ("bid", "show_cards", "play", "pass"):
         raise ValueError(f"{name} is not a move a seat is suggested")
     move = table_pb2.SuggestedMove(text=move_text(command))

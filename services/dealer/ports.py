@@ -1,0 +1,47 @@
+"""What the dealer's use cases need from the world, and nothing of how it is done.
+
+- ``SeedStore``: each hand's server seed, kept until the hand needs it.
+- ``HandStarts``: a new hand's stream; its first events, published once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from ddz.domain.hand import Event
+from ddz.v1 import envelope_pb2
+
+
+class SeedExists(Exception):
+    """The hand id already has a seed: it was dealt before."""
+
+
+class SeedStore(Protocol):
+    """Synchronous (the use cases call it through ``asyncio.to_thread``)."""
+
+    def put(self, hand_id: str, seed: bytes) -> None:
+        """Keep ``seed`` for the hand; ``SeedExists`` when it has one already."""
+        ...
+
+    def forget(self, hand_id: str) -> None:
+        """Undo ``put`` for a hand whose first events could not be published."""
+        ...
+
+    def get(self, hand_id: str) -> bytes | None: ...
+
+
+class HandStarts(Protocol):
+    async def start(
+        self,
+        hand_id: str,
+        events: Sequence[Event],
+        *,
+        causation_id: str,
+        correlation_id: str,
+        producer: str,
+    ) -> tuple[int, list[envelope_pb2.EventEnvelope]]:
+        """Record ``events`` as versions 1..k of a new hand: the stream's version after
+        them and the envelopes of the public ones. ``Refusal`` of kind CONFLICT when
+        the hand has events already (nothing recorded then)."""
+        ...

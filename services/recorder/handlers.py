@@ -1,0 +1,215 @@
+"""The recorder's use cases, on the ``EventStore`` port: store what arrived from the bus,
+read streams and pages back, and audit hands from the store.
+
+Storing decides, per arrived event, what the bus should do with it:
+
+- ``STORED``: stored now, or already stored with the same bytes (a redelivery, a
+  duplicate publish): ack;
+- ``RETRY``: a gap (an earlier event of its stream is not stored yet), or the store
+  failed for a reason of its own (database unreachable): retried later, without a
+  limit, since an event must not be lost because the database was down for a while;
+- ``REFUSED``: it can never be stored (not an envelope, its version taken by another
+  event, its id taken by other bytes): evidence of a bug or a second writer, kept on
+  the bus for inspection.
+
+Store calls are blocking: each use case makes them in a worker thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from enum import Enum
+
+import structlog
+from ddz.adapters.codec import CodecError, parse_envelope
+from ddz.adapters.store import (
+    DuplicateEventId,
+    EventStore,
+    InvalidEnvelope,
+    StoredEvent,
+    VersionConflict,
+)
+from ddz.application.errors import Reason, Refusal
+from ddz.audit import AuditReport, audit_hand
+from ddz.audit.bulk import AllReport, audit_all
+from ddz.audit.source import load_hand
+
+log = structlog.get_logger("ddz.recorder")
+
+HAND_END_TYPE = "seed_revealed"  # the last event of a hand: its chain head is signed
+DEFAULT_PAGE = 1000
+MAX_PAGE = 10_000
+PAGE_BYTES = 512 * 1024
+"""A page stops growing at this many envelope bytes, so an answer stays well under the
+gRPC message limit whatever the events hold."""
+
+
+class Verdict(Enum):
+    STORED = "stored"
+    RETRY = "retry"
+    REFUSED = "refused"
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What became of one arrived event (``stream_id``/``version`` as far as known)."""
+
+    verdict: Verdict
+    stream_id: str = ""
+    version: int = 0
+    why: str = ""
+
+
+STORED = Outcome(Verdict.STORED)
+
+
+@dataclass
+class _Arrival:
+    index: int
+    data: bytes
+    stream_id: str
+    version: int
+    event_type: str
+
+
+class Record:
+    """Stores a fetched batch with one transaction per stream (the store is the
+    bottleneck of the whole suite at full speed); ``sign_head(stream_id)`` signs a
+    stream's head once its hand's last event is stored."""
+
+    def __init__(self, store: EventStore, sign_head: Callable[[str], None] | None = None) -> None:
+        self.store = store
+        self.sign_head = sign_head
+        self.stored = 0  # events written (not counting redeliveries)
+
+    async def __call__(self, arrived: Sequence[bytes]) -> list[Outcome]:
+        """One outcome per arrived envelope, in the order they arrived."""
+        outcomes: list[Outcome] = [STORED] * len(arrived)
+        streams: dict[str, list[_Arrival]] = {}
+        for index, data in enumerate(arrived):
+            try:
+                envelope = parse_envelope(data)
+            except CodecError:
+                outcomes[index] = Outcome(Verdict.REFUSED, why="not an EventEnvelope")
+                continue
+            arrival = _Arrival(
+                index, data, envelope.stream_id, envelope.stream_version, envelope.type
+            )
+            streams.setdefault(arrival.stream_id, []).append(arrival)
+        if streams:
+            # One hop to the writer thread per fetched batch (a transaction per stream).
+            written = await asyncio.to_thread(
+                lambda: [self._write(stream_id, items) for stream_id, items in streams.items()]
+            )
+            for items, results in zip(streams.values(), written, strict=True):
+                for item, result in zip(items, results, strict=True):
+                    outcomes[item.index] = _outcome(item, result)
+        return outcomes
+
+    def _write(self, stream_id: str, items: list[_Arrival]) -> list[Exception | None]:
+        """Store one stream's items: in one transaction when they are consecutive
+        versions (the usual case), else one by one. None (stored) or the error, per
+        item, in the (sorted) order of ``items``."""
+        items.sort(key=lambda i: i.version)
+        versions = [i.version for i in items]
+        if versions == list(range(versions[0], versions[0] + len(items))) and versions[0] >= 1:
+            try:
+                self.store.append(stream_id, versions[0] - 1, [i.data for i in items])
+                self._after_write(stream_id, items)
+                return [None] * len(items)
+            except Exception:
+                pass  # sort out which of them is the problem (or retry them), one by one
+        results: list[Exception | None] = []
+        for item in items:
+            try:
+                self.store.append(stream_id, max(item.version - 1, 0), [item.data])
+                self._after_write(stream_id, [item])
+                results.append(None)
+            except Exception as exc:
+                results.append(exc)
+        return results
+
+    def _after_write(self, stream_id: str, items: list[_Arrival]) -> None:
+        self.stored += len(items)
+        if self.sign_head is not None and any(i.event_type == HAND_END_TYPE for i in items):
+            try:
+                self.sign_head(stream_id)
+            except Exception:  # the events are stored; a missing signature shows in audits
+                log.exception("sign_head_failed", stream_id=stream_id)
+
+
+def _outcome(item: _Arrival, error: Exception | None) -> Outcome:
+    if error is None:
+        return STORED
+    if isinstance(error, VersionConflict) and error.actual < error.expected:
+        verdict, why = Verdict.RETRY, "gap: an earlier event of the stream is not stored yet"
+    elif isinstance(error, VersionConflict | DuplicateEventId | InvalidEnvelope | ValueError):
+        verdict, why = Verdict.REFUSED, str(error)
+    else:
+        log.warning("store_failed", stream_id=item.stream_id, error=repr(error))
+        verdict, why = Verdict.RETRY, repr(error)
+    return Outcome(verdict, item.stream_id, item.version, why)
+
+
+class Reads:
+    """The store read back: one stream, or every event in pages."""
+
+    def __init__(self, store: EventStore) -> None:
+        self.store = store
+
+    async def stream(self, stream_id: str, after_version: int) -> list[StoredEvent]:
+        events = await asyncio.to_thread(self.store.read_stream, stream_id, after_version)
+        if not events and after_version == 0:
+            raise Refusal.not_found(Reason.UNKNOWN_STREAM, f"no events in stream {stream_id!r}")
+        return events
+
+    async def page(self, after_position: int, limit: int) -> tuple[list[StoredEvent], int]:
+        """Events after ``after_position`` (``limit`` of them, 0: a default page, never
+        more than ``MAX_PAGE`` or about ``PAGE_BYTES``) and the highest position stored."""
+        limit = min(limit or DEFAULT_PAGE, MAX_PAGE)
+        return await asyncio.to_thread(self._page, after_position, limit)
+
+    def _page(self, after: int, limit: int) -> tuple[list[StoredEvent], int]:
+        max_position = self.store.max_position()
+        events = self.store.read_all(after, limit)
+        size = 0
+        for index, event in enumerate(events):
+            size += len(event.envelope)
+            if size > PAGE_BYTES and index > 0:
+                return events[:index], max_position
+        return events, max_position
+
+
+class Audits:
+    """The checks of ``ddz audit`` on the recorder's own store (docs/AUDIT.md). Audits
+    run in a worker thread: a replay is CPU work, and the event loop keeps serving and
+    consuming meanwhile."""
+
+    def __init__(self, store: EventStore, database_url: str, key: bytes, key_id: str) -> None:
+        self.store = store
+        self.database_url = database_url
+        self.key = key
+        self.key_id = key_id
+
+    async def hand(self, hand_id: str) -> AuditReport:
+        report = await asyncio.to_thread(self._audit, hand_id)
+        if report is None:
+            raise Refusal.not_found(Reason.UNKNOWN_HAND, f"no hand {hand_id!r} in the event store")
+        return report
+
+    def _audit(self, hand_id: str) -> AuditReport | None:
+        if not hand_id:
+            return None
+        record = load_hand(self.store, hand_id)
+        if record is None:
+            return None
+        return audit_hand(record.events, self.key, record.signatures, key_id=self.key_id)
+
+    async def all(self, limit: int | None) -> AllReport:
+        """Every hand of the store (the oldest ``limit``; None: all of them)."""
+        return await asyncio.to_thread(
+            audit_all, self.database_url, self.key, self.key_id,
+            limit=limit, open_store=self.store,
+        )  # fmt: skip

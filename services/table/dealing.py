@@ -1,0 +1,142 @@
+"""Tables and their hands (the operator's calls): open a table, show it, deal its next
+hand. A table deals one hand at a time: the next only once the last is over."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import structlog
+from ddz.adapters.hand_feed import HandFold
+from ddz.application.errors import Reason, Refusal
+from ddz.domain.hand import HandState, SeatInfo
+from ddz.domain.ruleset import RuleSet, Scoring, ruleset_for
+from ddz.domain.settlement import RoomSettings
+
+from .auth import Gate
+from .floor import Floor
+from .moves import request_id
+from .ports import Dealer, DealOrder, Dealt
+from .tables import Table
+
+log = structlog.get_logger("ddz.table")
+
+
+@dataclass(frozen=True, slots=True)
+class TableSpec:
+    """A table as an operator asks for it; ``rules`` None: the variant's."""
+
+    table_id: str
+    variant: str
+    rules: RuleSet | None
+    room: RoomSettings | None
+    seats: Sequence[SeatInfo]
+
+
+@dataclass(frozen=True, slots=True)
+class Shown:
+    """A table, and its hand in play ("" when none)."""
+
+    table: Table
+    hand_in_play: str
+
+
+@dataclass(frozen=True, slots=True)
+class Started:
+    hand_id: str
+    table_id: str
+    first_bidder: int | None
+    dealt: Dealt
+
+
+class Dealing:
+    def __init__(self, floor: Floor, dealer: Dealer, gate: Gate) -> None:
+        self.floor = floor
+        self.dealer = dealer
+        self.gate = gate
+
+    def shown(self, table: Table) -> Shown:
+        return Shown(table, self.floor.hand_in_play(table))
+
+    def open_table(self, token: str | None, spec: TableSpec) -> Shown:
+        self.gate.operator(token)
+        try:
+            rules = spec.rules if spec.rules is not None else ruleset_for(spec.variant)
+        except ValueError as exc:
+            raise Refusal.invalid(str(exc)) from None
+        room = spec.room if spec.room is not None else RoomSettings()
+        table = self.floor.tables.open(rules, room, list(spec.seats), spec.table_id)
+        log.info("table_opened", table_id=table.table_id, rules=table.rules.name)
+        return self.shown(table)
+
+    def get_table(self, token: str | None, table_id: str) -> Shown:
+        table = self.floor.table(table_id)
+        self.gate.at_table(token, table)
+        return self.shown(table)
+
+    async def start_hand(
+        self, token: str | None, table_id: str, client_seeds: Sequence[bytes],
+        show_before_deal: Sequence[int],
+    ) -> Started:  # fmt: skip
+        self.gate.operator(token)
+        table = self.floor.table(table_id)
+        async with table.lock:  # one deal at a time per table
+            return await self.deal(table, client_seeds, show_before_deal)
+
+    async def deal(
+        self,
+        table: Table,
+        client_seeds: Sequence[bytes] = (),
+        show_before_deal: Sequence[int] = (),
+    ) -> Started:
+        """Deal the table's next hand (the caller holds ``table.lock``)."""
+        previous = await self.previous_hand(table)
+        state = previous.state if previous is not None else None
+        first_bidder = table.first_bidder_after(state.first_bidder if state is not None else None)
+        hand_id = uuid.uuid4().hex
+        balances = balances_after(table, state)
+        order = DealOrder(
+            hand_id, table.table_id, table.rules, table.room, table.seats, first_bidder,
+            balances, client_seeds, show_before_deal, request_id(),
+        )  # fmt: skip
+        # Known as this table's before its first event can arrive (turn deadlines).
+        self.floor.tables.add_hand(table, hand_id)
+        try:
+            dealt = await self.dealer.deal(order)
+        except BaseException:
+            self.floor.tables.drop_hand(table, hand_id)
+            raise
+        table.balances = balances
+        await self.floor.learn(hand_id, dealt.events)
+        log.info("hand_started", table_id=table.table_id, hand_id=hand_id,
+                 first_bidder=first_bidder)  # fmt: skip
+        return Started(hand_id, table.table_id, first_bidder, dealt)
+
+    async def previous_hand(self, table: Table) -> HandFold | None:
+        """The table's last hand, which must be over before the next is dealt."""
+        fold = await self.floor.last_hand(table)
+        if table.last_hand_id is not None and (fold is None or not fold.over):
+            raise Refusal.precondition(
+                Reason.WRONG_PHASE,
+                f"hand {table.last_hand_id} is still in play at table {table.table_id}",
+            )
+        return fold
+
+    async def hand_over(self, table: Table) -> bool:
+        """Whether the table's last hand is over (True when it has none)."""
+        if table.last_hand_id is None:
+            return True
+        fold = await self.floor.last_hand(table)
+        return fold is not None and fold.over
+
+
+def balances_after(table: Table, previous: HandState | None) -> tuple[int, int, int] | None:
+    """Bean balances at the next hand's start (§10.3 limits): the table's balances for
+    its first hand, then the last hand's balances plus its ledger."""
+    if table.rules.scoring is not Scoring.BEANS or table.balances is None:
+        return None
+    if previous is None or previous.balances is None or previous.ledger is None:
+        return table.balances
+    after = [max(0, b + d) for b, d in zip(previous.balances, previous.ledger.deltas, strict=True)]
+    return (after[0], after[1], after[2])

@@ -1,0 +1,123 @@
+"""What the table's use cases need from outside, in their own terms: the other services
+(dealer, rules, bot, settlement), the seat tokens, and the hands as the bus folds them.
+
+``clients`` implements the services' ports over gRPC and ``credentials`` the tokens;
+the fakes of the unit tests implement them in memory. A port that answers with the
+hand's events speaks protobuf envelopes: they are passed on as published.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+from ddz.adapters.hand_feed import HandFold
+from ddz.domain.hand import SeatCommand, SeatInfo
+from ddz.domain.ruleset import RuleSet
+from ddz.domain.settlement import RoomSettings
+from ddz.v1 import envelope_pb2, table_pb2
+
+Envelope = envelope_pb2.EventEnvelope
+CallerKind = Literal["seat", "player", "operator"]
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """Who a call's token says the caller is."""
+
+    kind: CallerKind
+    player_id: str
+    table_id: str = ""
+    seat: int | None = None
+
+    @property
+    def operator(self) -> bool:
+        return self.kind == "operator"
+
+
+@dataclass(frozen=True, slots=True)
+class SeatPass:
+    """A seat token and when it expires (Unix seconds)."""
+
+    token: str
+    expires: int
+
+
+@dataclass(frozen=True, slots=True)
+class DealOrder:
+    """A table's next hand, as the dealer deals it."""
+
+    hand_id: str
+    table_id: str
+    rules: RuleSet
+    room: RoomSettings
+    seats: tuple[SeatInfo, ...]
+    first_bidder: int | None
+    balances: tuple[int, int, int] | None
+    client_seeds: Sequence[bytes]
+    show_before_deal: Sequence[int]
+    request_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class Dealt:
+    commitment: str
+    version: int  # the hand's stream version after the deal
+    events: Sequence[Envelope]  # the public events, as published
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """The rules' answer to a seat's command."""
+
+    accepted: bool
+    reason: str  # a RejectReason value when refused ("not_your_turn"), else ""
+    message: str
+    version: int  # the hand's stream version after the command (refusals count)
+    events: Sequence[Envelope]
+
+
+class Dealer(Protocol):
+    async def deal(self, order: DealOrder) -> Dealt: ...
+
+
+class Rules(Protocol):
+    async def decide(
+        self,
+        hand_id: str,
+        command: SeatCommand,
+        *,
+        request_id: str,
+        expected_version: int | None = None,
+    ) -> Decision: ...
+
+
+class Bot(Protocol):
+    async def suggest(self, hand_id: str, seat: int, min_version: int) -> table_pb2.SuggestedMove:
+        """The bot's move for the seat, once it has seen ``min_version`` of the hand."""
+        ...
+
+
+class Settlement(Protocol):
+    async def balance(self, player_id: str) -> int:
+        """The sum of the player's settled ledgers (without the opening balance)."""
+        ...
+
+
+class Tokens(Protocol):
+    def caller(self, token: str) -> Caller:
+        """Who the token is for; ``ValueError`` saying why it is not valid."""
+        ...
+
+    def seat_pass(self, player_id: str, table_id: str, seat: int) -> SeatPass: ...
+
+
+class Hands(Protocol):
+    """The hands followed from the bus (``ddz.adapters.hand_feed.HandFeed``)."""
+
+    def get(self, hand_id: str) -> HandFold | None: ...
+
+    async def load(self, hand_id: str) -> HandFold | None: ...
+
+    async def learn(self, hand_id: str, envelopes: Iterable[Envelope]) -> None: ...

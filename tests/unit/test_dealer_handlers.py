@@ -1,0 +1,154 @@
+"""The dealer's use cases (services/dealer/handlers.py) on fake ports: a seed store
+and a hand publisher in memory that write down the order things happen in. No server,
+no NATS, no database."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+
+import pytest
+from ddz.application.errors import Kind, Reason, Refusal
+from ddz.domain.hand import Event, SeatInfo
+from ddz.domain.hand.events import CardsDealt, HandStarted
+from ddz.domain.ruleset import CLASSIC
+from ddz.domain.settlement import RoomSettings
+from ddz.v1 import envelope_pb2
+from hand_kit import SEATS, SEED
+
+from services.dealer.handlers import Dealer, DealOrder
+from services.dealer.ports import SeedExists
+
+PRODUCER = "dealer@test"
+
+
+class FakeSeeds:
+    def __init__(self, journal: list[str]) -> None:
+        self.seeds: dict[str, bytes] = {}
+        self.journal = journal
+
+    def put(self, hand_id: str, seed: bytes) -> None:
+        if hand_id in self.seeds:
+            raise SeedExists(hand_id)
+        self.journal.append(f"seed {hand_id}")
+        self.seeds[hand_id] = seed
+
+    def forget(self, hand_id: str) -> None:
+        self.journal.append(f"forget {hand_id}")
+        del self.seeds[hand_id]
+
+    def get(self, hand_id: str) -> bytes | None:
+        return self.seeds.get(hand_id)
+
+
+class FakeHands:
+    """New hands' streams; a hand with events already is a conflict."""
+
+    def __init__(self, journal: list[str]) -> None:
+        self.streams: dict[str, list[Event]] = {}
+        self.journal = journal
+        self.ids: list[tuple[str, str, str]] = []
+
+    async def start(
+        self,
+        hand_id: str,
+        events: Sequence[Event],
+        *,
+        causation_id: str,
+        correlation_id: str,
+        producer: str,
+    ) -> tuple[int, list[envelope_pb2.EventEnvelope]]:
+        if self.streams.get(hand_id):
+            raise Refusal.conflict(f"hand-{hand_id} has events")
+        self.journal.append(f"publish {hand_id}")
+        self.ids.append((causation_id, correlation_id, producer))
+        self.streams[hand_id] = list(events)
+        public = [
+            envelope_pb2.EventEnvelope(type=e.TYPE, stream_version=v)
+            for v, e in enumerate(events, 1)
+            if not e.HIDDEN
+        ]
+        return len(events), public
+
+
+@pytest.fixture
+def journal() -> list[str]:
+    return []
+
+
+@pytest.fixture
+def seeds(journal: list[str]) -> FakeSeeds:
+    return FakeSeeds(journal)
+
+
+@pytest.fixture
+def hands(journal: list[str]) -> FakeHands:
+    return FakeHands(journal)
+
+
+@pytest.fixture
+def dealer(seeds: FakeSeeds, hands: FakeHands) -> Dealer:
+    return Dealer(seeds, hands, PRODUCER, make_seed=lambda: SEED)
+
+
+def order(hand_id: str = "h1", seats: tuple[SeatInfo, SeatInfo, SeatInfo] = SEATS) -> DealOrder:
+    return DealOrder(hand_id, CLASSIC, RoomSettings(), seats, first_bidder=0)
+
+
+async def refusal_of(call: object) -> Refusal:
+    with pytest.raises(Refusal) as caught:
+        await call  # type: ignore[misc]
+    return caught.value
+
+
+async def test_a_deal_stores_the_seed_before_it_publishes_the_first_events(
+    dealer: Dealer, seeds: FakeSeeds, hands: FakeHands, journal: list[str]
+) -> None:
+    dealt = await dealer.deal(order(), "req-1")
+    assert journal == ["seed h1", "publish h1"]
+    assert seeds.seeds == {"h1": SEED}
+    assert dealt.commitment == hashlib.sha256(SEED).hexdigest()
+    started, cards = hands.streams["h1"][:2]
+    assert isinstance(started, HandStarted) and isinstance(cards, CardsDealt)
+    assert (started.hand_id, started.commitment, started.first_bidder) == (
+        "h1", dealt.commitment, 0
+    )  # fmt: skip
+    assert dealt.version == len(hands.streams["h1"])
+    public = [e.TYPE for e in hands.streams["h1"] if not e.HIDDEN]
+    assert [e.type for e in dealt.events] == public  # the hidden deal is not answered
+    assert public[0] == "hand_started" and "cards_dealt" not in public
+    assert hands.ids == [("req-1", "h1", PRODUCER)]
+    assert await dealer.seed("h1") == SEED
+
+
+async def test_a_reused_hand_id_is_refused_and_nothing_is_published_again(
+    dealer: Dealer, hands: FakeHands, journal: list[str]
+) -> None:
+    await dealer.deal(order(), "req-1")
+    first = list(hands.streams["h1"])
+    refusal = await refusal_of(dealer.deal(order(), "req-2"))
+    assert (refusal.kind, refusal.reason) == (Kind.EXISTS, Reason.VERSION_CONFLICT)
+    assert hands.streams["h1"] == first and journal == ["seed h1", "publish h1"]
+
+
+async def test_a_hand_with_events_but_no_seed_is_refused_and_its_seed_forgotten(
+    dealer: Dealer, seeds: FakeSeeds, hands: FakeHands, journal: list[str]
+) -> None:
+    hands.streams["h1"] = [object()]  # type: ignore[list-item]  # someone else's events
+    refusal = await refusal_of(dealer.deal(order(), "req"))
+    assert (refusal.kind, refusal.reason) == (Kind.EXISTS, Reason.VERSION_CONFLICT)
+    assert journal == ["seed h1", "forget h1"] and seeds.seeds == {}
+
+
+async def test_a_deal_the_aggregate_refuses_is_invalid_and_stores_nothing(
+    dealer: Dealer, journal: list[str]
+) -> None:
+    bad = DealOrder("h1", CLASSIC, RoomSettings(), SEATS, first_bidder=5)
+    refusal = await refusal_of(dealer.deal(bad, "req"))
+    assert (refusal.kind, refusal.reason) == (Kind.INVALID, Reason.UNKNOWN_SEAT)
+    assert journal == []
+
+
+async def test_the_seed_of_a_hand_never_dealt_is_not_found(dealer: Dealer) -> None:
+    refusal = await refusal_of(dealer.seed("never-dealt"))
+    assert (refusal.kind, refusal.reason) == (Kind.NOT_FOUND, Reason.UNKNOWN_HAND)

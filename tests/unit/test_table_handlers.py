@@ -1,0 +1,380 @@
+"""The table service's use cases with fake ports: no server, no bus. The dealer fake
+puts each hand it deals in the fake feed (in bidding), the rules fake answers what the
+test tells it to, tokens are plain names ("op", "p-<player>", "s-<player>-<table>-<seat>").
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+from collections.abc import AsyncIterator, Iterable
+
+import pytest
+from ddz.adapters.hand_feed import HandFold
+from ddz.application.errors import Kind, Reason, Refusal
+from ddz.domain.cards import parse_ranks
+from ddz.domain.hand import (
+    Escape,
+    HandState,
+    Pass,
+    Phase,
+    Play,
+    RejectReason,
+    SeatCommand,
+    SeatInfo,
+)
+from ddz.domain.ruleset import ruleset_for
+from ddz.domain.settlement import RoomSettings
+from ddz.v1 import envelope_pb2, table_pb2
+
+from services.table.dealing import TableSpec
+from services.table.handlers import TableHandlers
+from services.table.lobby import Seat
+from services.table.moves import REFUSALS, refusal_of
+from services.table.ports import Caller, DealOrder, Dealt, Decision, SeatPass
+from services.table.rooms import Room, Rooms
+from services.table.tables import Table, Tables
+
+CLASSIC = ruleset_for("classic")
+ROOMS = Rooms(
+    (
+        Room("classic", "Classic", CLASSIC, RoomSettings(), bot_fill_wait=0.0),
+        Room("rich", "Rich", CLASSIC, RoomSettings(min_balance=1000), bot_fill_wait=0.0),
+    ),
+    opening_balance=100,
+)
+PEOPLE = (SeatInfo("alice"), SeatInfo("bob"), SeatInfo("bot-t-2", is_bot=True))
+
+
+def in_play(hand_id: str, seats: tuple[SeatInfo, ...], phase: Phase = Phase.PLAYING) -> HandFold:
+    state = dataclasses.replace(HandState(), hand_id=hand_id, seats=seats, phase=phase)
+    return HandFold(hand_id, state=state, version=3)
+
+
+class FakeHands:
+    def __init__(self) -> None:
+        self.folds: dict[str, HandFold] = {}
+        self.learned: list[str] = []
+
+    def get(self, hand_id: str) -> HandFold | None:
+        return self.folds.get(hand_id)
+
+    async def load(self, hand_id: str) -> HandFold | None:
+        return self.folds.get(hand_id)
+
+    async def learn(self, hand_id: str, envelopes: Iterable[envelope_pb2.EventEnvelope]) -> None:
+        self.learned.append(hand_id)
+
+
+class FakeDealer:
+    def __init__(self, hands: FakeHands) -> None:
+        self.hands = hands
+        self.orders: list[DealOrder] = []
+
+    async def deal(self, order: DealOrder) -> Dealt:
+        self.orders.append(order)
+        self.hands.folds[order.hand_id] = in_play(order.hand_id, order.seats, Phase.BIDDING)
+        return Dealt("c0ffee", 3, [])
+
+
+class FakeRules:
+    def __init__(self) -> None:
+        self.answer = Decision(True, "", "", 4, [])
+        self.sent: list[tuple[str, SeatCommand]] = []
+
+    async def decide(
+        self, hand_id: str, command: SeatCommand, *, request_id: str,
+        expected_version: int | None = None,
+    ) -> Decision:  # fmt: skip
+        self.sent.append((hand_id, command))
+        return self.answer
+
+
+class FakeBot:
+    async def suggest(self, hand_id: str, seat: int, min_version: int) -> table_pb2.SuggestedMove:
+        return table_pb2.SuggestedMove(text="pass")
+
+
+class FakeSettlement:
+    def __init__(self) -> None:
+        self.balances: dict[str, int] = {}
+
+    async def balance(self, player_id: str) -> int:
+        return self.balances.get(player_id, 0)
+
+
+class FakeTokens:
+    def caller(self, token: str) -> Caller:
+        if token == "op":
+            return Caller("operator", "operator")
+        kind, _, rest = token.partition("-")
+        if kind == "p" and rest:
+            return Caller("player", rest)
+        if kind == "s":
+            player, table_id, seat = rest.split("-")
+            return Caller("seat", player, table_id, int(seat))
+        raise ValueError("not a test token")
+
+    def seat_pass(self, player_id: str, table_id: str, seat: int) -> SeatPass:
+        return SeatPass(f"s-{player_id}-{table_id}-{seat}", 12345)
+
+
+class World:
+    def __init__(self) -> None:
+        self.tables = Tables()
+        self.hands = FakeHands()
+        self.dealer = FakeDealer(self.hands)
+        self.rules = FakeRules()
+        self.settlement = FakeSettlement()
+        self.handlers = TableHandlers(
+            tables=self.tables, hands=self.hands, rooms=ROOMS, dealer=self.dealer,
+            rules=self.rules, bot=FakeBot(), settlement=self.settlement, tokens=FakeTokens(),
+            ready_wait=30.0,
+        )  # fmt: skip
+
+    def hand_at_table(self) -> tuple[Table, str]:
+        """An operator's table of alice (seat 0), bob (1) and a bot, its hand in play."""
+        table = self.tables.open(CLASSIC, RoomSettings(), list(PEOPLE), "t1")
+        hand_id = uuid.uuid4().hex
+        self.tables.add_hand(table, hand_id)
+        self.hands.folds[hand_id] = in_play(hand_id, PEOPLE)
+        return table, hand_id
+
+
+@pytest.fixture
+async def world() -> AsyncIterator[World]:
+    w = World()
+    yield w
+    await w.handlers.close()
+
+
+def refused(excinfo: pytest.ExceptionInfo[Refusal]) -> tuple[Kind, Reason]:
+    return excinfo.value.kind, excinfo.value.reason
+
+
+# -- rooms ------------------------------------------------------------------------------
+
+
+async def test_joining_a_room_seats_the_player_at_a_new_table(world: World) -> None:
+    joined = await world.handlers.joining.join_room("p-alice", "classic", "")
+
+    table = joined.table.table
+    assert (joined.room.room_id, joined.seat, joined.rejoined) == ("classic", 0, False)
+    assert table.seats[0].player_id == "alice"
+    assert all(s.is_bot for s in table.seats[1:])  # the room filled the rest with bots
+    assert joined.seat_pass.token == f"s-alice-{table.table_id}-0"
+    assert [o.table_id for o in world.dealer.orders] == [table.table_id]  # first hand dealt
+    assert joined.table.hand_in_play == table.last_hand_id
+    assert world.handlers.seating.lobby.place_of("alice") == Seat(table.table_id, 0)
+    assert joined.balance is None  # a points room without a minimum checks none
+
+
+async def test_joining_again_comes_back_to_the_seat(world: World) -> None:
+    first = await world.handlers.joining.join_room("p-alice", "classic", "")
+    again = await world.handlers.joining.join_room("p-alice", "classic", "")
+    assert again.rejoined and again.table.table is first.table.table and again.seat == 0
+    assert len(world.dealer.orders) == 1
+
+
+async def test_balance_too_low_is_refused_and_the_reservation_released(world: World) -> None:
+    world.settlement.balances["alice"] = 899  # + opening 100 = 999 < 1000
+    with pytest.raises(Refusal) as excinfo:
+        await world.handlers.joining.join_room("p-alice", "rich", "")
+
+    assert refused(excinfo) == (Kind.PRECONDITION, Reason.BALANCE_TOO_LOW)
+    assert "999" in excinfo.value.message and "1000" in excinfo.value.message
+    assert world.handlers.seating.lobby.place_of("alice") is None
+    assert world.dealer.orders == []
+    # Released: the player may join elsewhere at once.
+    joined = await world.handlers.joining.join_room("p-alice", "classic", "")
+    assert joined.seat == 0
+
+
+async def test_enough_balance_joins_with_it(world: World) -> None:
+    world.settlement.balances["alice"] = 900
+    joined = await world.handlers.joining.join_room("p-alice", "rich", "")
+    assert joined.balance == 1000
+
+
+@pytest.mark.parametrize(
+    ("token", "room", "asked", "expected"),
+    [
+        (None, "classic", "", (Kind.UNAUTHENTICATED, Reason.UNAUTHENTICATED)),
+        ("garbage", "classic", "", (Kind.UNAUTHENTICATED, Reason.UNAUTHENTICATED)),
+        ("s-alice-t1-0", "classic", "", (Kind.DENIED, Reason.PERMISSION_DENIED)),
+        ("p-alice", "classic", "bob", (Kind.DENIED, Reason.PERMISSION_DENIED)),
+        ("op", "classic", "", (Kind.INVALID, Reason.INVALID_ARGUMENT)),
+        ("op", "classic", "bot-x", (Kind.INVALID, Reason.INVALID_ARGUMENT)),
+        ("p-no spaces", "classic", "", (Kind.INVALID, Reason.INVALID_ARGUMENT)),
+        ("p-alice", "nowhere", "", (Kind.NOT_FOUND, Reason.UNKNOWN_ROOM)),
+    ],
+)
+async def test_who_may_join(
+    world: World, token: str | None, room: str, asked: str, expected: tuple[Kind, Reason]
+) -> None:
+    with pytest.raises(Refusal) as excinfo:
+        await world.handlers.joining.join_room(token, room, asked)
+    assert refused(excinfo) == expected
+    assert world.dealer.orders == []
+
+
+async def test_leaving_mid_hand_is_an_escape(world: World) -> None:
+    joined = await world.handlers.joining.join_room("p-alice", "classic", "")
+    table = joined.table.table
+
+    left = await world.handlers.joining.leave_room("p-alice", "", "")
+
+    assert (left.table_id, left.seat, left.escaped_hand_id) == (
+        table.table_id, 0, table.last_hand_id,
+    )  # fmt: skip
+    assert world.rules.sent == [(table.last_hand_id, Escape(0))]
+    assert table.closed and table.left == {0: "alice"}
+    assert world.handlers.seating.lobby.place_of("alice") is None
+    with pytest.raises(Refusal) as excinfo:  # nowhere to leave any more
+        await world.handlers.joining.leave_room("p-alice", "", "")
+    assert refused(excinfo) == (Kind.PRECONDITION, Reason.WRONG_PHASE)
+
+
+async def test_a_seat_token_leaves_its_own_seat_only(world: World) -> None:
+    joined = await world.handlers.joining.join_room("p-alice", "classic", "")
+    with pytest.raises(Refusal) as excinfo:
+        await world.handlers.joining.leave_room("s-alice-elsewhere-0", "", "")
+    assert refused(excinfo) == (Kind.DENIED, Reason.PERMISSION_DENIED)
+    assert not joined.table.table.closed
+
+
+# -- tables and hands ---------------------------------------------------------------------
+
+
+async def test_unknown_table_is_not_found(world: World) -> None:
+    for call in (
+        lambda: world.handlers.dealing.get_table("op", "nope"),
+        lambda: world.handlers.joining.next_hand("op", "nope"),
+        lambda: world.handlers.dealing.start_hand("op", "nope", (), ()),
+    ):
+        with pytest.raises(Refusal) as excinfo:
+            result = call()
+            if hasattr(result, "__await__"):
+                await result
+        assert refused(excinfo) == (Kind.NOT_FOUND, Reason.UNKNOWN_TABLE)
+
+
+async def test_unknown_hand_is_not_found_and_a_bad_id_invalid(world: World) -> None:
+    with pytest.raises(Refusal) as excinfo:
+        await world.handlers.watching.view("op", uuid.uuid4().hex, 0, 0, 0.0)
+    assert refused(excinfo) == (Kind.NOT_FOUND, Reason.UNKNOWN_HAND)
+    with pytest.raises(Refusal) as excinfo:
+        await world.handlers.watching.view("op", "no.such*hand", 0, 0, 0.0)
+    assert refused(excinfo) == (Kind.INVALID, Reason.UNKNOWN_HAND)
+
+
+async def test_start_hand_while_one_is_in_play_is_wrong_phase(world: World) -> None:
+    spec = TableSpec("t9", "classic", None, None, PEOPLE)
+    shown = world.handlers.dealing.open_table("op", spec)
+    started = await world.handlers.dealing.start_hand("op", "t9", (), ())
+    assert started.hand_id == shown.table.last_hand_id and started.dealt.commitment == "c0ffee"
+
+    with pytest.raises(Refusal) as excinfo:
+        await world.handlers.dealing.start_hand("op", "t9", (), ())
+
+    assert refused(excinfo) == (Kind.PRECONDITION, Reason.WRONG_PHASE)
+    assert started.hand_id in excinfo.value.message
+    assert len(world.dealer.orders) == 1 and shown.table.hand_ids == [started.hand_id]
+
+
+async def test_opening_tables_is_the_operators(world: World) -> None:
+    spec = TableSpec("t9", "classic", None, None, PEOPLE)
+    with pytest.raises(Refusal) as excinfo:
+        world.handlers.dealing.open_table("p-alice", spec)
+    assert refused(excinfo) == (Kind.DENIED, Reason.PERMISSION_DENIED)
+    world.handlers.dealing.open_table("op", spec)
+    with pytest.raises(Refusal) as excinfo:
+        world.handlers.dealing.open_table("op", spec)
+    assert refused(excinfo) == (Kind.EXISTS, Reason.INVALID_ARGUMENT)
+    with pytest.raises(Refusal) as excinfo:
+        world.handlers.dealing.open_table(
+            "op", dataclasses.replace(spec, table_id="", variant="chess")
+        )
+    assert refused(excinfo) == (Kind.INVALID, Reason.INVALID_ARGUMENT)
+
+
+# -- moves ----------------------------------------------------------------------------------
+
+THREES = Play(0, parse_ranks("33"), None)
+
+
+@pytest.mark.parametrize(
+    ("reason", "expected"),
+    [
+        ("does_not_beat", (Kind.PRECONDITION, Reason.DOES_NOT_BEAT)),
+        ("not_a_combination", (Kind.INVALID, Reason.NOT_A_COMBINATION)),
+        ("not_your_turn", (Kind.PRECONDITION, Reason.NOT_YOUR_TURN)),
+        ("invalid_bid", (Kind.INVALID, Reason.INVALID_ARGUMENT)),
+        ("already_shown", (Kind.PRECONDITION, Reason.WRONG_PHASE)),
+        ("something_new", (Kind.PRECONDITION, Reason.REASON_UNSPECIFIED)),
+    ],
+)
+async def test_a_rules_refusal_becomes_the_callers(
+    world: World, reason: str, expected: tuple[Kind, Reason]
+) -> None:
+    _table, hand_id = world.hand_at_table()
+    world.rules.answer = Decision(False, reason, f"refused: {reason}", 4, [])
+
+    with pytest.raises(Refusal) as excinfo:
+        await world.handlers.moves.move("p-alice", hand_id, THREES, 0.0)
+
+    assert refused(excinfo) == expected
+    assert excinfo.value.message == f"refused: {reason}"
+    assert world.rules.sent == [(hand_id, THREES)]
+    assert world.hands.learned == [hand_id]  # the recorded refusal is folded all the same
+
+
+def test_every_rules_refusal_has_its_row() -> None:
+    assert set(REFUSALS) == set(RejectReason)
+    assert refusal_of("wrong_phase", "").message == "wrong_phase"  # no message: the code
+
+
+async def test_an_accepted_move_answers_with_the_seats_view(world: World) -> None:
+    table, hand_id = world.hand_at_table()
+    moved = await world.handlers.moves.move("s-bob-t1-1", hand_id, Pass(1), 0.0)
+    assert (moved.version, moved.seen.view.seat, moved.seen.table_id) == (4, 1, table.table_id)
+
+
+@pytest.mark.parametrize(
+    "token",
+    [
+        "s-alice-t1-1",  # a seat token for another seat of the table
+        "s-alice-t2-0",  # for the seat at another table
+        "p-bob",  # a player token of the player of another seat
+    ],
+)
+async def test_a_token_for_another_seat_is_denied(world: World, token: str) -> None:
+    _table, hand_id = world.hand_at_table()
+    with pytest.raises(Refusal) as excinfo:
+        await world.handlers.moves.move(token, hand_id, THREES, 0.0)
+    assert refused(excinfo) == (Kind.DENIED, Reason.PERMISSION_DENIED)
+    assert world.rules.sent == []
+
+
+async def test_a_seat_that_left_is_denied(world: World) -> None:
+    table, hand_id = world.hand_at_table()
+    table.left[0] = "alice"
+    with pytest.raises(Refusal) as excinfo:
+        await world.handlers.moves.move("s-alice-t1-0", hand_id, THREES, 0.0)
+    assert refused(excinfo) == (Kind.DENIED, Reason.PERMISSION_DENIED)
+
+
+async def test_no_such_seat_is_invalid(world: World) -> None:
+    _table, hand_id = world.hand_at_table()
+    with pytest.raises(Refusal) as excinfo:
+        await world.handlers.moves.move("op", hand_id, Pass(3), 0.0)
+    assert refused(excinfo) == (Kind.INVALID, Reason.UNKNOWN_SEAT)
+
+
+async def test_hint_without_a_seat_uses_the_tokens(world: World) -> None:
+    _table, hand_id = world.hand_at_table()
+    move = await world.handlers.watching.hint("p-bob", hand_id, None)
+    assert move.text == "pass"
+    with pytest.raises(Refusal) as excinfo:
+        await world.handlers.watching.hint("op", hand_id, None)
+    assert refused(excinfo) == (Kind.INVALID, Reason.UNKNOWN_SEAT)
