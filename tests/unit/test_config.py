@@ -170,6 +170,7 @@ def test_settings_env_gives_child_processes_the_same_settings(tmp_path: Path) ->
 
     settings = Settings.from_env(
         {"DDZ_DATA_DIR": str(tmp_path), "DDZ_BOT_PLAYER": "random", "DDZ_BOT_MAX_MS": "12.5",
-         "DDZ_AUDIT_KEY": "k", "DDZ_TURN_TIMEOUT": "3", "DDZ_ATOMIC_DECISIONS": "0"}
+         "DDZ_AUDIT_KEY": "k", "DDZ_TURN_TIMEOUT": "3", "DDZ_ATOMIC_DECISIONS": "0",
+         "DDZ_RULES_ADDR": "dns:///rules:50052", "DDZ_TABLE_LISTEN": "0.0.0.0:6000"}
     )  # fmt: skip
     assert Settings.from_env(settings_env(settings)) == settings

@@ -76,6 +76,10 @@ def settings_env(settings: Settings) -> dict[str, str]:
         env["DDZ_OPERATOR_KEY"] = settings.operator_key.decode("utf-8")
     for service, port in settings.ports.items():
         env[f"DDZ_{service.upper()}_PORT"] = str(port)
+    for service, target in settings.addresses.items():
+        env[f"DDZ_{service.upper()}_ADDR"] = target
+    for service, listen in settings.listen.items():
+        env[f"DDZ_{service.upper()}_LISTEN"] = listen
     return env
 
 
