@@ -1,4 +1,4 @@
-"""``ddz audit`` and ``ddz rebuild`` as an operator runs them (issue 5): the real command
+"""``ddz audit`` and ``ddz rebuild`` as an operator runs them: the real command
 in a subprocess on an event store in ``DDZ_DATA_DIR``; exit codes 0 / 1 / 2, ``--at``,
 ``--json``, ``--all``, and the balances rebuilt from events against the live ones."""
 

@@ -1,4 +1,4 @@
-"""``ddz eval`` as a user runs it (issue 6 contract): JSON keys, exit codes, errors."""
+"""``ddz eval`` as a user runs it (contract): JSON keys, exit codes, errors."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``ddz play`` driven as a person drives it (issue 7): the real command in a
+"""``ddz play`` driven as a person drives it: the real command in a
 pseudo-terminal (Python's ``pty``), keys typed, the screen read back, against a real
 stack (NATS and the six services as processes, ``ddz.adapters.stack.Stack``).
 

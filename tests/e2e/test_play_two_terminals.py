@@ -1,4 +1,4 @@
-"""Two people at one table through ``ddz play`` (issue 7, "done when"): two real
+"""Two people at one table through ``ddz play``: two real
 ``ddz play --room duo`` processes in pseudo-terminals, as two players (``--name ann``,
 ``--name ben``), against a real stack (NATS and the six services as processes).
 

@@ -1,7 +1,7 @@
 """`ddz rules classify|beats|moves` end to end: the installed console script (RULES.md §3-§5).
 
 Expected answers are worked out by hand from the rules; the JSON shapes are the
-contract of issue 2 (docs/CLI.md, "ddz rules").
+contract of docs/CLI.md ("ddz rules").
 """
 
 from __future__ import annotations

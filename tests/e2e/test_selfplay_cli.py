@@ -1,4 +1,4 @@
-"""``ddz selfplay`` as a user runs it (issue 3 contract): JSON keys, exit codes, errors."""
+"""``ddz selfplay`` as a user runs it (contract): JSON keys, exit codes, errors."""
 
 from __future__ import annotations
 

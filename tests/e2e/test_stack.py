@@ -1,4 +1,4 @@
-"""The whole suite as it runs on a machine (issue 4): NATS and the six services as real
+"""The whole suite as it runs on a machine: NATS and the six services as real
 processes (``ddz.adapters.stack.Stack``, the code behind ``ddz up``), on free ports,
 with a temporary ``DDZ_DATA_DIR``; and ``ddz up``/``ddz simulate`` as a user runs them.
 """

@@ -1,4 +1,4 @@
-"""Hands played THROUGH the services for the audit tests (issue 5).
+"""Hands played THROUGH the services for the audit tests.
 
 Dealer, rules, recorder and settlement run in this process on a real nats-server and a
 real database (the ``core_suite`` fixture), each started exactly as its process starts

@@ -1,4 +1,4 @@
-"""Ways to alter a stored hand, for the audit's tampering tests (issue 5).
+"""Ways to alter a stored hand, for the audit's tampering tests.
 
 Two kinds of tamperer:
 

@@ -1,4 +1,4 @@
-"""Audit and dispute resolution (issue 5), on SQLite and PostgreSQL.
+"""Audit and dispute resolution, on SQLite and PostgreSQL.
 
 (a) Hands played THROUGH the services (dealer, rules, recorder, settlement on a real
     nats-server, ``audit_kit``), every variant, with refused commands, disconnects and

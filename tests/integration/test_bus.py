@@ -1,4 +1,4 @@
-"""The NATS JetStream event bus on a real nats-server (issue 4 "Events and the bus").
+"""The NATS JetStream event bus on a real nats-server.
 
 Publishing sets Nats-Msg-Id, consumers are durable (created explicitly), acknowledge
 after their handler returns, and resume where they stopped.

@@ -1,4 +1,4 @@
-"""Disconnects and escapes (issue 7; RULES.md §10.2, §10.3, §11) through the table
+"""Disconnects and escapes (RULES.md §10.2, §10.3, §11) through the table
 service, as players live them: a stream that drops in the middle of a hand disconnects
 the seat and the bot plays it (托管) until the player comes back on a resumed stream;
 the first to go is the hand's escapee (§10.2); leaving a bean-room hand, also before

@@ -1,4 +1,4 @@
-"""The shared gRPC server and client helpers (issue 4: health, reflection, deadlines,
+"""The shared gRPC server and client helpers (health, reflection, deadlines,
 rich errors with a reason, request-bound JSON logs, graceful shutdown), exercised with
 a tiny RecorderService over a real SQLite store."""
 

@@ -1,4 +1,4 @@
-"""Rooms and matchmaking (RULES.md §11, issue 7) through the table service: rooms from a
+"""Rooms and matchmaking (RULES.md §11) through the table service: rooms from a
 file, many players joining at once, bots filling empty seats after the wait, the
 minimum balance, leaving the queue, and a table's consecutive hands (§2 rotation) that
 end when a player leaves.

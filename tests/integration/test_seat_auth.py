@@ -1,4 +1,4 @@
-"""Seats belong to their players (issue 7): every call that acts for a seat or reads its
+"""Seats belong to their players: every call that acts for a seat or reads its
 cards is checked against the caller's token, and nothing a player receives -- a view, a
 move's answer, a stream update -- ever holds a card another seat holds hidden (RULES.md
 §1 bottom cards, §2 golden card, §6 shown hands, §8 the cards left at the end), in every

@@ -1,4 +1,4 @@
-"""The core services over a real nats-server and a real database (issue 4).
+"""The core services over a real nats-server and a real database.
 
 Dealer, rules, recorder and settlement run in this process (the ``core_suite``
 fixture), each started exactly as its process starts it on a random port. The
@@ -308,7 +308,7 @@ async def test_restarting_the_recorder_mid_hand_loses_nothing(
     store = create_store(core_suite.settings.database_url)
     try:
         assert [e.envelope for e in store.read_all()] == [e.data for e in on_bus]
-        # The finished hand's chain head is signed with the operator's key (issue 5).
+        # The finished hand's chain head is signed with the operator's key.
         (signature,) = store.read_signatures(f"hand-{hand_id}")
         assert signature.head_hash == stored[-1].hash
     finally:

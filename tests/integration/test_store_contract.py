@@ -1,4 +1,4 @@
-"""The event store contract (issue 4 "Event store", issue 5 "Tamper-evident log").
+"""The event store contract.
 
 One contract, run against every backend by the ``database_url`` fixture: SQLite always,
 PostgreSQL when ``DDZ_TEST_DATABASE_URL`` is set (after eventsourcing's abstract
@@ -293,7 +293,7 @@ def test_truncate_is_refused(store: SqlEventStore) -> None:
     assert store.max_position() == 1
 
 
-# -- hash chain and signatures (issue 5) -------------------------------------------------------
+# -- hash chain and signatures -------------------------------------------------------
 
 
 def test_hash_chain_covers_the_exact_stored_bytes(store: SqlEventStore) -> None:

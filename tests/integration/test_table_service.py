@@ -1,4 +1,4 @@
-"""The table service with people at the table (issue 4; the ground for issue 7).
+"""The table service with people at the table (operator tools playing seats).
 
 The whole suite runs in this process (the ``suite`` fixture), each service started as
 its process starts it, over a real nats-server. The tests act as the operator (whose
@@ -109,7 +109,7 @@ async def test_a_person_plays_a_hand_through_the_table_service(suite: Suite) -> 
     view = (await suite.table.GetView(
         table_pb2.GetViewRequest(hand_id=started.hand_id, seat=0))).view  # fmt: skip
     assert view.phase == ENDED and view.version == updates[-1].position
-    # Issue 6: the bot seats were played by the strong bot (the default DDZ_BOT_PLAYER),
+    # The bot seats were played by the strong bot (the default DDZ_BOT_PLAYER),
     # and the rules accepted every move it sent.
     stats = await suite.bot.GetStats(bot_pb2.GetStatsRequest())
     assert stats.player == "strong"
@@ -290,7 +290,7 @@ async def test_the_first_bidder_rotates_from_hand_to_hand(suite: Suite) -> None:
 
 async def test_a_stream_resumes_after_the_last_position_seen(suite: Suite) -> None:
     """A client that comes back with the last position it saw gets everything after it,
-    nothing missed and nothing twice (issue 7's resumption; positions are versions)."""
+    nothing missed and nothing twice (resumption; positions are versions)."""
     table = await open_table(suite, "laizi", humans=())
     started = await suite.table.StartHand(table_pb2.StartHandRequest(table_id=table.table_id))
 

@@ -1,4 +1,4 @@
-"""The strong player (issue 6): it decides from a ``PlayerView`` only, the same seed gives
+"""The strong player: it decides from a ``PlayerView`` only, the same seed gives
 the same decisions, and every decision it makes is legal in all four variants,
 wildcard readings (§3, §5) and ct's bomb limits (§7) included."""
 
@@ -197,7 +197,7 @@ def test_decisions_are_deterministic_for_one_view() -> None:
 
 
 def test_the_time_cap_bounds_the_search() -> None:
-    """Issue 6: the worst case is bounded by a configurable budget (``DDZ_BOT_MAX_MS``).
+    """The worst case is bounded by a configurable budget (``DDZ_BOT_MAX_MS``).
     In this endgame (found by trying random small deals) the search changes the
     landlord's lead. A cap that has always passed stops the search after its first
     sampled deal, before any result counts: the bot then plays its policy's move, exactly

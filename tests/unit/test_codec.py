@@ -1,4 +1,4 @@
-"""The domain <-> protobuf codec (issue 4: events on the wire, ``ddz.adapters.codec``).
+"""The domain <-> protobuf codec (events on the wire, ``ddz.adapters.codec``).
 
 Every event type and every command must survive the trip to bytes and back
 unchanged, for every variant's rule set (every RULES.md Decision is a RuleSet field,

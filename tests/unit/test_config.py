@@ -1,4 +1,4 @@
-"""``Settings.from_env`` (issue 4: "all settings come from one config object read from
+"""``Settings.from_env`` ("all settings come from one config object read from
 DDZ_* environment variables") and the logging setup built on it."""
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ def test_defaults(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         False,
     )
     assert (settings.rpc_timeout, settings.turn_timeout) == (5.0, 20.0)
-    assert (settings.bot_player, settings.bot_max_ms) == ("strong", 250.0)  # issue 6
+    assert (settings.bot_player, settings.bot_max_ms) == ("strong", 250.0)
     assert settings.atomic_decisions
     assert settings.address("table") == "127.0.0.1:50055"
     assert not tmp_path.joinpath(".ddz").exists()  # reading settings creates nothing

@@ -1,4 +1,4 @@
-"""The duplicate-deal harness (issue 6): JSON contract, confidence intervals, and the
+"""The duplicate-deal harness: JSON contract, confidence intervals, and the
 duplicate structure (each deal twice, the landlord's seat fixed, roles swapped)."""
 
 from __future__ import annotations

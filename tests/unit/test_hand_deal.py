@@ -1,4 +1,4 @@
-"""The deal (RULES.md §1, §2, §5 heaven draw) and the start of a hand (issue 3, issue 5)."""
+"""The deal (RULES.md §1, §2, §5 heaven draw) and the start of a hand."""
 
 from __future__ import annotations
 

@@ -112,7 +112,8 @@ def test_bean_landlord_escape_below_10_pays_as_if_20x_section_10_3() -> None:
 
 def test_bean_escape_during_bidding_section_10_3_11() -> None:
     """Before a landlord is known the escapee settles as a farmer and the next seat takes
-    the landlord's share (docs/DECISIONS.md): 10x -> X = 2.5, x N 100 = 250 -> 166 / 83."""
+    the landlord's share (docs/RULE_DECISIONS.md, §10.3 "Escape"): 10x -> X = 2.5,
+    x N 100 = 250 -> 166 / 83."""
     room = RoomSettings(coefficient=100)
     h = rigged(LAIZI, ["345", "JK", "JQ"], "", first_bidder=0, room=room)
     assert h.state.phase.value == "bidding"

@@ -1,5 +1,5 @@
 """End of hand (RULES.md §8), spring and anti-spring (§8, §9), settlement at the end
-(§10) and the seed reveal (issue 5). Expected ledgers are worked out by hand from §10."""
+(§10) and the seed reveal. Expected ledgers are worked out by hand from §10."""
 
 from __future__ import annotations
 

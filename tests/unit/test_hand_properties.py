@@ -1,4 +1,4 @@
-"""Invariants over many random hands per variant (issue 3; RULES.md §8-§10; issue 5).
+"""Invariants over many random hands per variant (RULES.md §8-§10; the commit-reveal of the deal).
 
 - every hand ends, is settled and reveals its seed;
 - conservation: players' changes + the system's take = 0 (§10);

@@ -1,4 +1,4 @@
-"""What a player types in ``ddz play`` (issue 7), read in the hand's phase."""
+"""What a player types in ``ddz play``, read in the hand's phase."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""What ``ddz play`` shows (issue 7) when the answer to the player's own move and the
+"""What ``ddz play`` shows when the answer to the player's own move and the
 seat's stream arrive in either order, and for a seat the bot plays (§10.2, 托管)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A seat's view holds no other seat's hidden cards (issue 3, issue 7), in every variant,
+"""A seat's view holds no other seat's hidden cards, in every variant,
 during bidding, show cards and play; and it holds everything public."""
 
 from __future__ import annotations

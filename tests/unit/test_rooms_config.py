@@ -1,4 +1,4 @@
-"""Rooms are configuration (RULES.md §11, issue 7): the shipped rooms file and the
+"""Rooms are configuration (RULES.md §11): the shipped rooms file and the
 clear errors of a bad one."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """RULES.md §10: settlement as a ledger of integer transfers.
 
 Every expected figure is worked out by hand from RULES.md (the arithmetic is in the
-comments) and from the choices in docs/DECISIONS.md "Settlement".
+comments) and from the choices in docs/RULE_DECISIONS.md "§10 Settlement".
 """
 
 from __future__ import annotations

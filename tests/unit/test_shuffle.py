@@ -1,4 +1,4 @@
-"""ddz-shuffle-v1 (docs/SHUFFLE.md; RULES.md §1, §2, §5; issue 5 commit-reveal).
+"""ddz-shuffle-v1 (docs/SHUFFLE.md; RULES.md §1, §2, §5; commit-reveal).
 
 ``_reference_*`` below is a second implementation written from docs/SHUFFLE.md alone
 (no import from ddz.domain.shuffle), so that the module and the document are checked
