@@ -42,6 +42,14 @@ class Rules(Protocol):
         ...
 
 
+class MoveSender(Protocol):
+    """One move at a time to the rules (``batcher.DecideBatcher``, which batches them)."""
+
+    async def decide(self, move: Move) -> rules_pb2.DecideResponse:
+        """The rules' answer; ``Refusal`` when the move was not decided."""
+        ...
+
+
 class Hands(Protocol):
     """The hands this instance follows, folded from the bus."""
 

@@ -4,12 +4,13 @@ bus, the ``Dealer`` use cases on them, and the servicer in front."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import grpc
 from ddz.adapters.bus import EventBus
 from ddz.adapters.grpc_server import full_service_name
 from ddz.adapters.hand_stream import JetStreamHandLog
+from ddz.adapters.health import Check, database_reachable
 from ddz.adapters.service_db import upgrade_service_db
 from ddz.adapters.service_runner import connect_bus, producer_name
 from ddz.adapters.store import make_engine
@@ -37,6 +38,11 @@ class DealerApp:
         self.bus = await connect_bus(self.settings, NAME)
         dealer = Dealer(SeedVault(self.engine), JetStreamHandLog(self.bus), producer_name(NAME))
         self.servicer = DealerServicer(dealer)
+
+    def checks(self) -> Mapping[str, Check]:
+        bus = self.bus
+        assert bus is not None, "start() first"
+        return {"nats": lambda: bus.connected, "database": database_reachable(self.engine)}
 
     def add_to_server(self, server: grpc.aio.Server) -> None:
         assert self.servicer is not None, "start() first"

@@ -48,6 +48,11 @@ class DealerServicer(dealer_pb2_grpc.DealerServiceServicer):
         return dealer_pb2.GetSeedResponse(hand_id=request.hand_id, seed=seed)
 
 
+MAX_CLIENT_SEEDS = 16
+MAX_CLIENT_SEED_BYTES = 256
+"""Client seeds are recorded in ``hand_started``: bounded, so a deal's event stays small."""
+
+
 def deal_order(request: dealer_pb2.DealRequest) -> DealOrder:
     """The hand a Deal request asks for; INVALID_ARGUMENT when it cannot be one."""
     try:
@@ -59,6 +64,13 @@ def deal_order(request: dealer_pb2.DealRequest) -> DealOrder:
         room = codec.room_from_pb(request.room) if request.HasField("room") else RoomSettings()
         if len(request.seats) != 3:
             raise ValueError(f"a hand has exactly three seats, got {len(request.seats)}")
+        if len(request.client_seeds) > MAX_CLIENT_SEEDS or any(
+            len(seed) > MAX_CLIENT_SEED_BYTES for seed in request.client_seeds
+        ):
+            raise ValueError(
+                f"at most {MAX_CLIENT_SEEDS} client seeds of at most {MAX_CLIENT_SEED_BYTES} "
+                "bytes each"
+            )
         seats = tuple(codec.seat_from_pb(s) for s in request.seats)
         return DealOrder(
             hand_id=request.hand_id,

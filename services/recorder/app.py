@@ -4,12 +4,13 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import grpc
 import structlog
 from ddz.adapters.bus import EventBus
 from ddz.adapters.grpc_server import full_service_name
+from ddz.adapters.health import Check, database_reachable
 from ddz.adapters.service_runner import connect_bus
 from ddz.adapters.store import SqlEventStore, create_store
 from ddz.config import Settings
@@ -45,6 +46,15 @@ class RecorderApp:
         record = Record(self.store, sign_head=self._sign_head if self.sign_heads else None)
         self.consumer = StoreConsumer(self.bus, record, self.durable)
         await self.consumer.start()
+
+    def checks(self) -> Mapping[str, Check]:
+        bus, store, consumer = self.bus, self.store, self.consumer
+        assert bus is not None and store is not None and consumer is not None, "start() first"
+        return {
+            "nats": lambda: bus.connected,
+            "database": database_reachable(store.engine),
+            "consumer": lambda: consumer.healthy,
+        }
 
     def _sign_head(self, stream_id: str) -> None:
         """A finished hand's chain head, signed with the operator's key."""

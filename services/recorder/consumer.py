@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import nats.errors
 import structlog
-from ddz.adapters.bus import ALL_SUBJECTS, EventBus
+from ddz.adapters.bus import ALL_SUBJECTS, DurablePull, EventBus
 from nats.aio.msg import Msg
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
@@ -45,21 +45,26 @@ class StoreConsumer:
     _task: asyncio.Task[None] | None = None
     _stopping: asyncio.Event = field(default_factory=asyncio.Event)
     _fetching: bool = False
+    _pull: DurablePull | None = None
+
+    @property
+    def healthy(self) -> bool:
+        """The loop runs and its consumer answers (``DurablePull`` re-creates a consumer
+        the server lost)."""
+        running = self._task is not None and not self._task.done()
+        return running and self._pull is not None and self._pull.healthy
 
     async def start(self) -> None:
-        await self.bus.js.add_consumer(
-            self.bus.stream,
-            ConsumerConfig(
-                durable_name=self.durable,
-                filter_subject=ALL_SUBJECTS,
-                ack_policy=AckPolicy.EXPLICIT,
-                deliver_policy=DeliverPolicy.ALL,
-                max_deliver=-1,
-                ack_wait=60.0,
-                max_ack_pending=20_000,
-            ),
+        config = ConsumerConfig(
+            durable_name=self.durable,
+            filter_subject=ALL_SUBJECTS,
+            ack_policy=AckPolicy.EXPLICIT,
+            deliver_policy=DeliverPolicy.ALL,
+            max_deliver=-1,
+            ack_wait=60.0,
+            max_ack_pending=20_000,
         )
-        pull = await self.bus.js.pull_subscribe_bind(durable=self.durable, stream=self.bus.stream)
+        pull = self._pull = await DurablePull.bind(self.bus, config, retry_delay=RETRY_DELAY)
         self._stopping.clear()
         self._task = asyncio.create_task(self._run(pull), name=f"durable:{self.durable}")
 
@@ -73,29 +78,24 @@ class StoreConsumer:
                 await self._task
             self._task = None
 
-    async def _run(self, pull: object) -> None:
+    async def _run(self, pull: DurablePull) -> None:
         try:
             while not self._stopping.is_set():
                 self._fetching = True
                 try:
-                    messages = await pull.fetch(self.batch, timeout=self.idle_fetch_timeout)  # type: ignore[attr-defined]
-                except TimeoutError:
-                    continue
+                    messages = await pull.fetch(self.batch, timeout=self.idle_fetch_timeout)
                 except (nats.errors.ConnectionClosedError, nats.errors.ConnectionDrainingError):
                     return
-                except nats.errors.Error as exc:
-                    log.warning("fetch_failed", error=str(exc))
-                    await asyncio.sleep(RETRY_DELAY)
-                    continue
                 finally:
                     self._fetching = False
+                if not messages:
+                    continue
                 await self._handle(messages)
                 if len(messages) < self.batch and self.linger > 0:
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(self._stopping.wait(), self.linger)
         finally:
-            with contextlib.suppress(Exception):
-                await pull.unsubscribe()  # type: ignore[attr-defined]
+            await pull.unsubscribe()
 
     @property
     def stored(self) -> int:

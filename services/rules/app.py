@@ -3,13 +3,14 @@ channel, the ``Rules`` use cases on them, and the servicer in front."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import grpc
 from ddz.adapters.bus import EventBus
 from ddz.adapters.grpc_client import make_channel
 from ddz.adapters.grpc_server import full_service_name
 from ddz.adapters.hand_stream import JetStreamHandLog
+from ddz.adapters.health import Check
 from ddz.adapters.service_runner import connect_bus, producer_name
 from ddz.config import Settings
 from ddz.v1 import dealer_pb2_grpc, rules_pb2, rules_pb2_grpc
@@ -44,6 +45,11 @@ class RulesApp:
             producer_name(NAME),
         )
         self.servicer = RulesServicer(rules)
+
+    def checks(self) -> Mapping[str, Check]:
+        bus = self.bus
+        assert bus is not None, "start() first"
+        return {"nats": lambda: bus.connected}
 
     def add_to_server(self, server: grpc.aio.Server) -> None:
         assert self.servicer is not None, "start() first"

@@ -10,7 +10,7 @@ import asyncio
 from collections import OrderedDict
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 from ddz.domain.hand import HandState
@@ -25,7 +25,7 @@ class LiveHand(Generic[P]):
 
     state: HandState
     cursor: P
-    seed: bytes | None = None
+    seed: bytes | None = field(default=None, repr=False)  # secret while the hand is played
 
 
 class HandCache(Generic[P]):

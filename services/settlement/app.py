@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import grpc
 from ddz.adapters.bus import EventBus
 from ddz.adapters.grpc_server import full_service_name
+from ddz.adapters.health import Check, database_reachable
 from ddz.adapters.service_db import upgrade_service_db
 from ddz.adapters.service_db.balances import BalanceProjection
 from ddz.adapters.service_runner import connect_bus
@@ -40,6 +41,15 @@ class SettlementApp:
         apply = ApplySettled(self.projection, BusStartedHands(self.bus), SqlEventStore(self.engine))
         self.consumer = SettlementConsumer(self.bus, apply)
         await self.consumer.start(self.durable)
+
+    def checks(self) -> Mapping[str, Check]:
+        bus = self.bus
+        assert bus is not None, "start() first"
+        return {
+            "nats": lambda: bus.connected,
+            "database": database_reachable(self.engine),
+            "consumer": bus.subscriptions_healthy,
+        }
 
     def add_to_server(self, server: grpc.aio.Server) -> None:
         settlement_pb2_grpc.add_SettlementServiceServicer_to_server(  # type: ignore[no-untyped-call]

@@ -4,13 +4,14 @@ settlement services."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import grpc
 from ddz.adapters.bus import EventBus
 from ddz.adapters.grpc_client import make_channel
 from ddz.adapters.grpc_server import full_service_name
 from ddz.adapters.hand_feed import HandFeed, HandFold
+from ddz.adapters.health import Check
 from ddz.adapters.service_runner import connect_bus
 from ddz.adapters.tokens import table_token_key, verification_keys
 from ddz.config import Settings
@@ -80,6 +81,11 @@ class TableApp:
         self.servicer = TableServicer(self.handlers)
         self.clock = TurnClock(self.settings.turn_timeout, self.handlers.disconnect)
         await self.feed.follow(NAME)
+
+    def checks(self) -> Mapping[str, Check]:
+        bus, feed = self.bus, self.feed
+        assert bus is not None and feed is not None, "start() first"
+        return {"nats": lambda: bus.connected, "feed": lambda: feed.healthy}
 
     def _changed(self, fold: HandFold, applied: object) -> None:
         # Deadlines apply to the hands dealt at this service's tables.

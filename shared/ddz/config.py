@@ -8,9 +8,10 @@ raises ``ValueError`` naming the variable, so the CLI prints one clear line.
 from __future__ import annotations
 
 import os
+import re
 import secrets
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Literal
@@ -52,6 +53,25 @@ def normalize_database_url(url: str) -> str:
     return url
 
 
+def redacted_url(url: str, *, keep_user: bool = True) -> str:
+    """``url`` as it may be printed or logged: its password (and a ``password=`` query
+    parameter) as ``***``; ``keep_user=False`` hides the user too (a NATS URL's user
+    part may be a token). A password is read up to the URL's last ``@``, so one with an
+    ``@`` of its own is hidden whole."""
+    head, sep, rest = url.partition("://")
+    if not sep:
+        head, rest = "", url
+    found = _CREDENTIALS.match(rest)
+    if found:
+        user = found["user"] + (":***" if found["password"] else "")
+        rest = f"{user if keep_user else '***'}@{rest[found.end() :]}"
+    return _PASSWORD_PARAMETER.sub(r"\1***", f"{head}{sep}{rest}")
+
+
+_CREDENTIALS = re.compile(r"(?P<user>[^:/@]*)(?P<password>:.*)?@")
+_PASSWORD_PARAMETER = re.compile(r"(?i)([?&]password=)[^&]*")
+
+
 @dataclass(frozen=True, slots=True)
 class Settings:
     """One immutable snapshot of the configuration. Build it with ``from_env``."""
@@ -72,6 +92,7 @@ class Settings:
     audit_key_id: str = "k1"
     rpc_timeout: float = 5.0
     turn_timeout: float = 20.0
+    stall_margin: float = 5.0  # a hand idle turn_timeout + this long: its seat on turn is dropped
     max_message_bytes: int = 1024 * 1024
     rooms_file: Path | None = None  # None: the rooms shipped with the table service
     table_token_key: bytes = field(default=b"", repr=False)  # empty: derived (tokens.py)
@@ -79,6 +100,8 @@ class Settings:
     bot_player: str = DEFAULT_PLAYER  # one of ddz.player_kinds.PLAYER_KINDS
     bot_max_ms: float = 250.0  # wall-clock cap on one strong-bot decision
     atomic_decisions: bool = True  # a decision's events as one JetStream atomic batch
+    restart_limit: int = 5  # restarts of one child `ddz up` allows in restart_window
+    restart_window: float = 60.0  # seconds; one more exit in it is a crash loop
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -91,12 +114,13 @@ class Settings:
         if "://" not in database_url:
             raise ValueError(
                 f"DDZ_DATABASE_URL must be a SQLAlchemy URL such as sqlite:///path or "
-                f"postgresql://user@host/db, got {database_url!r}"
+                f"postgresql://user@host/db, got {redacted_url(database_url)!r}"
             )
         nats_url = env.get("DDZ_NATS_URL", "").strip()
         if nats_url and not nats_url.startswith(("nats://", "tls://", "ws://", "wss://")):
             raise ValueError(
-                f"DDZ_NATS_URL must start with nats:// (or be empty), got {nats_url!r}"
+                "DDZ_NATS_URL must start with nats:// (or be empty), got "
+                f"{redacted_url(nats_url, keep_user=False)!r}"
             )
         ports = {
             service: _int(env, f"DDZ_{service.upper()}_PORT", default, low=0, high=65535)
@@ -137,6 +161,7 @@ class Settings:
             audit_key_id=audit_key_id,
             rpc_timeout=_float(env, "DDZ_RPC_TIMEOUT", 5.0),
             turn_timeout=_float(env, "DDZ_TURN_TIMEOUT", 20.0),
+            stall_margin=_float(env, "DDZ_STALL_MARGIN", 5.0),
             max_message_bytes=_int(
                 env, "DDZ_MAX_MESSAGE_BYTES", 1024 * 1024, low=1024, high=64 * 1024 * 1024
             ),
@@ -146,7 +171,17 @@ class Settings:
             bot_player=bot_player,
             bot_max_ms=_float(env, "DDZ_BOT_MAX_MS", 250.0),
             atomic_decisions=_bool(env, "DDZ_ATOMIC_DECISIONS", True),
+            restart_limit=_int(env, "DDZ_RESTART_LIMIT", 5, low=0, high=1000),
+            restart_window=_float(env, "DDZ_RESTART_WINDOW", 60.0),
         )
+
+    def __repr__(self) -> str:
+        """The dataclass's repr without the keys (``repr=False``) and without the URLs'
+        passwords: settings end up in tracebacks, logs and test reports."""
+        shown = {f.name: getattr(self, f.name) for f in fields(self) if f.repr}
+        shown["database_url"] = redacted_url(self.database_url)
+        shown["nats_url"] = redacted_url(self.nats_url, keep_user=False)
+        return f"Settings({', '.join(f'{name}={value!r}' for name, value in shown.items())})"
 
     def port(self, service: str) -> int:
         """The gRPC port of ``service`` (one of ``SERVICE_PORTS``)."""

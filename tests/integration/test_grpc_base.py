@@ -249,8 +249,12 @@ async def test_graceful_stop_finishes_calls_in_flight(
         await asyncio.sleep(0.3)
         stop.set()
         await asyncio.sleep(0.2)
-        with pytest.raises(grpc.aio.AioRpcError) as refused:  # no new calls once stopping
-            await stub.ReadStream(recorder_pb2.ReadStreamRequest(stream_id="hand-1"), timeout=1)
+        # No new calls once stopping (asked on a raw channel: ours wait for the server).
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{running.port}") as raw:
+            with pytest.raises(grpc.aio.AioRpcError) as refused:
+                await recorder_pb2_grpc.RecorderServiceStub(raw).ReadStream(
+                    recorder_pb2.ReadStreamRequest(stream_id="hand-1"), timeout=1
+                )
         assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
         with pytest.raises(grpc.aio.AioRpcError) as missing:
             await in_flight  # finished normally (then found nothing for "slow")

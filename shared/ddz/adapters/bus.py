@@ -22,7 +22,7 @@ import re
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import nats
 import nats.errors
@@ -31,7 +31,14 @@ import structlog
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
-from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, StorageType, StreamConfig
+from nats.js.api import (
+    AckPolicy,
+    ConsumerConfig,
+    ConsumerInfo,
+    DeliverPolicy,
+    StorageType,
+    StreamConfig,
+)
 
 STREAM_NAME = "DDZ"
 SUBJECT_ROOT = "ddz.v1"
@@ -45,6 +52,9 @@ BATCH_ID = "Nats-Batch-Id"
 BATCH_SEQUENCE = "Nats-Batch-Sequence"
 BATCH_COMMIT = "Nats-Batch-Commit"
 BATCH_DUPLICATE_MSG_ID_ERR = 10201  # JSAtomicPublishContainsDuplicateMessageErr
+MAX_RETRY_DELAY = 10.0
+"""Seconds at most before a failed message comes again (the delay grows with each try),
+so work resumes soon after a long outage of what the handler needs."""
 MIN_SERVER_VERSION = (2, 11, 0)
 """The oldest nats-server the suite runs on: the single-writer check over a hand's wildcard
 filter needs ``Nats-Expected-Last-Subject-Sequence-Subject`` (2.11). An older server
@@ -185,6 +195,22 @@ class Delivery:
 Handler = Callable[[Delivery], Awaitable[None]]
 
 
+class KeptConsumer(Protocol):
+    """A consumer the bus verifies after a reconnection (``EventBus.keep``): the server
+    may have restarted without its store and lost it."""
+
+    def unverified(self) -> None:
+        """The connection came back: unhealthy until ``verify`` answers."""
+
+    async def verify(self) -> bool:
+        """Whether the consumer is there, after creating it again if it was lost."""
+        ...
+
+
+ConnectionHook = Callable[["EventBus"], Awaitable[None]]
+"""Called with the bus as its connection drops, comes back or closes."""
+
+
 @dataclass(eq=False)
 class DurableSubscription:
     """A running fetch loop over a durable pull consumer. ``await stop()`` ends it."""
@@ -194,9 +220,16 @@ class DurableSubscription:
     _stopping: asyncio.Event = field(default_factory=asyncio.Event)
     _fetching: bool = False
 
+    _consumer: DurablePull | None = None
+
     @property
     def running(self) -> bool:
         return self._task is not None and not self._task.done()
+
+    @property
+    def healthy(self) -> bool:
+        """The loop runs and its consumer answers (``DurablePull.healthy``)."""
+        return self.running and self._consumer is not None and self._consumer.healthy
 
     async def stop(self) -> None:
         """Finish the message in hand, hand back the rest of the batch, stop fetching."""
@@ -221,19 +254,66 @@ class EventBus:
         # allows it (DDZ_ATOMIC_DECISIONS; docs/DECISIONS.md says what it costs).
         self.atomic_decisions = True
         self._atomic: bool | None = None  # the stream allows atomic batches (asked once)
+        self._stream_options: dict[str, Any] = {}  # of the last ensure_stream
+        self.closing = False  # close() was called: the connection's end is no news
+        self._restoring: asyncio.Task[bool] | None = None
+        self._kept: list[KeptConsumer] = []  # verified after a reconnection (``keep``)
+
+    @property
+    def connected(self) -> bool:
+        """The connection to NATS is up (False while it reconnects, and once closed)."""
+        return bool(self.nc.is_connected)
+
+    def subscriptions_healthy(self) -> bool:
+        """Every durable subscription started here (``subscribe_durable``) runs and its
+        consumer answers; a check for ``ddz.adapters.health``."""
+        return all(subscription.healthy for subscription in self._subscriptions)
 
     @classmethod
     async def connect(
-        cls, url: str, *, name: str | None = None, stream: str = STREAM_NAME, **options: Any
+        cls,
+        url: str,
+        *,
+        name: str | None = None,
+        stream: str = STREAM_NAME,
+        on_disconnected: ConnectionHook | None = None,
+        on_reconnected: ConnectionHook | None = None,
+        on_closed: ConnectionHook | None = None,
+        **options: Any,
     ) -> EventBus:
-        """Connect (reconnecting forever on a dropped connection)."""
+        """Connect (reconnecting forever on a dropped connection). The hooks are called
+        with the bus as the connection drops, comes back and closes for good (nats-py's
+        ``disconnected_cb``, ``reconnected_cb``, ``closed_cb``), never while
+        connecting."""
         options.setdefault("max_reconnect_attempts", -1)
         options.setdefault("reconnect_time_wait", 0.5)
-        nc = await nats.connect(url, name=name, **options)
-        return cls(nc, stream)
+        bus: EventBus | None = None
+
+        def relay(hook: ConnectionHook | None) -> Callable[[], Awaitable[None]]:
+            async def callback() -> None:
+                if hook is not None and bus is not None:
+                    await hook(bus)
+
+            return callback
+
+        nc = await nats.connect(
+            url,
+            name=name,
+            disconnected_cb=relay(on_disconnected),
+            reconnected_cb=relay(on_reconnected),
+            closed_cb=relay(on_closed),
+            **options,
+        )
+        bus = cls(nc, stream)
+        return bus
 
     async def close(self) -> None:
         """Stop every subscription started here, flush and close the connection."""
+        self.closing = True
+        if self._restoring is not None:
+            self._restoring.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._restoring
         for subscription in self._subscriptions:
             await subscription.stop()
         self._subscriptions.clear()
@@ -253,7 +333,11 @@ class EventBus:
 
         Atomic batch publishing is asked for (nats-server >= 2.12); an older server
         ignores the field, and ``atomic_batches`` then says no. A server older than
-        ``MIN_SERVER_VERSION`` is refused (``UnsupportedServer``)."""
+        ``MIN_SERVER_VERSION`` is refused (``UnsupportedServer``). ``restore_stream``
+        does it again with the same configuration."""
+        self._stream_options = {
+            "duplicate_window": duplicate_window, "max_age": max_age, "storage": storage,
+        }  # fmt: skip
         server = self.nc.connected_server_version
         url = self.nc.connected_url
         check_server_version(
@@ -273,6 +357,50 @@ class EventBus:
         except nats.js.errors.BadRequestError:
             # Exists with another configuration (e.g. an older duplicate window).
             await self.js.update_stream(config)
+
+    def restore_soon(self) -> None:
+        """After a reconnection (from its hook, which must not wait for the server's
+        answers), in the background: the stream (``restore_stream``), then each consumer
+        kept here (``keep``; ``DurablePull`` keeps itself), each unhealthy until then;
+        ``close`` cancels it."""
+        for consumer in self._kept:
+            consumer.unverified()
+        if self._restoring is None or self._restoring.done():
+            self._restoring = asyncio.create_task(self._restore(), name="restore")
+
+    async def _restore(self) -> bool:
+        if not await self.restore_stream():
+            return False
+        for consumer in list(self._kept):
+            await consumer.verify()
+        return True
+
+    def keep(self, consumer: KeptConsumer) -> None:
+        """Verify ``consumer`` after each reconnection (``restore_soon``)."""
+        self._kept.append(consumer)
+
+    def forget(self, consumer: KeptConsumer) -> None:
+        with contextlib.suppress(ValueError):
+            self._kept.remove(consumer)
+
+    async def restore_stream(self, *, attempts: int = 60, delay: float = 0.5) -> bool:
+        """``ensure_stream`` again, as configured last, e.g. after a reconnection to a
+        server that lost its store. A server whose JetStream is still starting does
+        not answer yet: retried ``attempts`` times. Whether the stream is there."""
+        for attempt in range(1, attempts + 1):
+            if self.closing or self.nc.is_closed:
+                return False
+            try:
+                await self.ensure_stream(**self._stream_options)
+                return True
+            except UnsupportedServer:
+                raise
+            except (nats.errors.Error, TimeoutError) as exc:
+                if attempt == attempts:
+                    log.warning("stream_not_restored", stream=self.stream, error=repr(exc))
+                    return False
+                await asyncio.sleep(delay)
+        return False
 
     async def publish(
         self,
@@ -398,34 +526,303 @@ class EventBus:
         Messages are handled one at a time in stream order; each is acked after
         ``handler`` returns, terminated when it raises ``Reject`` or fails for the
         ``max_deliver``-th time, and otherwise nak'ed for redelivery after
-        ``retry_delay * attempt`` seconds. Several processes may run the same durable:
-        JetStream shares the messages out between them (a work queue).
+        ``retry_delay * attempt`` seconds (at most ``MAX_RETRY_DELAY``). Several
+        processes may run the same durable: JetStream shares the messages out between
+        them (a work queue).
         """
-        await self.js.add_consumer(
-            self.stream,
-            ConsumerConfig(
-                durable_name=durable,
-                filter_subject=filter_subject,
-                ack_policy=AckPolicy.EXPLICIT,
-                deliver_policy=DeliverPolicy.ALL,
-                max_deliver=max_deliver,
-                ack_wait=ack_wait,
-                max_ack_pending=max_ack_pending,
-            ),
+        config = ConsumerConfig(
+            durable_name=durable,
+            filter_subject=filter_subject,
+            ack_policy=AckPolicy.EXPLICIT,
+            deliver_policy=DeliverPolicy.ALL,
+            max_deliver=max_deliver,
+            ack_wait=ack_wait,
+            max_ack_pending=max_ack_pending,
         )
-        pull = await self.js.pull_subscribe_bind(durable=durable, stream=self.stream)
-        subscription = DurableSubscription(durable)
+        pull = await DurablePull.bind(self, config, retry_delay=retry_delay)
+        subscription = DurableSubscription(durable, _consumer=pull)
         runner = _FetchLoop(subscription, pull, handler, max_deliver, batch,
                             idle_fetch_timeout, retry_delay)  # fmt: skip
         subscription._task = asyncio.create_task(runner.run(), name=f"durable:{durable}")
         self._subscriptions.append(subscription)
         return subscription
 
+    async def ensure_pull_consumer(
+        self,
+        durable: str,
+        filter_subject: str,
+        *,
+        ack_wait: float,
+        max_ack_pending: int,
+        resume_at: int | None = None,
+    ) -> ConsumerInfo:
+        """Make sure the durable pull consumer ``durable`` exists: explicit acks, no
+        delivery limit (the caller terminates what it gives up on).
+
+        - There already, of this kind: kept where it stands (its acks and pending
+          redeliveries), ``ack_wait`` and ``max_ack_pending`` brought up to date.
+        - There, of another kind (a push consumer, cumulative acks): replaced by one
+          that starts after what the old one had acknowledged.
+        - Missing (deleted, or the server lost its store): created from the stream
+          sequence ``resume_at`` when given and the stream still reaches it, else from
+          the start. A stream that is gone too is created again first (``ensure_stream``).
+
+        Returns the consumer's info as it now stands."""
+        try:
+            info: ConsumerInfo | None = await self.js.consumer_info(self.stream, durable)
+        except nats.js.errors.NotFoundError as exc:
+            if exc.err_code == STREAM_NOT_FOUND_ERR:
+                log.warning("stream_missing", stream=self.stream, durable=durable)
+                await self.restore_stream(attempts=1)
+            info = None
+        config = ConsumerConfig(
+            durable_name=durable,
+            filter_subject=filter_subject,
+            ack_policy=AckPolicy.EXPLICIT,
+            deliver_policy=DeliverPolicy.ALL,
+            max_deliver=-1,
+            ack_wait=ack_wait,
+            max_ack_pending=max_ack_pending,
+        )
+        if info is not None:
+            old = info.config
+            # (The server's answer holds the policies as plain strings.)
+            if old.deliver_subject is None and old.ack_policy == AckPolicy.EXPLICIT:
+                # Same kind: an update in place (its start position cannot change).
+                config.deliver_policy = old.deliver_policy
+                config.opt_start_seq = old.opt_start_seq
+                config.opt_start_time = old.opt_start_time
+                return await self.js.add_consumer(self.stream, config)
+            floor = info.ack_floor.stream_seq if info.ack_floor is not None else 0
+            resume_at = (floor or 0) + 1
+            log.warning("consumer_replaced", durable=durable, was_push=bool(old.deliver_subject),
+                        ack_policy=str(old.ack_policy), resume_at=resume_at)  # fmt: skip
+            await self.js.delete_consumer(self.stream, durable)
+        if resume_at is not None and resume_at > 1:
+            stream = await self.js.stream_info(self.stream)
+            if stream.state.last_seq + 1 >= resume_at:
+                config.deliver_policy = DeliverPolicy.BY_START_SEQUENCE
+                config.opt_start_seq = resume_at
+            # else: the stream is younger than what we had read (it was lost and made
+            # again): everything in it is new.
+        return await self.js.add_consumer(self.stream, config)
+
+
+CONSUMER_NOT_FOUND_ERR = 10014  # JSConsumerNotFoundErr
+STREAM_NOT_FOUND_ERR = 10059  # JSStreamNotFoundErr
+
+
+class DurablePull:
+    """A durable pull consumer, bound, that outlives the server forgetting it.
+
+    ``fetch`` returns what arrived, or nothing: on an idle timeout, and after a failure
+    (logged once per run of failures, and once when the consumer answers again). After
+    a failure, and after the connection came back (``EventBus.restore_soon``), the
+    consumer is looked up: one the server no longer has (restarted without its store)
+    is created again from its configuration, the stream too if it is gone, and
+    fetching carries on. ``healthy``: the consumer answered last time it was asked.
+    """
+
+    def __init__(
+        self,
+        bus: EventBus,
+        config: ConsumerConfig,
+        pull: JetStreamContext.PullSubscription,
+        *,
+        retry_delay: float = 0.5,
+    ) -> None:
+        self.bus = bus
+        self.config = config
+        self.pull = pull
+        self.retry_delay = retry_delay
+        self.healthy = True
+        self._failing = False  # a failure was logged; its end will be
+
+    @property
+    def durable(self) -> str:
+        return str(self.config.durable_name)
+
+    @classmethod
+    async def bind(
+        cls, bus: EventBus, config: ConsumerConfig, *, retry_delay: float = 0.5
+    ) -> DurablePull:
+        """Create (or update) the consumer and bind a pull subscription to it."""
+        await bus.js.add_consumer(bus.stream, config)
+        pull = await bus.js.pull_subscribe_bind(durable=str(config.durable_name), stream=bus.stream)
+        durable = cls(bus, config, pull, retry_delay=retry_delay)
+        bus.keep(durable)
+        return durable
+
+    async def fetch(self, batch: int, timeout: float) -> list[Msg]:
+        """Up to ``batch`` messages, waiting up to ``timeout`` for the first. Raises only
+        ``ConnectionClosedError``/``ConnectionDrainingError`` (the bus is closing)."""
+        try:
+            messages = await self.pull.fetch(batch, timeout=timeout)
+        except TimeoutError:
+            return []
+        except (nats.errors.ConnectionClosedError, nats.errors.ConnectionDrainingError):
+            raise
+        except nats.errors.Error as exc:  # "no responders": the consumer may be gone
+            self._failed(exc)
+            if not await self.verify():
+                await asyncio.sleep(self.retry_delay)
+            return []
+        self._answered()
+        return messages
+
+    def unverified(self) -> None:
+        """The connection came back: the server may have lost the consumer."""
+        self.healthy = False
+
+    async def verify(self) -> bool:
+        """Whether the consumer is there, after creating it again if the server lost it
+        (and the stream, if that is gone too)."""
+        try:
+            try:
+                await self.bus.js.consumer_info(self.bus.stream, self.durable)
+            except nats.js.errors.NotFoundError as exc:
+                if exc.err_code == STREAM_NOT_FOUND_ERR:
+                    await self.bus.restore_stream(attempts=1)
+                await self.bus.js.add_consumer(self.bus.stream, self.config)
+                log.warning("consumer_recreated", durable=self.durable, stream=self.bus.stream)
+        except (nats.errors.Error, TimeoutError) as exc:
+            self._failed(exc)
+            return False
+        self._answered()
+        return True
+
+    async def unsubscribe(self) -> None:
+        self.bus.forget(self)
+        with contextlib.suppress(Exception):
+            await self.pull.unsubscribe()
+
+    def _failed(self, exc: Exception) -> None:
+        if not self._failing:
+            log.warning("consumer_failing", durable=self.durable, error=repr(exc))
+        self.healthy = False
+        self._failing = True
+
+    def _answered(self) -> None:
+        if self._failing:
+            log.info("consumer_answers", durable=self.durable)
+        self.healthy = True
+        self._failing = False
+
+
+class PullLost(BusError):
+    """The pull requests of a ``StreamingPull`` are gone: the consumer was deleted, or
+    nothing (not even a heartbeat) came for two heartbeats (the connection dropped, the
+    server restarted). The next ``next_batch`` asks again."""
+
+
+class StreamingPull:
+    """A durable pull consumer read as a stream: messages arrive as they are stored,
+    with no round trip per batch, and never more than ``window`` at once unread.
+
+    Pull requests are kept outstanding ahead of the reader (once half the window is
+    used, a request for the rest), each with ``expires`` and an idle ``heartbeat``: the
+    server sends a heartbeat while it has nothing to send, so a silence of two is a lost
+    request, as is a "consumer deleted" answer (``PullLost``). The messages are read by
+    a subscription callback into a list, not one ``next_msg`` task each (what makes
+    nats-py's ``fetch`` cost a few times a message's handling when messages come one
+    by one). Acks are the reader's.
+    """
+
+    STATUS = "Status"
+    DESCRIPTION = "Description"
+    PENDING = "Nats-Pending-Messages"
+
+    def __init__(
+        self,
+        bus: EventBus,
+        durable: str,
+        *,
+        window: int = 256,
+        expires: float = 30.0,
+        heartbeat: float = 1.0,
+    ) -> None:
+        self.bus = bus
+        self.durable = durable
+        self.window = window
+        self.expires = expires
+        self.heartbeat = heartbeat
+        self._next = f"$JS.API.CONSUMER.MSG.NEXT.{bus.stream}.{durable}"
+        self._inbox = bus.nc.new_inbox()
+        self._sub: Any = None
+        self._arrived: list[Msg] = []
+        self._ready = asyncio.Event()
+        self._outstanding = 0  # messages the requests still out may bring
+        self._heard = 0.0  # loop time of the last message, heartbeat or request
+        self._lost: str | None = None
+
+    async def start(self) -> None:
+        self._sub = await self.bus.nc.subscribe(
+            self._inbox, cb=self._on_message, pending_msgs_limit=-1, pending_bytes_limit=-1
+        )
+
+    async def stop(self) -> None:
+        if self._sub is not None:
+            with contextlib.suppress(Exception):
+                await self._sub.unsubscribe()
+            self._sub = None
+
+    async def next_batch(self, timeout: float) -> list[Msg]:
+        """What has arrived since the last call, waiting up to ``timeout`` for the first
+        (``[]`` if none came); ``PullLost`` when the requests are gone."""
+        await self._ask()
+        if not self._arrived and self._lost is None:
+            self._ready.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._ready.wait(), timeout)
+        if self._arrived:
+            batch, self._arrived = self._arrived, []
+            return batch
+        loop = asyncio.get_running_loop()
+        if self._lost is None and loop.time() - self._heard > 2 * self.heartbeat + 0.5:
+            self._lost = f"no heartbeat for {loop.time() - self._heard:.1f}s"
+        if self._lost is not None:
+            why, self._lost, self._outstanding = self._lost, None, 0
+            raise PullLost(why)
+        return []
+
+    async def _ask(self) -> None:
+        if self._outstanding > self.window // 2:
+            return
+        want = self.window - self._outstanding
+        request = {
+            "batch": want,
+            "expires": int(self.expires * 1e9),
+            "idle_heartbeat": int(self.heartbeat * 1e9),
+        }
+        await self.bus.nc.publish(self._next, json.dumps(request).encode(), reply=self._inbox)
+        self._outstanding += want
+        self._heard = asyncio.get_running_loop().time()
+
+    async def _on_message(self, msg: Msg) -> None:
+        self._heard = asyncio.get_running_loop().time()
+        headers = msg.headers
+        status = headers.get(self.STATUS) if headers else None
+        if status is None:
+            self._arrived.append(msg)
+            self._outstanding -= 1
+            self._ready.set()
+            return
+        if status == "100":
+            return  # an idle heartbeat: the requests are alive
+        # A request ended (expired 408, "no messages" 404, a 409: max waiting, leadership
+        # change, consumer deleted), or could not be delivered (503: no consumer).
+        assert headers is not None
+        self._outstanding = max(0, self._outstanding - int(headers.get(self.PENDING, 0) or 0))
+        description = headers.get(self.DESCRIPTION, "")
+        if status == "503" or "deleted" in description.lower():
+            self._lost = f"{status} {description}".strip()
+            self._ready.set()
+
 
 @dataclass
 class _FetchLoop:
     subscription: DurableSubscription
-    pull: JetStreamContext.PullSubscription
+    pull: DurablePull
     handler: Handler
     max_deliver: int
     batch: int
@@ -444,8 +841,7 @@ class _FetchLoop:
                         break
                     await self._handle(msg)
         finally:
-            with contextlib.suppress(Exception):
-                await self.pull.unsubscribe()
+            await self.pull.unsubscribe()
 
     async def _fetch(self) -> list[Msg]:
         """Up to ``batch`` messages: what is there at once, else the first to arrive.
@@ -456,14 +852,8 @@ class _FetchLoop:
         self.subscription._fetching = True
         try:
             return await self.pull.fetch(self.batch, timeout=self.idle_fetch_timeout)
-        except TimeoutError:
-            return []
         except (nats.errors.ConnectionClosedError, nats.errors.ConnectionDrainingError):
             self.subscription._stopping.set()
-            return []
-        except nats.errors.Error as exc:
-            log.warning("fetch_failed", durable=self.subscription.durable, error=str(exc))
-            await asyncio.sleep(self.retry_delay)
             return []
         finally:
             self.subscription._fetching = False
@@ -492,7 +882,8 @@ class _FetchLoop:
                 await _settle(msg.term())
             else:
                 log.warning("message_retry", attempts=delivery.num_delivered, exc_info=True)
-                await _settle(msg.nak(delay=self.retry_delay * delivery.num_delivered))
+                delay = min(MAX_RETRY_DELAY, self.retry_delay * delivery.num_delivered)
+                await _settle(msg.nak(delay=delay))
         else:
             await _settle(msg.ack())
         finally:

@@ -11,6 +11,14 @@ Each table is opened at the table service with three bot seats; its hands are de
 one after another (``StartHand``: the golden card decides the first bidder, then the
 first bidder rotates, §2) and the bot service plays them. The driver follows each
 hand on seat 0's stream (``WatchHand``) until the hand is over.
+
+A service that restarts is ridden through: the channels wait for it and retry what is
+safe (``grpc_client.REPEATS``); a cut stream is resumed from its last position
+(``grpc_client.resumed``); a deal whose answer was lost is looked up on the table
+(``GetTable``'s hand ids) rather than dealt again; a table the table service forgot
+(it keeps tables in memory: a restart) is opened again. Reading back waits for the
+recorder and settlement up to ``READ_BACK_TIMEOUT`` (a restart included). Whatever
+cannot be ridden through is a ``Refusal`` saying which service failed.
 """
 
 from __future__ import annotations
@@ -18,15 +26,17 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from types import TracebackType
+from typing import Any
 
 import grpc
 
-from ddz.adapters.grpc_client import make_channel
+from ddz.adapters.grpc_client import ask, make_channel, resumed
 from ddz.adapters.hand_stream import hand_stream_id
 from ddz.adapters.tokens import bearer_channel, operator_token
+from ddz.application.errors import Kind, Reason, Refusal
 from ddz.config import Settings
 from ddz.v1 import (
     recorder_pb2,
@@ -41,6 +51,21 @@ from ddz.v1 import (
 SIDE_LANDLORD = 1  # ddz.v1.Side.SIDE_LANDLORD
 READ_BACK_TIMEOUT = 30.0
 """Longest wait for the recorder and settlement to catch up with the last hand."""
+PATIENCE = 30.0
+"""Longest wait for a service that went away (a restart) to answer again: each call's
+deadline, and the wait of a cut stream."""
+LOST_ANSWER = frozenset({Kind.UNAVAILABLE, Kind.TIMEOUT})
+"""A call that failed so may or may not have been applied (the answer was lost)."""
+
+
+@dataclass
+class BotTable:
+    """One of the driver's tables: what it was opened as, and the hands it dealt."""
+
+    variant: str
+    name: str
+    table_id: str = ""
+    hand_ids: set[str] = field(default_factory=set)
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,9 +91,12 @@ class SettlementTotals:
 
 
 class Driver:
-    def __init__(self, settings: Settings, *, watch_timeout: float = 120.0) -> None:
+    def __init__(
+        self, settings: Settings, *, watch_timeout: float = 120.0, patience: float = PATIENCE
+    ) -> None:
         self.settings = settings
         self.watch_timeout = watch_timeout
+        self.patience = max(patience, settings.rpc_timeout)
         self.run_id = uuid.uuid4().hex[:8]
         self._channels: dict[str, grpc.aio.Channel] = {}
 
@@ -80,6 +108,11 @@ class Driver:
             else:
                 self._channels[service] = make_channel(self.settings, service)
         return self._channels[service]
+
+    def _patient(self, method: Callable[..., Any]) -> Callable[[Any], Any]:
+        """``method`` with ``patience`` as its deadline: it waits for a restarting
+        service (the channel sends it when the service is back)."""
+        return lambda request: method(request, timeout=self.patience)
 
     @property
     def table(self) -> table_pb2_grpc.TableServiceStub:
@@ -98,9 +131,10 @@ class Driver:
         results: list[HandResult] = []
 
         async def run_table(index: int, count: int) -> None:
-            table_id = await self.open_table(variant, f"{self.run_id}-{variant}-{index}")
+            table = BotTable(variant, f"{self.run_id}-{variant}-{index}")
+            table.table_id = await self.open_table(variant, table.name)
             for _ in range(count):
-                result = await self.play_hand(table_id, variant)
+                result = await self.play_hand(table, variant)
                 results.append(result)
                 if on_hand is not None:
                     on_hand(result)
@@ -110,29 +144,62 @@ class Driver:
 
     async def open_table(self, variant: str, name: str) -> str:
         seats = [table_pb2.SeatSpec(player_id=f"bot-{name}-{s}", is_bot=True) for s in range(3)]
-        opened = await self.table.OpenTable(
-            table_pb2.OpenTableRequest(variant=variant, seats=seats)
-        )
+        opened = await ask(
+            "table", self._patient(self.table.OpenTable),
+            table_pb2.OpenTableRequest(variant=variant, seats=seats),
+        )  # fmt: skip
         table_id: str = opened.table.table_id
         return table_id
 
-    async def play_hand(self, table_id: str, variant: str) -> HandResult:
+    async def deal(self, table: BotTable) -> str:
+        """The id of the table's next hand. ``StartHand`` is never sent twice: when its
+        answer is lost, the table's hand ids say whether it dealt; a table the service
+        no longer knows is opened again."""
+        while True:
+            try:
+                dealt = await ask(
+                    "table", self._patient(self.table.StartHand),
+                    table_pb2.StartHandRequest(table_id=table.table_id),
+                )  # fmt: skip
+                hand_id: str = dealt.hand_id
+                break
+            except Refusal as refusal:
+                if refusal.kind in LOST_ANSWER:
+                    found = await self._dealt_meanwhile(table)
+                    if found is not None:
+                        hand_id = found
+                        break
+                elif refusal.reason is not Reason.UNKNOWN_TABLE:
+                    raise
+                else:  # the table service restarted: it forgot its tables
+                    table.table_id = await self.open_table(table.variant, table.name)
+        table.hand_ids.add(hand_id)
+        return hand_id
+
+    async def _dealt_meanwhile(self, table: BotTable) -> str | None:
+        """A hand the table dealt that the driver has not seen (None: it dealt none,
+        or it forgot the table, which ``deal`` finds out on its next call)."""
+        try:
+            shown = await ask(
+                "table", self._patient(self.table.GetTable),
+                table_pb2.GetTableRequest(table_id=table.table_id),
+            )  # fmt: skip
+        except Refusal as refusal:
+            if refusal.reason is Reason.UNKNOWN_TABLE:
+                return None
+            raise
+        unseen = [h for h in shown.table.hand_ids if h not in table.hand_ids]
+        return str(unseen[-1]) if unseen else None
+
+    async def play_hand(self, table: BotTable, variant: str) -> HandResult:
         started = time.perf_counter()
-        dealt = await self.table.StartHand(table_pb2.StartHandRequest(table_id=table_id))
-        last: table_pb2.WatchHandResponse | None = None
-        stream = self.table.WatchHand(
-            table_pb2.WatchHandRequest(hand_id=dealt.hand_id, seat=0, events_only=True),
-            timeout=self.watch_timeout,
-        )
-        async for update in stream:
-            last = update
-        if last is None or last.view.phase != rules_pb2.HAND_PHASE_ENDED:
-            raise RuntimeError(f"hand {dealt.hand_id}: the stream ended before the hand did")
+        hand_id = await self.deal(table)
+        last = await self.watch(hand_id)
         view = last.view
         landlord = view.landlord if view.HasField("landlord") else None
         return HandResult(
-            hand_id=dealt.hand_id,
-            table_id=table_id,
+            hand_id=hand_id,
+            table_id=table.table_id,
             variant=variant,
             events=last.position,
             landlord=landlord,
@@ -142,6 +209,33 @@ class Driver:
             seconds=time.perf_counter() - started,
         )
 
+    async def watch(self, hand_id: str) -> table_pb2.WatchHandResponse:
+        """The last update of seat 0's stream of the hand (its end), resumed after cuts."""
+        deadline = time.monotonic() + self.watch_timeout
+
+        def open_stream(after: int) -> AsyncIterator[table_pb2.WatchHandResponse]:
+            request = table_pb2.WatchHandRequest(
+                hand_id=hand_id, seat=0, events_only=True, after_position=after
+            )
+            stream: AsyncIterator[table_pb2.WatchHandResponse] = self.table.WatchHand(
+                request, timeout=max(0.1, deadline - time.monotonic())
+            )
+            return stream
+
+        last: table_pb2.WatchHandResponse | None = None
+        updates = resumed(
+            "table", self._channel("table"), open_stream, lambda u: int(u.position),
+            patience=self.patience,
+        )  # fmt: skip
+        async for update in updates:
+            last = update
+        if last is None or last.view.phase != rules_pb2.HAND_PHASE_ENDED:
+            raise Refusal(
+                Kind.INTERNAL, Reason.REASON_UNSPECIFIED,
+                f"table: the stream of hand {hand_id} ended before the hand did",
+            )  # fmt: skip
+        return last
+
     async def stored_events(self, results: list[HandResult]) -> int:
         """How many events of these hands the recorder has stored, waiting (up to
         ``READ_BACK_TIMEOUT``) for it to catch up with each hand's last event."""
@@ -149,13 +243,13 @@ class Driver:
         deadline = time.monotonic() + READ_BACK_TIMEOUT
         total = 0
         for result in results:
-            stream_id = hand_stream_id(result.hand_id)
+            request = recorder_pb2.ReadStreamRequest(stream_id=hand_stream_id(result.hand_id))
             while True:
                 try:
-                    request = recorder_pb2.ReadStreamRequest(stream_id=stream_id)
-                    count = len((await stub.ReadStream(request)).events)
-                except grpc.aio.AioRpcError as exc:
-                    if exc.code() is not grpc.StatusCode.NOT_FOUND:
+                    count = len((await ask("recorder", _until(stub.ReadStream, deadline),
+                                           request)).events)  # fmt: skip
+                except Refusal as refusal:
+                    if refusal.kind is not Kind.NOT_FOUND:
                         raise
                     count = 0
                 if count >= result.events or time.monotonic() > deadline:
@@ -167,9 +261,10 @@ class Driver:
     async def read_hand(self, hand_id: str) -> list[recorder_pb2.StoredEvent]:  # type: ignore[name-defined]
         """The hand's stored events, in order, from the recorder."""
         stub = recorder_pb2_grpc.RecorderServiceStub(self._channel("recorder"))  # type: ignore[no-untyped-call]
-        read = await stub.ReadStream(
-            recorder_pb2.ReadStreamRequest(stream_id=hand_stream_id(hand_id))
-        )
+        read = await ask(
+            "recorder", stub.ReadStream,
+            recorder_pb2.ReadStreamRequest(stream_id=hand_stream_id(hand_id)),
+        )  # fmt: skip
         return list(read.events)
 
     async def settlement(self, results: list[HandResult]) -> SettlementTotals:
@@ -178,14 +273,13 @@ class Driver:
         deadline = time.monotonic() + READ_BACK_TIMEOUT
         totals = SettlementTotals()
         for result in results:
+            request = settlement_pb2.GetLedgerRequest(hand_id=result.hand_id)
             while True:
                 try:
-                    answer = await stub.GetLedger(
-                        settlement_pb2.GetLedgerRequest(hand_id=result.hand_id)
-                    )
+                    answer = await ask("settlement", _until(stub.GetLedger, deadline), request)
                     break
-                except grpc.aio.AioRpcError as exc:
-                    if exc.code() is not grpc.StatusCode.NOT_FOUND or time.monotonic() > deadline:
+                except Refusal as refusal:
+                    if refusal.kind is not Kind.NOT_FOUND or time.monotonic() > deadline:
                         raise
                     await asyncio.sleep(0.05)
             hand = answer.hand
@@ -210,3 +304,9 @@ class Driver:
         tb: TracebackType | None,
     ) -> None:
         await self.close()
+
+
+def _until(method: Callable[..., Any], deadline: float) -> Callable[[Any], Any]:
+    """``method`` with the time left until ``deadline`` as its deadline: a read-back
+    waits for a restarting service as long as it waits for one catching up."""
+    return lambda request: method(request, timeout=max(0.1, deadline - time.monotonic()))

@@ -6,12 +6,24 @@ for unary calls (``timeout=settings.rpc_timeout`` unless the caller passed one) 
 the caller's request id on (``x-request-id``) so logs of both sides line up.
 Server-streaming calls (a player's event stream) are long-lived by design and choose
 their own deadline.
+
+Riding through a restart: every call waits for the server to be reachable (gRPC's
+``waitForReady``: a call made while a service restarts is sent when it is back, within
+the call's deadline), and the calls that are safe to send again (``REPEATS``) are
+retried by the channel on UNAVAILABLE (gRPC's own retry policy, ``service_config``),
+the deadline spanning every attempt. A stream cut part-way is the caller's to resume
+from its last position (``resumed``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, TypeVar
 
 import grpc
 import structlog
@@ -21,6 +33,8 @@ from grpc_status import rpc_status
 from ddz.adapters.grpc_server import ERROR_DOMAIN, REQUEST_ID_HEADER, STATUS_OF
 from ddz.application.errors import Kind, Reason, Refusal
 from ddz.config import Settings
+
+T = TypeVar("T")
 
 KIND_OF: dict[grpc.StatusCode, Kind] = {code: kind for kind, code in STATUS_OF.items()}
 """The kind of refusal a status code stands for (codes not listed: ``Kind.INTERNAL``)."""
@@ -44,6 +58,134 @@ class _Defaults(grpc.aio.UnaryUnaryClientInterceptor):  # type: ignore[misc]
         return await continuation(details, request)
 
 
+@dataclass(frozen=True, slots=True)
+class Repeat:
+    """Whether the channel sends a call again after UNAVAILABLE (the server went away
+    with the call in flight, or answered that it cannot serve now), and why."""
+
+    retried: bool
+    why: str
+
+
+READ = Repeat(True, "a read: asking again changes nothing")
+
+
+def keyed(why: str) -> Repeat:
+    """Retried: a repeat of a call that was applied is refused by its key."""
+    return Repeat(True, why)
+
+
+def once(why: str) -> Repeat:
+    """Never sent twice: it waits for a restarting server, but a call that may have
+    reached it fails to its caller (who knows whether to try again)."""
+    return Repeat(False, why)
+
+
+REPEATS: Mapping[str, Repeat] = MappingProxyType({
+    "ddz.v1.DealerService/Deal": keyed(
+        "the table names the hand: its seed is stored under the hand id before anything "
+        "is published, so a repeat is ALREADY_EXISTS, never a second deal"),
+    "ddz.v1.DealerService/GetSeed": READ,
+    "ddz.v1.RulesService/Decide": once(
+        "the table sends a person's bid, play and pass (and its own reconnect and escape) "
+        "without expected_version: a repeat is refused NOT_YOUR_TURN only while the turn "
+        "is elsewhere; once the others have passed round to the seat again (bots answer "
+        "in milliseconds), the same play or pass would be applied a second time"),
+    "ddz.v1.RulesService/DecideBatch": keyed(
+        "its one caller, the bot, sends every command with expected_version: a repeat of "
+        "an applied command is a VERSION_CONFLICT outcome, decided again from the feed"),
+    "ddz.v1.RulesService/GetPublicState": READ,
+    "ddz.v1.BotService/Suggest": READ,
+    "ddz.v1.BotService/GetStats": READ,
+    "ddz.v1.SettlementService/GetBalance": READ,
+    "ddz.v1.SettlementService/GetLedger": READ,
+    "ddz.v1.SettlementService/ListLedgers": READ,
+    "ddz.v1.RecorderService/ReadStream": READ,
+    "ddz.v1.RecorderService/ReadAll": READ,
+    "ddz.v1.AuditService/AuditHand": READ,
+    "ddz.v1.AuditService/AuditAll": READ,
+    "ddz.v1.TableService/OpenTable": once(
+        "without a table id every call opens another table"),
+    "ddz.v1.TableService/GetTable": READ,
+    "ddz.v1.TableService/StartHand": once(
+        "deals the table's next hand: refused while one is in play, but a bot hand may "
+        "be over before the repeat arrives, which would deal another"),
+    "ddz.v1.TableService/Bid": once(
+        "bidding comes round to a seat again (robbing the landlord): a repeat may bid twice"),
+    "ddz.v1.TableService/ShowCards": once(
+        "a repeat of a show that happened is refused WRONG_PHASE: the player would read "
+        "their own show as refused"),
+    "ddz.v1.TableService/Play": once("goes to RulesService.Decide without expected_version"),
+    "ddz.v1.TableService/Pass": once("goes to RulesService.Decide without expected_version"),
+    "ddz.v1.TableService/GetView": keyed(
+        "a read; a disconnected person's call also ends the disconnect, which a repeat "
+        "finds done"),
+    "ddz.v1.TableService/WatchHand": keyed(
+        "a read, like GetView; gRPC sends a stream again only before its first update, "
+        "a stream cut later is resumed by its caller from the last position (resumed)"),
+    "ddz.v1.TableService/Suggest": keyed("a read of the bot's move, like GetView"),
+    "ddz.v1.TableService/Hint": keyed("a read of the bot's move, like GetView"),
+    "ddz.v1.TableService/ListRooms": READ,
+    "ddz.v1.TableService/JoinRoom": once(
+        "queues the player: a repeat while queued is ALREADY_EXISTS, the first call's "
+        "answer (the seat token) lost"),
+    "ddz.v1.TableService/LeaveRoom": once(
+        "an escape when a hand is in play; a repeat is refused (the seat's tokens are revoked)"),
+    "ddz.v1.TableService/NextHand": once(
+        "marks the seat ready: a repeat after the deal would be a call for the hand after"),
+    "grpc.health.v1.Health/Check": READ,
+    "grpc.health.v1.Health/List": READ,
+    "grpc.health.v1.Health/Watch": READ,
+})  # fmt: skip
+"""Every RPC a client of the suite makes, by full name (``package.Service/Method``):
+whether the channel may send it again. A unit test keeps it equal to the protos."""
+
+RETRY_POLICY: Mapping[str, Any] = MappingProxyType({
+    "maxAttempts": 5,  # gRPC's own cap
+    "initialBackoff": "0.1s",
+    "maxBackoff": "1s",
+    "backoffMultiplier": 2,
+    "retryableStatusCodes": ["UNAVAILABLE"],
+})  # fmt: skip
+"""gRPC waits a random time up to the backoff (0.1 s, doubling, at most 1 s) between
+attempts; every attempt is inside the call's one deadline. With ``waitForReady`` an
+attempt made while the server is down waits for it rather than failing."""
+
+RECONNECT_BACKOFF_MS = (200, 1000)
+"""A channel whose server went away tries again after 0.2 s, then at most every second
+(gRPC's defaults grow to two minutes: a restarted service would be found late)."""
+
+
+def service_config() -> str:
+    """The ``grpc.service_config`` of every channel: ``waitForReady`` for every call,
+    gRPC's retry policy for the ones ``REPEATS`` retries."""
+    retried: list[dict[str, str]] = []
+    for name, repeat in REPEATS.items():
+        if repeat.retried:
+            service, method = name.split("/")
+            retried.append({"service": service, "method": method})
+    return json.dumps({
+        "methodConfig": [
+            {"name": retried, "waitForReady": True, "retryPolicy": dict(RETRY_POLICY)},
+            {"name": [{}], "waitForReady": True},  # every other method: no retry
+        ]
+    })  # fmt: skip
+
+
+def channel_options(settings: Settings) -> list[tuple[str, Any]]:
+    """The options of every channel to a service of the suite (``make_channel``,
+    ``tokens.bearer_channel``): message limits, waiting and retries, reconnecting."""
+    initial, most = RECONNECT_BACKOFF_MS
+    return [
+        ("grpc.max_receive_message_length", settings.max_message_bytes),
+        ("grpc.max_send_message_length", settings.max_message_bytes),
+        ("grpc.enable_retries", 1),
+        ("grpc.service_config", service_config()),
+        ("grpc.initial_reconnect_backoff_ms", initial),
+        ("grpc.max_reconnect_backoff_ms", most),
+    ]
+
+
 def make_channel(
     settings: Settings, service: str | None = None, *, target: str | None = None
 ) -> grpc.aio.Channel:
@@ -54,10 +196,7 @@ def make_channel(
         target = settings.address(service)
     return grpc.aio.insecure_channel(
         target,
-        options=[
-            ("grpc.max_receive_message_length", settings.max_message_bytes),
-            ("grpc.max_send_message_length", settings.max_message_bytes),
-        ],
+        options=channel_options(settings),
         interceptors=[_Defaults(settings.rpc_timeout)],
     )
 
@@ -105,3 +244,59 @@ async def ask(service: str, method: Callable[[Any], Any], request: Any) -> Any:
         return await method(request)
     except grpc.aio.AioRpcError as error:
         raise refusal_from(error, service) from None
+
+
+CUT: frozenset[grpc.StatusCode] = frozenset(
+    {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED}
+)
+"""How a stream ends that its server did not finish: the connection went (UNAVAILABLE),
+or the server cancelled it while stopping (CANCELLED; our own cancel is CancelledError)."""
+
+
+RESUME_PAUSE = 0.05
+"""Seconds between a cut and the stream opened again (a server that cuts every stream
+at once is not asked in a busy loop)."""
+
+
+async def resumed(
+    service: str,
+    channel: grpc.aio.Channel,
+    open_stream: Callable[[int], AsyncIterator[T]],
+    position: Callable[[T], int],
+    *,
+    after: int = 0,
+    patience: float,
+    on_cut: Callable[[grpc.StatusCode], None] | None = None,
+) -> AsyncIterator[T]:
+    """The items of a server stream that resumes where it was cut: ``open_stream(p)``
+    sends what comes after position ``p``, and after a cut it is opened again from the
+    last position seen, so nothing is missed or repeated. A cut server that is not back
+    within ``patience`` s, or any other failure, is a ``Refusal``. ``on_cut`` hears of
+    each cut (a screen may say it is resuming)."""
+    stalled_since: float | None = None  # the first cut since the last item
+    while True:
+        try:
+            async for item in open_stream(after):
+                after = position(item)
+                stalled_since = None
+                yield item
+            return
+        except grpc.aio.AioRpcError as error:
+            if error.code() not in CUT:
+                raise refusal_from(error, service) from None
+            if on_cut is not None:
+                on_cut(error.code())
+        now = time.monotonic()
+        stalled_since = now if stalled_since is None else stalled_since
+        try:
+            left = stalled_since + patience - now
+            if left <= 0:
+                raise TimeoutError
+            await asyncio.wait_for(channel.channel_ready(), left)
+            await asyncio.sleep(min(RESUME_PAUSE, left))  # a server that cuts at once
+        except TimeoutError:
+            raise Refusal(
+                Kind.UNAVAILABLE,
+                Reason.REASON_UNSPECIFIED,
+                f"{service}: the stream was cut and the service is not back after {patience:g} s",
+            ) from None

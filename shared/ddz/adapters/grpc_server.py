@@ -1,10 +1,11 @@
 """What every gRPC service of the suite shares on the server side.
 
-``serve()`` runs a ``grpc.aio`` server with the standard health service (SERVING for
-each service and for ""), server reflection (so ``grpcurl`` can list and call it), a
-request size limit (bigger requests get RESOURCE_EXHAUSTED from gRPC itself), an
-interceptor that binds request and hand ids to the structlog context and writes one
-log line per call, and a graceful stop on SIGTERM/SIGINT.
+``serve()`` runs a ``grpc.aio`` server with the standard health service (for each
+service and for "": SERVING while the service's checks hold, NOT_SERVING while one
+fails and once it stops; ``ddz.adapters.health``), server reflection (so ``grpcurl``
+can list and call it), a request size limit (bigger requests get RESOURCE_EXHAUSTED
+from gRPC itself), an interceptor that binds request and hand ids to the structlog
+context and writes one log line per call, and a graceful stop on SIGTERM/SIGINT.
 
 This is the one place a ``Refusal`` (``ddz.application.errors``) becomes a gRPC status:
 the interceptor ends any call whose handler raised one with a rich status whose
@@ -20,7 +21,7 @@ import inspect
 import signal
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
@@ -33,6 +34,7 @@ from grpc_health.v1._async import HealthServicer
 from grpc_reflection.v1alpha import reflection
 from grpc_status import rpc_status
 
+from ddz.adapters.health import Check, HealthWatch
 from ddz.application.errors import Kind, Refusal
 from ddz.config import Settings
 
@@ -74,7 +76,16 @@ def status_of(refusal: Refusal) -> status_pb2.Status:
         )
     )
     code = STATUS_OF[refusal.kind]
-    return status_pb2.Status(code=code.value[0], message=refusal.message, details=[detail])
+    return status_pb2.Status(code=code.value[0], message=clipped(refusal.message), details=[detail])
+
+
+MAX_DETAILS_CHARS = 1_000
+"""A refusal's message is cut here: one quoting a huge request field (a 100 kB id) would
+otherwise pass gRPC's metadata limit, and the client would see its transport's error."""
+
+
+def clipped(text: str, limit: int = MAX_DETAILS_CHARS) -> str:
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
 
 
 async def refuse(context: grpc.aio.ServicerContext[Any, Any], refusal: Refusal) -> NoReturn:
@@ -105,11 +116,42 @@ class ContextInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
         kind, behaviour = _behaviour(handler)
         factory = getattr(grpc, f"{kind}_rpc_method_handler")
         wrapper = _wrap_stream if handler.response_streaming else _wrap_unary
+        deserializer = handler.request_deserializer
         return factory(
             wrapper(behaviour, method, request_id),
-            request_deserializer=handler.request_deserializer,
+            request_deserializer=(
+                deserializer if handler.request_streaming else _lenient(deserializer)
+            ),
             response_serializer=handler.response_serializer,
         )
+
+
+class Undecodable:
+    """What ``_lenient`` hands a call whose request bytes are no message of its type
+    (bad UTF-8, truncated, nested too deep): the call refuses it as INVALID_ARGUMENT
+    instead of gRPC's own UNKNOWN with the parser's exception in the details."""
+
+    def __init__(self, message_type: str) -> None:
+        self.message_type = message_type
+
+
+def _lenient(deserializer: Callable[[bytes], Any] | None) -> Callable[[bytes], Any] | None:
+    if deserializer is None:
+        return None
+    message_type = getattr(getattr(deserializer, "__self__", None), "__name__", "request")
+
+    def decode(data: bytes) -> Any:
+        try:
+            return deserializer(data)
+        except Exception:  # DecodeError (deep nesting too), or a parser's RecursionError
+            return Undecodable(message_type)
+
+    return decode
+
+
+def _decoded(request: Any) -> None:
+    if isinstance(request, Undecodable):
+        raise Refusal.invalid(f"malformed request: not a {request.message_type} message")
 
 
 def _behaviour(handler: grpc.RpcMethodHandler) -> tuple[str, Any]:
@@ -127,7 +169,9 @@ def _begin(method: str, request_id: str | None, request: Any) -> float:
     )
     if hasattr(request, "DESCRIPTOR"):  # a unary request message (not a stream)
         fields = request.DESCRIPTOR.fields_by_name
-        bound = {name: getattr(request, name) for name in CONTEXT_FIELDS if name in fields}
+        bound = {
+            name: clipped(getattr(request, name), 200) for name in CONTEXT_FIELDS if name in fields
+        }
         structlog.contextvars.bind_contextvars(**{k: v for k, v in bound.items() if v})
     return time.perf_counter()
 
@@ -154,6 +198,7 @@ def _wrap_unary(behaviour: Any, method: str, request_id: str | None) -> Any:
     async def call(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
         started = _begin(method, request_id, request)
         try:
+            _decoded(request)
             return await behaviour(request, context)
         except grpc.aio.AbortError:
             raise
@@ -173,6 +218,7 @@ def _wrap_stream(behaviour: Any, method: str, request_id: str | None) -> Any:
         async def generate(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
             started = _begin(method, request_id, request)
             try:
+                _decoded(request)
                 async for response in behaviour(request, context):
                     yield response
             except (grpc.aio.AbortError, asyncio.CancelledError):
@@ -196,9 +242,11 @@ class RunningServer:
     server: grpc.aio.Server
     port: int
     health: HealthServicer
+    watch: HealthWatch
 
     async def stop(self, grace: float = 5.0) -> None:
         """Report NOT_SERVING, refuse new calls, let calls in flight finish for ``grace`` s."""
+        await self.watch.stop()
         await self.health.enter_graceful_shutdown()
         await self.server.stop(grace)
 
@@ -209,8 +257,10 @@ async def start_server(
     service_full_names: Sequence[str],
     settings: Settings,
     port: int | None = None,
+    checks: Mapping[str, Check] | None = None,
 ) -> RunningServer:
-    """Build, bind and start the server (``port=None``: the service's configured port)."""
+    """Build, bind and start the server (``port=None``: the service's configured port),
+    its health true to ``checks`` (none: SERVING while it runs)."""
     server = grpc.aio.server(
         interceptors=[ContextInterceptor()],
         options=[
@@ -222,8 +272,6 @@ async def start_server(
     add_servicers(server)
     health = HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health, server)
-    for name in ("", *service_full_names):
-        await health.set(name, health_pb2.HealthCheckResponse.SERVING)
     reflection.enable_server_reflection(
         (*service_full_names, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
          reflection.SERVICE_NAME),
@@ -236,9 +284,15 @@ async def start_server(
         raise OSError(f"{service_name}: cannot listen on {address}: {exc}") from None
     if bound == 0:
         raise OSError(f"{service_name}: cannot listen on {address}")
-    await server.start()
+    watch = HealthWatch(service_name, service_full_names, checks or {}, health)
+    await watch.start()  # the first status is set before the first call is taken
+    try:
+        await server.start()
+    except BaseException:
+        await watch.stop()
+        raise
     log.info("listening", service=service_name, address=f"{address.rsplit(':', 1)[0]}:{bound}")
-    return RunningServer(server, bound, health)
+    return RunningServer(server, bound, health, watch)
 
 
 async def serve(
@@ -251,9 +305,12 @@ async def serve(
     stop: asyncio.Event | None = None,
     grace: float = 5.0,
     on_started: Callable[[RunningServer], Awaitable[None] | None] | None = None,
+    checks: Mapping[str, Check] | None = None,
 ) -> None:
     """Run a service until SIGTERM/SIGINT (or ``stop`` is set), then stop gracefully."""
-    running = await start_server(service_name, add_servicers, service_full_names, settings, port)
+    running = await start_server(
+        service_name, add_servicers, service_full_names, settings, port, checks
+    )
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
     signals = (signal.SIGTERM, signal.SIGINT)

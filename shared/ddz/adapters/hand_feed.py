@@ -4,33 +4,41 @@ The table and bot services both keep, per hand in play, the ``HandState`` folded
 every event of the hand (public and internal, from a durable consumer) and the hand's
 stream version (which also counts ``CommandRejected``, which the state never folds).
 
-``HandFeed.follow(durable)`` subscribes it to every event (a durable push consumer).
-Events are applied strictly in version order: a duplicate (an old version) is ignored,
-an event from the future is held until the versions before it arrive. A hand first
-seen in the middle (a service restarted mid-hand, a consumer created late) or a gap
-that does not fill is read back from JetStream (``hand_stream.read``), the single
-source of truth the rules service writes to. ``on_change`` is called after each batch
-of newly applied events; ``learn`` applies the events a call returned, ahead of the
-consumer.
+``HandFeed.follow(durable)`` subscribes it to every event (a durable pull consumer,
+each message acked on its own once applied, so none is lost between delivery and ack;
+``healthy`` says whether it is following right now). Events are applied strictly in
+version order: a duplicate (an old version) is ignored, an event from the future is
+held until the versions before it arrive. A hand first seen in the middle (a service
+restarted mid-hand, a consumer created late) or a gap that does not fill is read back
+from JetStream (``hand_stream.read``), the single source of truth the rules service
+writes to. ``on_change`` is called after each batch of newly applied events; ``learn``
+applies the events a call returned, ahead of the consumer.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import enum
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
 import nats.errors
 import nats.js.errors
 import structlog
 from nats.aio.msg import Msg
-from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
 from ddz.adapters import hand_stream
-from ddz.adapters.bus import ALL_SUBJECTS, Delivery, EventBus, Reject, stream_parts
+from ddz.adapters.bus import (
+    ALL_SUBJECTS,
+    Delivery,
+    EventBus,
+    PullLost,
+    Reject,
+    StreamingPull,
+    stream_parts,
+)
 from ddz.adapters.codec import CodecError, decode_event, parse_envelope
 from ddz.domain.hand import CommandRejected, HandState, Phase, Recorded, evolve
 from ddz.domain.ruleset import WildcardDraw
@@ -38,8 +46,25 @@ from ddz.v1 import envelope_pb2
 
 log = structlog.get_logger("ddz.hand_feed")
 
-DELIVER_PREFIX = "_ddz.deliver"
-"""Push consumers deliver to ``_ddz.deliver.<durable>``: outside the stream's subjects."""
+WINDOW = 256
+"""Messages delivered and not yet acked at most (``StreamingPull``'s window)."""
+HEARTBEAT = 1.0
+"""Seconds between the server's idle heartbeats on the feed's pull requests: a silence
+of two (a dropped connection, a deleted consumer) is noticed within about 2.5 s."""
+IDLE_WAIT = 1.0
+"""Seconds the loop waits for a message before it looks at its connection again."""
+ACK_WAIT = 10.0
+"""Seconds JetStream waits for a message's ack before delivering it again: what a
+message costs that was sent to a connection that dropped, or to a process that died,
+before it was acked."""
+MAX_ACK_PENDING = 20_000
+RETRY_DELAY = 0.5
+"""Seconds, times the delivery count, before a failed message comes again."""
+MAX_ATTEMPTS = 5
+"""Deliveries of a failing message before it is terminated (its hand is read back from
+the bus on its next event, or by the bot's watchdog)."""
+FAILURE_PAUSE = 0.5
+"""Seconds between looks at the server while it cannot be reached."""
 
 GAP_WAIT = 0.5
 """Seconds an out-of-order event may wait for the versions before it (a redelivery)
@@ -130,6 +155,15 @@ def deal_complete(state: HandState) -> bool:
     return set(state.show_before_deal) <= shown
 
 
+def stream_seq(reply: str) -> int:
+    """The stream sequence of a JetStream message, from its reply subject
+    (``$JS.ACK.<stream>.<consumer>.<delivered>.<stream seq>...``, or with a domain and
+    account hash after ``ACK``): ``Msg.metadata`` without its timestamp's datetime, which
+    costs more than the rest of a message's handling."""
+    tokens = reply.split(".")
+    return int(tokens[5] if len(tokens) == 9 else tokens[7])
+
+
 def entry_of(envelope: envelope_pb2.EventEnvelope) -> Entry:
     """The entry of a parsed envelope (``CodecError`` if its event does not decode)."""
     event = decode_event(envelope.type, envelope.type_version, envelope.payload)
@@ -149,6 +183,14 @@ async def read_fold(bus: EventBus, hand_id: str, *, keep_log: bool = False) -> H
 
 
 OnChange = Callable[[HandFold, list[Entry]], Awaitable[None] | None]
+
+
+class Verdict(enum.Enum):
+    """What the feed tells JetStream about one message it was given."""
+
+    ACK = "ack"  # applied (or a duplicate, or not ours): never again
+    NAK = "nak"  # failed: again after a delay
+    TERM = "term"  # never applicable (not an envelope), or failed too often
 
 
 class HandFeed:
@@ -173,11 +215,14 @@ class HandFeed:
         self.hands: dict[str, HandFold] = {}
         self._ended: OrderedDict[str, None] = OrderedDict()
         self._repairs: dict[str, asyncio.Task[None]] = {}
-        self._subscription: Any = None
-        self._acker: asyncio.Task[None] | None = None
-        self._unacked: Msg | None = None
-        self._since_ack = 0
-        self._ack_every = 64
+        self._durable = ""
+        self._pull: StreamingPull | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._stopping = asyncio.Event()
+        self._fetching = False
+        self._failure: str | None = None  # why the last fetch failed; None: it did not
+        self._next_seq = 0  # the stream sequence after the last message settled
+        self._nakked: set[int] = set()  # sequences handed back, not yet delivered again
 
     def get(self, hand_id: str) -> HandFold | None:
         return self.hands.get(hand_id)
@@ -208,64 +253,145 @@ class HandFeed:
 
     # -- following the bus -------------------------------------------------------------
 
-    async def follow(self, durable: str, *, ack_every: int = 64, ack_interval: float = 0.2) -> None:
-        """Follow every event with the durable push consumer ``durable``.
+    @property
+    def healthy(self) -> bool:
+        """Following the bus right now: the fetch loop runs, connected, and its last
+        fetch did not fail (its pull requests alive, or its consumer found or made
+        again after they were lost)."""
+        return self._task is not None and not self._task.done() and self._failure is None
 
-        The consumer is created explicitly (and kept across restarts: a restarted
-        service resumes where it left off) and pushes messages as they are stored,
-        with no pull round trip per batch. Acks are cumulative (``AckPolicy.ALL``):
-        the fold is in memory, so "acked after our own write" means after ``offer``;
-        acking every ``ack_every`` messages or ``ack_interval`` seconds keeps the ack
-        traffic far below one publish per event. A message that fails is logged and
-        left behind: the hand it belongs to is read back from the bus on its next
-        event (``load``), so a projection never stays wrong.
+    async def follow(self, durable: str) -> None:
+        """Follow every event with the durable pull consumer ``durable``.
+
+        The consumer is kept across restarts (a restarted service resumes where it
+        left off, and what it had been sent but not acknowledged comes again). Each
+        message is acked on its own once applied: a message sent to a connection that
+        dropped, or to a process that died, before its ack is delivered again after
+        ``ACK_WAIT``, so no hand waits for an event that was never applied. A message
+        that fails is nak'ed and comes again; after ``MAX_ATTEMPTS`` it is terminated
+        and its hand is read back from the bus on its next event. A consumer the
+        server lost (deleted, or the server restarted without its store) is created
+        again, from where this feed had got to.
         """
-        config = ConsumerConfig(
-            durable_name=durable,
-            deliver_subject=f"{DELIVER_PREFIX}.{durable}",
-            filter_subject=ALL_SUBJECTS,
-            ack_policy=AckPolicy.ALL,
-            deliver_policy=DeliverPolicy.ALL,
-            ack_wait=30.0,
-            max_ack_pending=20_000,
-        )
-        try:
-            await self.bus.js.add_consumer(self.bus.stream, config)
-        except nats.js.errors.APIError as exc:
-            # An older consumer of this name with settings that cannot be changed in
-            # place (e.g. a pull consumer): the fold is rebuilt from the bus anyway.
-            log.warning("consumer_recreated", durable=durable, error=exc.description)
-            await self.bus.js.delete_consumer(self.bus.stream, durable)
-            await self.bus.js.add_consumer(self.bus.stream, config)
-        self._ack_every = ack_every
-        self._subscription = await self.bus.js.subscribe_bind(
-            stream=self.bus.stream, config=config, consumer=durable,
-            cb=self._on_message, manual_ack=True,
-        )  # fmt: skip
-        self._acker = asyncio.create_task(self._ack_loop(ack_interval), name=f"ack:{durable}")
+        self._durable = durable
+        await self._ensure_consumer()
+        self._pull = StreamingPull(self.bus, durable, window=WINDOW, heartbeat=HEARTBEAT)
+        await self._pull.start()
+        self._stopping.clear()
+        self._failure = None
+        self._task = asyncio.create_task(self._fetch_loop(), name=f"feed:{durable}")
 
-    async def _on_message(self, msg: Msg) -> None:
+    async def _ensure_consumer(self, resume_at: int | None = None) -> None:
+        info = await self.bus.ensure_pull_consumer(
+            self._durable, ALL_SUBJECTS, ack_wait=ACK_WAIT, max_ack_pending=MAX_ACK_PENDING,
+            resume_at=resume_at,
+        )  # fmt: skip
+        floor = info.ack_floor.stream_seq if info.ack_floor is not None else 0
+        self._next_seq = (floor or 0) + 1
+        self._nakked.clear()  # what was handed back comes again from this consumer
+
+    @property
+    def _resume_at(self) -> int:
+        """The first stream sequence not yet settled for good: where a consumer made
+        again starts (a message nak'ed and not yet redelivered is not settled)."""
+        return min(self._nakked, default=self._next_seq)
+
+    async def _fetch_loop(self) -> None:
+        assert self._pull is not None
+        try:
+            while not self._stopping.is_set():
+                for msg in await self._fetch(self._pull):
+                    await self._settle(msg, await self._verdict(msg))
+        finally:
+            await self._pull.stop()
+
+    async def _fetch(self, pull: StreamingPull) -> list[Msg]:
+        """What has arrived, waiting up to ``IDLE_WAIT`` for it. Pull requests that are
+        lost (no heartbeat, the consumer deleted) send the loop to ``_recover``."""
+        self._fetching = True  # no message in hand: close() may cancel
+        try:
+            if self.bus.nc.is_closed or self.bus.nc.is_draining:
+                self._stopping.set()  # the bus is closing: so is the feed
+                return []
+            try:
+                messages = await pull.next_batch(IDLE_WAIT)
+            except (PullLost, nats.errors.Error) as exc:
+                # Asked again on the next call; whether that is a failure (no server, no
+                # consumer) is for _recover to say.
+                log.debug("pull_lost", durable=self._durable, why=str(exc))
+                await self._recover()
+                return []
+            if messages or self.bus.nc.is_connected:
+                self._recovered()
+            else:
+                self._failing("not connected to NATS")
+            return messages
+        finally:
+            self._fetching = False
+
+    async def _recover(self) -> None:
+        """The pull was lost: look at the consumer. Not connected, or the consumer cannot
+        be looked up, is a failure (paused on, logged once); a consumer that is gone is
+        created again from ``_resume_at``."""
+        try:
+            if not self.bus.nc.is_connected:
+                raise ConnectionError("not connected to NATS")
+            try:
+                await self.bus.js.consumer_info(self.bus.stream, self._durable)
+            except nats.js.errors.NotFoundError:
+                log.warning("consumer_lost", durable=self._durable, resume_at=self._resume_at)
+                await self._ensure_consumer(resume_at=self._resume_at)
+        except (nats.errors.Error, OSError, TimeoutError) as exc:
+            self._failing(f"consumer: {exc!r}")
+        else:
+            self._recovered()
+            return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._stopping.wait(), FAILURE_PAUSE)
+
+    def _failing(self, why: str) -> None:
+        if self._failure is None:
+            log.warning("feed_failing", durable=self._durable, error=why)
+        self._failure = why
+
+    def _recovered(self) -> None:
+        if self._failure is not None:
+            log.info("feed_recovered", durable=self._durable, after=self._failure)
+        self._failure = None
+
+    async def _verdict(self, msg: Msg) -> Verdict:
+        """Apply one message; what to tell JetStream about it."""
         try:
             await self.handle_data(msg.data)
         except Reject as exc:
-            log.error("message_rejected", subject=msg.subject, reason=str(exc))
+            log.error("message_rejected", durable=self._durable, subject=msg.subject,
+                      reason=str(exc))  # fmt: skip
+            return Verdict.TERM
         except Exception:
-            log.exception("message_failed", subject=msg.subject)
-        self._unacked = msg
-        self._since_ack += 1
-        if self._since_ack >= self._ack_every:
-            await self._ack()
+            attempts = msg.metadata.num_delivered
+            give_up = attempts >= MAX_ATTEMPTS
+            log.exception("message_failed", durable=self._durable, subject=msg.subject,
+                          attempts=attempts, given_up=give_up)  # fmt: skip
+            return Verdict.TERM if give_up else Verdict.NAK
+        return Verdict.ACK
 
-    async def _ack(self) -> None:
-        msg, self._unacked, self._since_ack = self._unacked, None, 0
-        if msg is not None:
-            with contextlib.suppress(nats.errors.Error):
+    async def _settle(self, msg: Msg, verdict: Verdict) -> None:
+        seq = stream_seq(msg.reply)
+        self._next_seq = max(self._next_seq, seq + 1)
+        try:
+            if verdict is Verdict.ACK:
+                self._nakked.discard(seq)
                 await msg.ack()
-
-    async def _ack_loop(self, interval: float) -> None:
-        while True:
-            await asyncio.sleep(interval)
-            await self._ack()
+            elif verdict is Verdict.NAK:
+                self._nakked.add(seq)
+                await msg.nak(delay=RETRY_DELAY * msg.metadata.num_delivered)
+            else:
+                self._nakked.discard(seq)
+                await msg.term()
+        except nats.errors.Error as exc:
+            # Not sent (the connection is gone): JetStream delivers it again after
+            # ACK_WAIT, and a redelivery of an applied event changes nothing.
+            self._failing(f"ack: {exc!r}")
 
     async def offer(self, hand_id: str, entry: Entry) -> None:
         """Apply an event of the hand (from the consumer), reading the hand from the bus
@@ -351,17 +477,15 @@ class HandFeed:
             self._ended.popitem(last=False)
 
     async def close(self) -> None:
-        """Stop following (acking what was handled), and stop background repairs."""
-        if self._subscription is not None:
-            with contextlib.suppress(nats.errors.Error):
-                await self._subscription.unsubscribe()
-            self._subscription = None
-        if self._acker is not None:
-            self._acker.cancel()
+        """Stop following (a batch in hand is finished and acked first), and stop
+        background repairs."""
+        self._stopping.set()
+        if self._task is not None:
+            if self._fetching:  # waiting for messages, none in hand
+                self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
-                await self._acker
-            self._acker = None
-        await self._ack()
+                await self._task
+            self._task = None
         for task in list(self._repairs.values()):
             task.cancel()
         for task in list(self._repairs.values()):

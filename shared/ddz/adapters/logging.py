@@ -5,6 +5,11 @@ output otherwise; one line per event with the service name, level, UTC ISO time 
 whatever the request bound with ``structlog.contextvars`` (request and hand ids).
 Libraries that log through the standard ``logging`` module (grpc, nats, alembic) are
 rendered the same way. The audit key is never bound or logged anywhere.
+
+Tracebacks never show the frames' local variables, in either format and for structlog's
+own defaults too (a process that never calls ``configure_logging``, such as a test
+running services in-process): locals hold keys, tokens and seeds (``verify``'s keys, a
+hand's seed, the recorder's audit key), and a log line is not a safe place for them.
 """
 
 from __future__ import annotations
@@ -61,10 +66,10 @@ def configure_logging(
     ]
     renderer: Processor
     if as_json:
-        shared.append(structlog.processors.dict_tracebacks)
+        shared.append(DICT_TRACEBACKS)
         renderer = structlog.processors.JSONRenderer()
     else:
-        renderer = structlog.dev.ConsoleRenderer(colors=out.isatty())
+        renderer = console_renderer(colors=out.isatty())
 
     structlog.configure(
         processors=[*shared, renderer],
@@ -86,6 +91,34 @@ def configure_logging(
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(max(level, logging.WARNING))
+
+
+DICT_TRACEBACKS = structlog.processors.ExceptionRenderer(
+    structlog.tracebacks.ExceptionDictTransformer(show_locals=False)
+)
+"""``structlog.processors.dict_tracebacks`` without the frames' locals."""
+
+
+def console_renderer(*, colors: bool) -> structlog.dev.ConsoleRenderer:
+    """structlog's console renderer, its tracebacks without the frames' locals."""
+    return structlog.dev.ConsoleRenderer(
+        colors=colors,
+        exception_formatter=structlog.dev.RichTracebackFormatter(
+            color_system="truecolor" if colors else None, show_locals=False
+        ),
+    )
+
+
+def defaults_without_locals() -> None:
+    """structlog's default chain, its console renderer replaced by ``console_renderer``:
+    what is printed before (or without) ``configure_logging``."""
+    if structlog.is_configured():
+        return
+    *chain, _renderer = structlog.get_config()["processors"]
+    structlog.configure(processors=[*chain, console_renderer(colors=sys.stdout.isatty())])
+
+
+defaults_without_locals()
 
 
 class _ServiceName:

@@ -4,10 +4,11 @@ in-process tests all go through here.
 Each service package has ``services/<name>/app.py`` with ``async def build(settings,
 **overrides) -> Service``. A ``Service`` knows its gRPC servicers, and has ``start``
 (connect to NATS, start durable consumers: everything that must run before the first
-call is served) and ``close`` (stop consumers, close connections: after the last call
-has finished). The runner wraps that in the shared gRPC server of
-``ddz.adapters.grpc_server`` (health, reflection, request-size limit, logging
-interceptor, graceful SIGTERM):
+call is served), ``checks`` (what must work for it to serve: its NATS connection, its
+database, its consumer loops; ``ddz.adapters.health``) and ``close`` (stop consumers,
+close connections: after the last call has finished). The runner wraps that in the
+shared gRPC server of ``ddz.adapters.grpc_server`` (health true to the checks,
+reflection, request-size limit, logging interceptor, graceful SIGTERM):
 
     main("rules")                                      # a process: settings, logging, serve
     running = await start_service("rules", settings, port=0)   # in-process, e.g. tests
@@ -21,7 +22,7 @@ import importlib
 import os
 import socket
 import sys
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -31,9 +32,10 @@ import structlog
 
 from ddz.adapters.bus import EventBus
 from ddz.adapters.grpc_server import RunningServer, serve, start_server
+from ddz.adapters.health import Check
 from ddz.adapters.logging import configure_logging
 from ddz.compiled import engine_build
-from ddz.config import SERVICE_PORTS, WILDCARD_HOSTS, Settings
+from ddz.config import SERVICE_PORTS, WILDCARD_HOSTS, Settings, redacted_url
 
 DEFAULT_NATS_URL = "nats://127.0.0.1:4222"
 NATS_CONNECT_TIMEOUT = 30.0  # seconds a starting service waits for NATS
@@ -53,10 +55,20 @@ class Service(Protocol):
 
     async def start(self) -> None: ...
 
+    def checks(self) -> Mapping[str, Check]:
+        """What must work for the service to serve, by name (asked once started)."""
+        ...
+
     async def close(self) -> None: ...
 
 
 Factory = Callable[..., Awaitable[Service]]
+
+
+def checks_of(service: Service) -> Mapping[str, Check]:
+    """The service's checks; a service that declares none is SERVING while it runs."""
+    declared: Callable[[], Mapping[str, Check]] | None = getattr(service, "checks", None)
+    return declared() if declared is not None else {}
 
 
 def nats_url(settings: Settings) -> str:
@@ -69,19 +81,46 @@ async def connect_bus(settings: Settings, service: str) -> EventBus:
 
     Waits up to ``NATS_CONNECT_TIMEOUT`` for the server (it may be starting beside us),
     then fails with one clear ``OSError``; once connected, reconnects forever. NATS
-    client errors are logged as one line each, without a traceback per retry.
+    client errors are logged as one line each, without a traceback per retry; a lost
+    connection as one ``nats_disconnected`` line, its return as one ``nats_reconnected``
+    (after which the stream and the durable consumers are ensured again: the server may
+    have lost its store), and a connection closed for good as ``nats_closed``.
+    ``EventBus.connected`` says which.
     """
     url = nats_url(settings)
+    shown = redacted_url(url, keep_user=False)
 
     async def on_error(exc: Exception) -> None:
         log.warning("nats_error", service=service, error=str(exc) or type(exc).__name__)
 
+    async def on_disconnected(bus: EventBus) -> None:
+        if not bus.closing:
+            log.warning("nats_disconnected", service=service, url=shown)
+
+    async def on_reconnected(bus: EventBus) -> None:
+        server = bus.nc.connected_url
+        at = redacted_url(server.geturl(), keep_user=False) if server else shown
+        log.info("nats_reconnected", service=service, url=at)
+        bus.restore_soon()
+
+    async def on_closed(bus: EventBus) -> None:
+        if not bus.closing:
+            log.error("nats_closed", service=service, url=shown)
+
     try:
         bus = await asyncio.wait_for(
-            EventBus.connect(url, name=service, error_cb=on_error), NATS_CONNECT_TIMEOUT
+            EventBus.connect(
+                url,
+                name=service,
+                error_cb=on_error,
+                on_disconnected=on_disconnected,
+                on_reconnected=on_reconnected,
+                on_closed=on_closed,
+            ),
+            NATS_CONNECT_TIMEOUT,
         )
     except (TimeoutError, nats.errors.Error, OSError) as exc:
-        raise OSError(f"cannot reach NATS at {url} ({exc or type(exc).__name__})") from None
+        raise OSError(f"cannot reach NATS at {shown} ({exc or type(exc).__name__})") from None
     bus.atomic_decisions = settings.atomic_decisions
     await bus.ensure_stream()
     return bus
@@ -130,7 +169,9 @@ async def start_service(
     service = await factory_for(name)(settings, **overrides)
     await service.start()
     try:
-        server = await start_server(name, service.add_to_server, service.full_names, settings, port)
+        server = await start_server(
+            name, service.add_to_server, service.full_names, settings, port, checks_of(service)
+        )
     except BaseException:
         await service.close()
         raise
@@ -169,7 +210,10 @@ async def run_service(
     service = await factory_for(name)(settings, **overrides)
     await service.start()
     try:
-        await serve(name, service.add_to_server, service.full_names, settings, stop=stop)
+        await serve(
+            name, service.add_to_server, service.full_names, settings,
+            stop=stop, checks=checks_of(service),
+        )  # fmt: skip
     finally:
         await service.close()
 

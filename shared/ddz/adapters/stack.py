@@ -14,6 +14,11 @@ lines, and anything it prints) to ``<data dir>/logs/<name>.log``.
 then stops NATS: children first, so they can finish and ack what is in flight. Every
 child runs in its own session, so a terminal's Ctrl-C reaches only the supervisor,
 which then stops everything in that order.
+
+A ``Supervisor`` keeps a started stack running, as ``restart: unless-stopped`` does:
+a child that exits (NATS included) is started again at the same address, after a
+delay that doubles while it keeps failing; only a crash loop (``RestartPolicy``) gives
+up. The stack knows how to restart a child (``restart``); the supervisor decides when.
 """
 
 from __future__ import annotations
@@ -25,22 +30,27 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType, TracebackType
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from ddz.adapters.nats_server import NatsServer, start_nats_server
+from ddz.adapters.nats_server import NatsServer, NatsServerError, start_nats_server
 from ddz.config import SERVICE_PORTS, Settings
 
 SERVICES: tuple[str, ...] = ("recorder", "settlement", "dealer", "rules", "bot", "table")
 """Every service of the suite, in start order (consumers of events before producers)."""
 
 SERVING = health_pb2.HealthCheckResponse.SERVING
+
+NATS = "nats"
+"""The name of the stack's own nats-server among its children."""
 
 
 class StackError(RuntimeError):
@@ -59,10 +69,13 @@ def settings_env(settings: Settings) -> dict[str, str]:
         "DDZ_AUDIT_KEY_ID": settings.audit_key_id,
         "DDZ_RPC_TIMEOUT": repr(settings.rpc_timeout),
         "DDZ_TURN_TIMEOUT": repr(settings.turn_timeout),
+        "DDZ_STALL_MARGIN": repr(settings.stall_margin),
         "DDZ_MAX_MESSAGE_BYTES": str(settings.max_message_bytes),
         "DDZ_BOT_PLAYER": settings.bot_player,
         "DDZ_BOT_MAX_MS": repr(settings.bot_max_ms),
         "DDZ_ATOMIC_DECISIONS": "1" if settings.atomic_decisions else "0",
+        "DDZ_RESTART_LIMIT": str(settings.restart_limit),
+        "DDZ_RESTART_WINDOW": repr(settings.restart_window),
     }
     if settings.nats_url:
         env["DDZ_NATS_URL"] = settings.nats_url
@@ -125,6 +138,10 @@ class ServiceProcess:
             return ""
         return text[-chars:].strip()
 
+    def log_lines(self, count: int = 20) -> str:
+        """The last ``count`` lines of the log (the file holds every run of the child)."""
+        return "\n".join(self.log_tail(chars=400 * count).splitlines()[-count:])
+
 
 class Stack:
     """NATS plus the services as child processes; a context manager.
@@ -159,18 +176,23 @@ class Stack:
         self.profile_dir = profile_dir  # cProfile each service into <dir>/<name>.prof
         self.nats: NatsServer | None = None
         self.processes: dict[str, ServiceProcess] = {}
+        self._env: dict[str, str] = {}
+        self._stopping = False
 
     # -- lifecycle -------------------------------------------------------------------
 
-    def start(self) -> Stack:
+    def start(self, cancel: threading.Event | None = None) -> Stack:
+        """Start everything and wait until it answers; ``cancel`` set meanwhile (Ctrl-C)
+        stops what was started and raises ``StackError``."""
+        self._stopping = False
         try:
-            self._start()
+            self._start(cancel or threading.Event())
         except BaseException:
             self.stop()
             raise
         return self
 
-    def _start(self) -> None:
+    def _start(self, cancel: threading.Event) -> None:
         settings = self.settings
         settings.log_dir.mkdir(parents=True, exist_ok=True)
         if not settings.nats_url:
@@ -187,10 +209,10 @@ class Stack:
             settings = dataclasses.replace(settings, ports=MappingProxyType(ports))
         self.settings = settings = dataclasses.replace(settings, log_to_file=True)
         _migrate(settings)
-        env = self.child_env()
+        self._env = self.child_env()
         for name in self.services:
-            self.processes[name] = self._spawn(name, env)
-        self._wait_ready()
+            self.processes[name] = self._spawn(name, self._env)
+        self._wait_ready(cancel)
 
     def child_env(self) -> dict[str, str]:
         """The environment of every child: ours without ``DDZ_*``, then the settings."""
@@ -218,10 +240,12 @@ class Stack:
             )
         return ServiceProcess(name, process, self.settings.address(name), log_file)
 
-    def _wait_ready(self) -> None:
+    def _wait_ready(self, cancel: threading.Event) -> None:
         deadline = time.monotonic() + self.ready_timeout
         waiting = dict(self.processes)
         while waiting:
+            if cancel.is_set():
+                raise StackError("interrupted while starting")
             for name, child in list(waiting.items()):
                 if not child.running():
                     raise StackError(
@@ -243,8 +267,42 @@ class Stack:
         """Services whose process has exited."""
         return [child for child in self.processes.values() if not child.running()]
 
+    def children(self) -> list[ServiceProcess]:
+        """What a supervisor watches: NATS first (when this stack started it), then the
+        services in start order."""
+        found = list(self.processes.values())
+        if self.nats is not None:
+            nats = self.nats
+            found.insert(0, ServiceProcess(NATS, nats.process, nats.url, nats.log_file))
+        return found
+
+    def restart(self, name: str) -> ServiceProcess:
+        """Start the child ``name`` (a service, or ``NATS``) again where it was: the same
+        environment and port, NATS on its port and store dir. Returns it as now running
+        (a service may not answer yet). Refused once ``stop`` has begun."""
+        if self._stopping:
+            raise StackError(f"the stack is stopping: {name} is not restarted")
+        if name == NATS:
+            if self.nats is None:
+                raise StackError("this stack did not start NATS: it cannot restart it")
+            old = self.nats
+            with contextlib.suppress(ProcessLookupError):
+                old.process.kill()  # if it hangs rather than exited: it must free the port
+            old.process.wait()
+            self.nats = start_nats_server(
+                old.store_dir, log_file=old.log_file, host=old.host, port=old.port
+            )
+            return self.children()[0]
+        old_child = self.processes[name]
+        if old_child.running():
+            old_child.process.kill()
+            old_child.process.wait()
+        self.processes[name] = child = self._spawn(name, self._env)
+        return child
+
     def stop(self) -> None:
         """SIGTERM every service, wait up to ``grace`` s (then SIGKILL), then stop NATS."""
+        self._stopping = True
         children = list(self.processes.values())
         for child in children:
             if child.running():
@@ -277,6 +335,140 @@ class Stack:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
+
+
+@dataclass(frozen=True, slots=True)
+class RestartPolicy:
+    """When a supervisor restarts an exited child, and when it gives up.
+
+    The n-th restart in a row waits ``first_delay * 2**n`` seconds, at most ``max_delay``;
+    a child that stayed up ``stable_after`` seconds starts again from ``first_delay``.
+    More than ``limit`` restarts of one child within ``window`` seconds is a crash loop
+    (``limit=0``: the first exit is one). ``DDZ_RESTART_LIMIT`` and
+    ``DDZ_RESTART_WINDOW`` set the two that an operator may want to tune.
+    """
+
+    limit: int = 5
+    window: float = 60.0
+    first_delay: float = 0.2
+    max_delay: float = 5.0
+    stable_after: float = 10.0
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> RestartPolicy:
+        return cls(limit=settings.restart_limit, window=settings.restart_window)
+
+    def delay(self, streak: int) -> float:
+        """Seconds to wait before the restart that follows ``streak`` quick ones."""
+        return float(min(self.max_delay, self.first_delay * 2 ** min(streak, 32)))
+
+
+class CrashLoop(StackError):
+    """A child exited more often than the restart policy allows (the message names it,
+    how it exited, and ends with the tail of its log)."""
+
+    def __init__(self, child: ServiceProcess, exits: int, policy: RestartPolicy) -> None:
+        self.name = child.name
+        self.log_file = child.log_file
+        super().__init__(
+            f"{child.name} is crash looping: it {exit_reason(child.process.returncode)}, "
+            f"{exits} exits within {policy.window:g}s (DDZ_RESTART_LIMIT allows "
+            f"{policy.limit} restarts); stopping the stack.\n"
+            f"last lines of {child.log_file}:\n{child.log_lines()}"
+        )
+
+
+def exit_reason(returncode: int | None) -> str:
+    """How a child ended: ``exited with code 2``, ``was killed by SIGKILL``."""
+    if returncode is None:
+        return "is running"
+    if returncode < 0:
+        try:
+            return f"was killed by {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"was killed by signal {-returncode}"
+    return f"exited with code {returncode}"
+
+
+@dataclass
+class _Watch:
+    """What the supervisor remembers of one child between looks."""
+
+    started: float  # when its current process started (monotonic seconds)
+    streak: int = 0  # restarts in a row that did not stay up stable_after
+    restarts: deque[float] = field(default_factory=deque)  # when, within the window
+    due: float | None = None  # when an exited child is restarted
+
+
+class Supervisor:
+    """Keeps a started ``Stack`` running: an exited child is restarted at the same address
+    after a growing delay (``RestartPolicy``), and ``report`` gets one line per restart.
+    ``watch(stop)`` looks every ``poll`` seconds until ``stop`` is set; it raises
+    ``CrashLoop`` when a child keeps exiting. It runs in the thread that will call
+    ``stack.stop()`` afterwards, so nothing is restarted once stopping has begun.
+    """
+
+    def __init__(
+        self,
+        stack: Stack,
+        policy: RestartPolicy | None = None,
+        *,
+        report: Callable[[str], None] = print,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.stack = stack
+        self.policy = policy or RestartPolicy.from_settings(stack.settings)
+        self.report = report
+        self.clock = clock
+        now = clock()
+        self._watches = {child.name: _Watch(started=now) for child in stack.children()}
+
+    def watch(self, stop: threading.Event, poll: float = 0.2) -> None:
+        """Supervise until ``stop`` is set (then return at once, restarting nothing)."""
+        while not stop.wait(poll):
+            self.step(stop.is_set)
+
+    def step(self, stopping: Callable[[], bool] = lambda: False) -> None:
+        """One look at every child (NATS first, so services come back to a bus)."""
+        for child in self.stack.children():
+            if stopping():
+                return
+            now = self.clock()
+            watch = self._watches.setdefault(child.name, _Watch(started=now))
+            if child.running():
+                if watch.streak and now - watch.started >= self.policy.stable_after:
+                    watch.streak = 0
+                continue
+            if watch.due is None:
+                self._exited(child, watch, now)
+            if watch.due is not None and now >= watch.due:
+                self._restart(child, watch, now)
+
+    def _exited(self, child: ServiceProcess, watch: _Watch, now: float) -> None:
+        while watch.restarts and now - watch.restarts[0] > self.policy.window:
+            watch.restarts.popleft()
+        if len(watch.restarts) >= self.policy.limit:
+            raise CrashLoop(child, len(watch.restarts) + 1, self.policy)
+        if now - watch.started >= self.policy.stable_after:
+            watch.streak = 0
+        watch.due = now + self.policy.delay(watch.streak)
+
+    def _restart(self, child: ServiceProcess, watch: _Watch, now: float) -> None:
+        reason = exit_reason(child.process.returncode)
+        watch.restarts.append(now)
+        watch.streak += 1
+        watch.started = now
+        watch.due = None
+        try:
+            new = self.stack.restart(child.name)
+        except (StackError, NatsServerError) as exc:
+            # Counted as a restart that exited at once: the next look tries again later.
+            self.report(f"ddz: {child.name} {reason}; restarting it failed: {exc}")
+            return
+        watch.started = self.clock()
+        self.report(
+            f"ddz: {child.name} {reason}; restarted  {new.address}  (pid {new.process.pid})"
+        )
 
 
 def _migrate(settings: Settings) -> None:

@@ -28,18 +28,20 @@ Calls send the token as gRPC metadata ``authorization: Bearer <token>``
 from __future__ import annotations
 
 import base64
-import binascii
 import hashlib
 import hmac
 import json
+import re
 import secrets
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Literal
 
 import grpc
 
+from ddz.adapters.grpc_client import channel_options
 from ddz.config import Settings
 
 PREFIX = "ddz1"
@@ -64,7 +66,7 @@ class Claims:
     kind: Kind
     player: str
     expires: int
-    nonce: str
+    nonce: str = field(repr=False)  # what makes the token one of a kind; no log needs it
     table: str = ""
     seat: int | None = None
 
@@ -105,39 +107,74 @@ def new_claims(
     return Claims(kind, player, int(issued + ttl), secrets.token_hex(16), table, seat)
 
 
+_BASE64URL = re.compile(r"[A-Za-z0-9_-]{2,}")
+"""Unpadded base64url, as ``sign`` writes it (one character alone encodes nothing)."""
+
+_CLAIM_TYPES: Mapping[str, tuple[type, ...]] = MappingProxyType(
+    {"kind": (str,), "player": (str,), "exp": (int,), "nonce": (str,), "table": (str,),
+     "seat": (int, type(None))}
+)  # fmt: skip
+"""Each claim a token may carry and the JSON types it may have (``bool`` is no number)."""
+_REQUIRED = frozenset({"kind", "player", "exp", "nonce"})
+
+
 def verify(token: str, keys: Mapping[Kind, bytes], *, now: float | None = None) -> Claims:
-    """The claims of a valid token; ``TokenError`` saying why it is not."""
+    """The claims of a valid token; ``TokenError`` saying why it is not.
+
+    Whatever a caller sends, the answer is the claims or a ``TokenError``: the shape
+    is checked first (length, ASCII, three parts, base64url), then the signature under
+    each key, and only a signed body is decoded (so no JSON of a stranger's is parsed).
+    """
+    if not isinstance(token, str):
+        raise TokenError("not a token: a token is text")
     if len(token) > MAX_TOKEN_CHARS:
         raise TokenError("token too long")
+    if not token.isascii() or not token.isprintable():
+        raise TokenError("malformed token: not printable ASCII")
     parts = token.split(".")
     if len(parts) != 3 or parts[0] != PREFIX:
         raise TokenError(f"not a {PREFIX} token")
-    try:
-        raw = json.loads(_unb64(parts[1]))
-        mac = _unb64(parts[2])
-    except (binascii.Error, ValueError, UnicodeDecodeError):
-        raise TokenError("malformed token") from None
-    kind = raw.get("kind") if isinstance(raw, dict) else None
-    if kind not in KINDS:
-        raise TokenError("malformed token: unknown kind")
-    key = keys.get(kind, b"")
-    # Checked before anything else in the claims is trusted.
-    if not key or not hmac.compare_digest(mac, _mac(key, f"{PREFIX}.{parts[1]}")):
+    _, body, signature = parts
+    if not (_BASE64URL.fullmatch(body) and _BASE64URL.fullmatch(signature)):
+        raise TokenError("malformed token: not base64url")
+    signed = f"{PREFIX}.{body}"
+    signed_by = {
+        key
+        for key in set(keys.values())
+        if key and hmac.compare_digest(signature, _b64(_mac(key, signed)))
+    }
+    if not signed_by:
         raise TokenError("bad token signature")
-    try:
-        claims = Claims(
-            kind=kind,
-            player=str(raw["player"]),
-            expires=int(raw["exp"]),
-            nonce=str(raw["nonce"]),
-            table=str(raw.get("table", "")),
-            seat=None if raw.get("seat") is None else int(raw["seat"]),
-        )
-    except (KeyError, TypeError, ValueError):
-        raise TokenError("malformed token claims") from None
+    claims = _claims(body)
+    # A seat token signed with the operator key (or the reverse) is no token of ours.
+    if keys.get(claims.kind) not in signed_by:
+        raise TokenError("bad token signature")
     if claims.expires <= (time.time() if now is None else now):
         raise TokenError("token expired")
     return claims
+
+
+def _claims(body: str) -> Claims:
+    """The claims of a signed body: a flat JSON object of ``_CLAIM_TYPES``."""
+    try:
+        raw = json.loads(_unb64(body).decode("utf-8"))
+    except (ValueError, RecursionError):  # bad base64, UTF-8 or JSON are ValueErrors
+        raise TokenError("malformed token claims") from None
+    if not isinstance(raw, dict) or not _REQUIRED <= raw.keys() <= _CLAIM_TYPES.keys():
+        raise TokenError("malformed token claims")
+    for name, value in raw.items():
+        if isinstance(value, bool) or not isinstance(value, _CLAIM_TYPES[name]):
+            raise TokenError(f"malformed token claims: {name}")
+    if raw["kind"] not in KINDS:
+        raise TokenError("malformed token: unknown kind")
+    return Claims(
+        kind=raw["kind"],
+        player=raw["player"],
+        expires=raw["exp"],
+        nonce=raw["nonce"],
+        table=raw.get("table", ""),
+        seat=raw.get("seat"),
+    )
 
 
 # --- keys ------------------------------------------------------------------------------------
@@ -235,9 +272,6 @@ def bearer_channel(
     current: Callable[[], str] = token if callable(token) else (lambda: token)
     return grpc.aio.insecure_channel(
         target,
-        options=[
-            ("grpc.max_receive_message_length", settings.max_message_bytes),
-            ("grpc.max_send_message_length", settings.max_message_bytes),
-        ],
+        options=channel_options(settings),
         interceptors=[_UnaryBearer(current, settings.rpc_timeout), _StreamBearer(current)],
     )

@@ -6,7 +6,8 @@ terminal stays in its normal line mode: typing, backspace and Enter work as
 everywhere). The screen is redrawn on every stream update and after every command (a
 move's answer is shown at once when the stream has not brought it yet).
 A stream that breaks is opened again from the last position seen (the server sends
-everything after it, once); the table service takes that as the player being back.
+everything after it, once; ``Session.follow``); the table service takes that as the
+player being back. A stream that cannot be had again is said on the status line.
 """
 
 from __future__ import annotations
@@ -15,21 +16,18 @@ import asyncio
 import contextlib
 import os
 import threading
-from collections.abc import AsyncIterator
 from typing import Any, Literal
 
 import grpc
 from rich.console import Console
 from rich.text import Text
 
+from ddz.application.errors import Refusal
 from ddz.client.commands import HELP, Typed, hint_to_type, read
 from ddz.client.screen import PHASE_BIDDING, PHASE_ENDED, Scene, render
 from ddz.client.session import Session, refusal
 from ddz.domain.cards import format_counts, parse_ranks
 from ddz.v1 import table_pb2
-
-RESUME_DELAY = 1.0
-"""Seconds before a broken stream is opened again."""
 
 Outcome = Literal["next", "quit"]
 
@@ -216,21 +214,25 @@ class PlayApp:
                 await watching
 
     async def _watch(self, hand_id: str) -> None:
-        """Follow the seat's stream to the hand's end, resuming after any break."""
-        while True:
-            try:
-                stream: AsyncIterator[table_pb2.WatchHandResponse] = self.session.watch(
-                    hand_id, self.position
-                )
-                async for update in stream:
-                    self.position = update.position
-                    self.scene.follow(update)
-                    self.redraw()
-                return
-            except grpc.aio.AioRpcError as exc:
-                self.scene.status = f"connection lost ({exc.code().name}): resuming…"
+        """Follow the seat's stream to the hand's end, resuming after any cut."""
+
+        resuming = ""
+
+        def cut(code: grpc.StatusCode) -> None:
+            nonlocal resuming
+            self.scene.status = resuming = f"connection lost ({code.name}): resuming…"
+            self.redraw()
+
+        try:
+            async for update in self.session.follow(hand_id, self.position, on_cut=cut):
+                self.position = update.position
+                if resuming and self.scene.status == resuming:
+                    self.scene.status = resuming = ""
+                self.scene.follow(update)
                 self.redraw()
-                await asyncio.sleep(RESUME_DELAY)
+        except Refusal as refusal:
+            self.scene.status = f"the hand's stream is lost: {refusal.message}"
+            self.redraw()
 
     async def _command(self, line: str) -> Outcome | None:
         view = self.scene.view

@@ -7,11 +7,12 @@ seat from then on (``authorization: Bearer <token>``).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import grpc
 
+from ddz.adapters.grpc_client import resumed
 from ddz.adapters.tokens import bearer_channel
 from ddz.config import Settings
 from ddz.v1 import hand_events_pb2, table_pb2, table_pb2_grpc
@@ -20,6 +21,8 @@ JOIN_TIMEOUT_MARGIN = 30.0
 """Seconds a JoinRoom may take beyond the room's bot fill wait (the first deal)."""
 NEXT_HAND_TIMEOUT = 600.0
 """A NextHand call waits for the other people at the table (the server bounds it)."""
+RESUME_PATIENCE = 60.0
+"""Seconds a cut stream waits for the table service to answer again (a restart)."""
 
 
 class Session:
@@ -76,6 +79,22 @@ class Session:
             table_pb2.WatchHandRequest(hand_id=hand_id, seat=self.seat, after_position=after)
         )
         return stream
+
+    def follow(
+        self,
+        hand_id: str,
+        after: int,
+        on_cut: Callable[[grpc.StatusCode], None] | None = None,
+    ) -> AsyncIterator[table_pb2.WatchHandResponse]:
+        """The seat's stream after position ``after``, resumed from the last position
+        seen whenever the connection is cut: every update once, none missed. A table
+        service not back within ``RESUME_PATIENCE`` s, or one that refuses the stream
+        (a restarted one has forgotten its tables, so the seat token), is a Refusal."""
+        return resumed(
+            "table", self._seat, lambda position: self.watch(hand_id, position),
+            lambda update: int(update.position), after=after, patience=RESUME_PATIENCE,
+            on_cut=on_cut,
+        )  # fmt: skip
 
     async def view(self, hand_id: str) -> table_pb2.PlayerView:
         answer = await self.table.GetView(table_pb2.GetViewRequest(hand_id=hand_id, seat=self.seat))

@@ -33,10 +33,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import grpc
-
 from ddz.adapters.driver import Driver
-from ddz.adapters.grpc_client import make_channel
+from ddz.adapters.grpc_client import ask, make_channel
 from ddz.adapters.stack import Stack, StackError, stack_answers
 from ddz.config import Settings
 from ddz.domain.ruleset import ruleset_for
@@ -44,6 +42,7 @@ from ddz.domain.selfplay import hand_seed, play_hand, run_seed
 from ddz.domain.settlement import RoomSettings
 from ddz.entrypoints.arguments import check_variant, whole
 from ddz.entrypoints.figures import print_figures
+from ddz.entrypoints.simulate_cmd import failing_suite
 from ddz.player_kinds import PLAYER_KINDS, make_player
 from ddz.v1 import bot_pb2, bot_pb2_grpc, recorder_pb2, recorder_pb2_grpc
 
@@ -173,14 +172,16 @@ async def _bot_stats(settings: Settings) -> bot_pb2.GetStatsResponse:
     channel = make_channel(settings, "bot")
     try:
         stub = bot_pb2_grpc.BotServiceStub(channel)  # type: ignore[no-untyped-call]
-        stats: bot_pb2.GetStatsResponse = await stub.GetStats(bot_pb2.GetStatsRequest())
+        stats: bot_pb2.GetStatsResponse = await ask("bot", stub.GetStats, bot_pb2.GetStatsRequest())
         return stats
     finally:
         await channel.close()
 
 
 async def _store_position(stub: recorder_pb2_grpc.RecorderServiceStub) -> int:
-    page = await stub.ReadAll(recorder_pb2.ReadAllRequest(after_position=0, limit=1))
+    page = await ask(
+        "recorder", stub.ReadAll, recorder_pb2.ReadAllRequest(after_position=0, limit=1)
+    )
     return int(page.max_position)
 
 
@@ -249,22 +250,22 @@ def run_e2e(args: argparse.Namespace) -> int:
     settings = Settings.from_env()
     if args.player:
         settings = replace(settings, bot_player=args.player)
-    with bench_stack(settings, profile) as (live, stack):
-        if stack is None and args.player:
-            raise ValueError(
-                "--player applies to a stack started by the bench: stop `ddz up` first"
-            )
-        try:
+
+    def measure() -> int:
+        with bench_stack(settings, profile) as (live, stack):
+            if stack is None and args.player:
+                raise ValueError(
+                    "--player applies to a stack started by the bench: stop `ddz up` first"
+                )
             result = asyncio.run(e2e(live, stack, variant, hands, tables))
-        except grpc.aio.AioRpcError as exc:
-            raise ValueError(f"the suite failed during the run: {exc.code().name}: "
-                             f"{exc.details()}") from None  # fmt: skip
-    result.selfplay_hands_per_s = selfplay_rate(variant, hands, result.player)
-    if args.json:
-        print(json.dumps(result.to_json()))
-    else:
-        print_result(result)
-    return 0
+        result.selfplay_hands_per_s = selfplay_rate(variant, hands, result.player)
+        if args.json:
+            print(json.dumps(result.to_json()))
+        else:
+            print_result(result)
+        return 0
+
+    return failing_suite(measure)
 
 
 def print_result(result: E2EResult) -> None:

@@ -14,10 +14,15 @@ from __future__ import annotations
 import argparse
 
 from ddz.adapters.hand_stream import hand_stream_id
-from ddz.config import Settings
+from ddz.config import Settings, redacted_url
 from ddz.domain.ruleset import VARIANTS
 from ddz.entrypoints.arguments import whole
-from ddz.entrypoints.simulate_cmd import Report, play_with_progress, running_stack
+from ddz.entrypoints.simulate_cmd import (
+    Report,
+    failing_suite,
+    play_with_progress,
+    running_stack,
+)
 
 MAX_HANDS = 1000
 
@@ -35,7 +40,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def run(args: argparse.Namespace) -> int:
     hands = whole(args.hands, "--hands", MAX_HANDS)
-    settings = Settings.from_env()
+    return failing_suite(lambda: _run(Settings.from_env(), hands))
+
+
+def _run(settings: Settings, hands: int) -> int:
     reports: list[Report] = []
     with running_stack(settings) as live:
         for variant in VARIANTS:
@@ -70,7 +78,7 @@ def print_where(settings: Settings, reports: list[Report]) -> None:
     recorder = settings.address("recorder")  # where `ddz up` serves it
     last = reports[-1].results[-1] if reports and reports[-1].results else None
     stream = hand_stream_id(last.hand_id) if last is not None else "hand-<hand id>"
-    store = settings.database_url
+    store = redacted_url(settings.database_url)
     if store.startswith("sqlite:///"):
         store = store.removeprefix("sqlite:///") + " (SQLite)"
     hand_id = last.hand_id if last is not None else "HAND_ID"

@@ -97,14 +97,18 @@ async def _play(settings: Settings, address: str, name: str, token: str, room: s
 
     from ddz.client.app import PlayApp
     from ddz.client.session import Session, refusal
+    from ddz.entrypoints.simulate_cmd import SUITE_FAILED
 
     session = Session(settings, address, token)
     try:
         return await PlayApp(session, name, room_id=room, input_fd=sys.stdin.fileno()).run()
     except grpc.aio.AioRpcError as exc:
-        if exc.code() is grpc.StatusCode.UNAVAILABLE:
-            print(f"ddz: error: no table service at {address}", file=sys.stderr)
-            return 1
+        # The channel waits for a table service that is down (up to DDZ_RPC_TIMEOUT):
+        # one that never answers ends in a deadline.
+        if exc.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+            print(f"ddz: error: no table service answers at {address} "
+                  f"({exc.code().name})", file=sys.stderr)  # fmt: skip
+            return SUITE_FAILED
         raise ValueError(refusal(exc)) from None
     finally:
         await session.close()

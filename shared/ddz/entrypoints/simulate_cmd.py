@@ -10,6 +10,10 @@ landlord win rate and the settlement totals (read from the settlement service);
 ``--json`` prints ``{"hands": N, "hands_per_s": x, "events": k, "stored_events": k}``
 where ``events`` counts every event of those hands (internal ones included) and
 ``stored_events`` how many of them the recorder has stored.
+
+A service that restarts during the run is waited for (``adapters/driver.py``); one that
+does not come back ends the run with one line, ``ddz: error: <service>: ...``, exit 1
+(``failing_suite``, shared by ``demo``, ``bench`` and ``play``).
 """
 
 from __future__ import annotations
@@ -24,8 +28,12 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import grpc
+
 from ddz.adapters.driver import Driver, HandResult, SettlementTotals
+from ddz.adapters.grpc_client import refusal_from
 from ddz.adapters.stack import Stack, StackError, stack_answers
+from ddz.application.errors import Refusal
 from ddz.config import Settings
 from ddz.domain.ruleset import VARIANTS
 from ddz.entrypoints.arguments import check_variant, whole
@@ -33,6 +41,21 @@ from ddz.entrypoints.figures import print_figures
 
 MAX_HANDS = 1_000_000
 MAX_TABLES = 256
+SUITE_FAILED = 1
+"""Exit code of a command the suite failed (a service down): not the user's input (2)."""
+
+
+def failing_suite(command: Callable[[], int]) -> int:
+    """``command()``, or when a service failed it (a ``Refusal`` from the driver, a
+    failed call): the reason in one line on stderr and ``SUITE_FAILED``."""
+    try:
+        return command()
+    except Refusal as refusal:
+        message = refusal.message
+    except grpc.RpcError as error:
+        message = refusal_from(error, "the suite").message
+    print(f"ddz: error: {message}", file=sys.stderr)
+    return SUITE_FAILED
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -151,9 +174,13 @@ def run(args: argparse.Namespace) -> int:
     hands = whole(args.hands, "--hands", MAX_HANDS)
     tables = whole(args.tables, "--tables", MAX_TABLES)
     settings = Settings.from_env()
-    with running_stack(settings, quiet=args.json) as live:
+    return failing_suite(lambda: _run(settings, variant, hands, tables, as_json=args.json))
+
+
+def _run(settings: Settings, variant: str, hands: int, tables: int, *, as_json: bool) -> int:
+    with running_stack(settings, quiet=as_json) as live:
         report = play_with_progress(live, variant, hands, tables)
-    if args.json:
+    if as_json:
         print(json.dumps(report.to_json()))
     else:
         print_report(report)

@@ -5,8 +5,11 @@
 Starts a NATS server with JetStream (unless ``DDZ_NATS_URL`` names one; on a random
 port when 4222 is taken) and the six services, each a child process logging to
 ``<DDZ_DATA_DIR>/logs/``; waits until every health check answers SERVING; prints
-where everything is. Ctrl-C or SIGTERM stops the services, then NATS. If a service
-dies, everything is stopped and the exit code is 1.
+where everything is. Then it supervises them (``Supervisor``): a service or NATS that
+exits is restarted at the same address, one line each on stdout; a crash loop (more
+than ``DDZ_RESTART_LIMIT`` restarts of one child within ``DDZ_RESTART_WINDOW`` s) stops
+everything and exits 1 with that child's log tail, as does a service that exits before
+it first answers. Ctrl-C or SIGTERM stops the services, then NATS, restarting nothing.
 """
 
 from __future__ import annotations
@@ -17,8 +20,8 @@ import sys
 import threading
 from types import FrameType
 
-from ddz.adapters.stack import Stack, StackError
-from ddz.config import Settings
+from ddz.adapters.stack import CrashLoop, Stack, StackError, Supervisor
+from ddz.config import Settings, redacted_url
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -39,7 +42,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def describe(stack: Stack) -> str:
     """Where everything is, for people and for ``grpcurl``."""
     settings = stack.settings
-    nats = settings.nats_url + (
+    nats = redacted_url(settings.nats_url, keep_user=False) + (
         f"  (pid {stack.nats.process.pid})" if stack.nats is not None else "  (external)"
     )
     lines = [
@@ -92,21 +95,19 @@ def run(args: argparse.Namespace) -> int:
     try:
         print(f"ddz: starting NATS and {len(stack.services)} services...", file=sys.stderr)
         try:
-            stack.start()
+            stack.start(cancel=stop)
         except StackError as exc:
+            if stop.is_set():
+                return 0  # Ctrl-C while starting: what started is stopped (``finally``)
             print(f"ddz: error: {exc}", file=sys.stderr)
             return 1
         print(describe(stack), flush=True)
-        while not stop.wait(0.5):
-            dead = stack.failed()
-            if dead:
-                for child in dead:
-                    print(
-                        f"ddz: error: service {child.name} exited with code "
-                        f"{child.process.returncode} (log: {child.log_file})",
-                        file=sys.stderr,
-                    )
-                return 1
+        supervisor = Supervisor(stack, report=lambda line: print(line, flush=True))
+        try:
+            supervisor.watch(stop)
+        except CrashLoop as exc:
+            print(f"ddz: error: {exc}", file=sys.stderr)
+            return 1
         print("ddz: stopping...", file=sys.stderr)
         return 0
     finally:

@@ -35,7 +35,7 @@ class StartHand:
     rules: RuleSet
     room: RoomSettings
     seats: tuple[SeatInfo, SeatInfo, SeatInfo]
-    seed: bytes
+    seed: bytes = field(repr=False)  # secret until the hand reveals it
     first_bidder: int | None = None
     client_seeds: tuple[bytes, ...] = ()
     balances: tuple[int, int, int] | None = None

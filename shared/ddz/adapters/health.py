@@ -1,0 +1,134 @@
+"""A service's health as the gRPC health service reports it: SERVING while everything it
+depends on answers, NOT_SERVING while anything does not.
+
+A service names what it depends on (``Service.checks()``): each check is a callable
+answering True while that part works, plain (a flag: the NATS connection is up, a
+consumer loop runs) or awaitable (a probe: the database answers ``SELECT 1``). A
+``HealthWatch`` asks every check about once a second and sets the status of ""
+and each of the service's names when the answer changes, with one log line per change
+naming what is down. A check that raises, or a probe that does not answer within
+``PROBE_TIMEOUT``, counts as down.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+
+import structlog
+from grpc_health.v1 import health_pb2
+from grpc_health.v1._async import HealthServicer
+from sqlalchemy import Engine
+from sqlalchemy.pool import StaticPool
+
+INTERVAL = 1.0  # seconds between two rounds of checks
+PROBE_TIMEOUT = 2.0  # seconds a probe may take before its part counts as down
+
+SERVING = health_pb2.HealthCheckResponse.SERVING
+NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
+
+Check = Callable[[], bool | Awaitable[bool]]
+"""True while the part it names works."""
+
+log = structlog.get_logger("ddz.health")
+
+
+class HealthWatch:
+    """Keeps ``servicer``'s status of ``names`` (with "") true to ``checks``."""
+
+    def __init__(
+        self,
+        service: str,
+        names: Sequence[str],
+        checks: Mapping[str, Check],
+        servicer: HealthServicer,
+        *,
+        interval: float = INTERVAL,
+        probe_timeout: float = PROBE_TIMEOUT,
+    ) -> None:
+        self.service = service
+        self.names = ("", *names)
+        self.checks = dict(checks)
+        self.servicer = servicer
+        self.interval = interval
+        self.probe_timeout = probe_timeout
+        self.down: frozenset[str] = frozenset()
+        self._reported = False  # the status was set at least once
+        self._task: asyncio.Task[None] | None = None
+
+    @property
+    def serving(self) -> bool:
+        return not self.down
+
+    async def start(self) -> None:
+        """Set the status from a first round of checks, then keep it true."""
+        await self.update()
+        if self.checks:
+            self._task = asyncio.create_task(self._watch(), name=f"health:{self.service}")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+    async def update(self) -> frozenset[str]:
+        """Ask every check once; set the status if what is down changed. What is down."""
+        answers = await asyncio.gather(*(self._ask(check) for check in self.checks.values()))
+        down = frozenset(name for name, up in zip(self.checks, answers, strict=True) if not up)
+        if down != self.down or not self._reported:
+            status = NOT_SERVING if down else SERVING
+            for name in self.names:
+                await self.servicer.set(name, status)
+            self._reported = True
+        if down != self.down:
+            if down:
+                log.warning("not_serving", service=self.service, down=sorted(down))
+            else:
+                log.info("serving", service=self.service, recovered=sorted(self.down))
+            self.down = down
+        return down
+
+    async def _ask(self, check: Check) -> bool:
+        try:
+            answer = check()
+            if inspect.isawaitable(answer):
+                answer = await asyncio.wait_for(answer, self.probe_timeout)
+        except Exception:
+            return False
+        return bool(answer)
+
+    async def _watch(self) -> None:
+        while True:
+            await asyncio.sleep(self.interval)
+            await self.update()
+
+
+def database_reachable(engine: Engine) -> Check:
+    """A probe: the database at ``engine`` answers ``SELECT 1``.
+
+    The query runs in a worker thread; a probe still waiting for an earlier one (a
+    database that accepts connections but never answers) waits on that one instead of
+    starting another, so a hung database holds one thread, not one per round. A
+    database in memory is always there (and its one shared connection must not be
+    checked out beside its users: returning it would roll their transaction back)."""
+    if isinstance(engine.pool, StaticPool):
+        return lambda: True
+    pending: asyncio.Future[None] | None = None
+
+    def select_one() -> None:
+        with engine.connect() as connection:
+            connection.exec_driver_sql("SELECT 1")
+
+    async def probe() -> bool:
+        nonlocal pending
+        if pending is None:
+            pending = asyncio.ensure_future(asyncio.to_thread(select_one))
+        await asyncio.wait((pending,))  # the caller's timeout interrupts the wait only
+        done, pending = pending, None
+        return done.exception() is None
+
+    return probe

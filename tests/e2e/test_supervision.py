@@ -1,0 +1,324 @@
+"""``ddz up`` supervises its children, as ``restart: unless-stopped`` does: a real ``ddz up``
+process on free ports with a temporary ``DDZ_DATA_DIR``; services and nats-server killed
+with SIGKILL come back at the same address; a crash loop stops it with the child's log
+tail; Ctrl-C stops everything and restarts nothing. The restart policy's arithmetic
+(backoff, reset, window) is checked on a fake stack and clock, as it cannot be timed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ddz.adapters.stack import (
+    SERVING,
+    CrashLoop,
+    RestartPolicy,
+    ServiceProcess,
+    Supervisor,
+    free_port,
+    health_status,
+    settings_env,
+)
+from ddz.config import SERVICE_PORTS, Settings
+
+ROOT = Path(__file__).resolve().parents[2]
+ROOMS = ROOT / "services" / "table" / "rooms.toml"
+CHILD = re.compile(r"^  (\w+)\s+(\S+)  \(pid (\d+)\)$")
+BOUND = 120.0  # seconds any one wait may take on a loaded machine
+
+
+def gone(pid: int) -> bool:
+    """True when no process ``pid`` runs (or only its zombie does)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+    return state == "Z"
+
+
+def wait_until(condition: Callable[[], bool], what: str, timeout: float = BOUND) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            pytest.fail(f"not within {timeout:g}s: {what}")
+        time.sleep(0.1)
+
+
+def processes_of(data_dir: Path) -> list[int]:
+    """Our processes that run with ``DDZ_DATA_DIR=data_dir`` or keep files under it."""
+    marker = str(data_dir).encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid() or gone(int(entry.name)):
+            continue
+        try:
+            seen = (entry / "environ").read_bytes() + (entry / "cmdline").read_bytes()
+        except OSError:
+            continue  # not ours, or gone meanwhile
+        if b"DDZ_DATA_DIR=" + marker + b"\0" in seen or b"-sd\0" + marker in seen:
+            found.append(int(entry.name))
+    return found
+
+
+class Up:
+    """A ``ddz up`` process; its stdout and stderr lines are collected as they come."""
+
+    def __init__(
+        self, data_dir: Path, extra_env: Mapping[str, str] | None = None, *, ready: bool = True
+    ) -> None:
+        settings = Settings.from_env({"DDZ_DATA_DIR": str(data_dir)})
+        ports = {name: free_port("127.0.0.1") for name in SERVICE_PORTS}
+        self.settings = dataclasses.replace(settings, ports=ports)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("DDZ_")}
+        env.update(settings_env(self.settings))
+        env.update(extra_env or {})
+        self.out: list[str] = []
+        self.err: list[str] = []
+        self._open = 2  # streams still read
+        self._more = threading.Condition()
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "ddz.entrypoints.cli", "up", "--nats-port", "0"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        )  # fmt: skip
+        for stream, lines in ((self.process.stdout, self.out), (self.process.stderr, self.err)):
+            threading.Thread(target=self._read, args=(stream, lines), daemon=True).start()
+        self.addresses: dict[str, str] = {}
+        self.pids: dict[str, int] = {}
+        if not ready:
+            return
+        self.wait_line(r"Ctrl-C stops everything")
+        for line in self.out:
+            match = CHILD.match(line)
+            if match:
+                self.addresses[match[1]] = match[2]
+                self.pids[match[1]] = int(match[3])
+        assert set(self.pids) == {*SERVICE_PORTS, "nats"}, self.transcript()
+        self.settings = dataclasses.replace(self.settings, nats_url=self.addresses["nats"])
+
+    def _read(self, stream: object, lines: list[str]) -> None:
+        for line in stream:  # type: ignore[attr-defined]
+            with self._more:
+                lines.append(line.rstrip("\n"))
+                self._more.notify_all()
+        with self._more:
+            self._open -= 1
+            self._more.notify_all()
+
+    def transcript(self) -> str:
+        with self._more:
+            return "stdout:\n" + "\n".join(self.out) + "\nstderr:\n" + "\n".join(self.err)
+
+    def wait_line(self, pattern: str, *, after: int = 0, err: bool = False) -> re.Match[str]:
+        """The first stdout (``err``: stderr) line from index ``after`` on that matches."""
+        regex = re.compile(pattern)
+        lines = self.err if err else self.out
+        deadline = time.monotonic() + BOUND
+        with self._more:
+            while True:
+                for line in lines[after:]:
+                    match = regex.search(line)
+                    if match:
+                        return match
+                if not self._open or time.monotonic() > deadline:
+                    break  # ddz up has exited and said everything, or it took too long
+                self._more.wait(0.2)
+        pytest.fail(f"no line matching {pattern!r} from ddz up\n{self.transcript()}")
+
+    def ended(self, timeout: float = BOUND) -> int:
+        """``ddz up``'s exit code, once it and both its streams have ended."""
+        code = self.process.wait(timeout)
+        with self._more:
+            self._more.wait_for(lambda: not self._open, timeout)
+        return code
+
+    def serving(self, name: str) -> bool:
+        return health_status(self.addresses[name], timeout=1.0) == SERVING
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+        for pid in self.pids.values():
+            if not gone(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
+def restarted(name: str, address: str) -> str:
+    """The line ``ddz up`` prints when it restarted ``name`` killed by SIGKILL."""
+    return rf"^ddz: {name} was killed by SIGKILL; restarted  {re.escape(address)}  \(pid (\d+)\)$"
+
+
+@pytest.fixture(scope="module")
+def up(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Up]:
+    running = Up(tmp_path_factory.mktemp("ddz-supervised"))
+    try:
+        yield running
+    finally:
+        running.close()
+
+
+def test_a_killed_service_comes_back_at_its_address(up: Up) -> None:
+    old, address = up.pids["rules"], up.addresses["rules"]
+    seen = len(up.out)
+    os.kill(old, signal.SIGKILL)
+    new = int(up.wait_line(restarted("rules", address), after=seen)[1])
+    up.pids["rules"] = new
+    assert new != old
+    wait_until(lambda: up.serving("rules"), "the restarted rules service answers SERVING")
+    assert gone(old) and not gone(new)  # the one answering at the address is the new one
+    assert up.process.poll() is None
+
+
+def test_a_killed_nats_server_comes_back_and_the_services_recover(up: Up) -> None:
+    old, url = up.pids["nats"], up.addresses["nats"]
+    seen = len(up.out)
+    os.kill(old, signal.SIGKILL)
+    up.pids["nats"] = int(up.wait_line(restarted("nats", url), after=seen)[1])
+    for name in SERVICE_PORTS:
+        wait_until(lambda name=name: up.serving(name), f"{name} SERVING after NATS restarted")
+    # Serving is not enough: a hand must go through every service and reach the store.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DDZ_")}
+    env.update(settings_env(up.settings))
+    done = subprocess.run(
+        [sys.executable, "-m", "ddz.entrypoints.cli", "simulate", "--variant", "classic",
+         "--hands", "2", "--json"],
+        capture_output=True, text=True, timeout=240, env=env,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr + up.transcript()
+    data = json.loads(done.stdout)
+    assert data["hands"] == 2 and data["stored_events"] == data["events"] > 0
+    assert "starting a local stack" not in done.stderr  # it used the supervised one
+    assert up.process.poll() is None
+
+
+def test_ctrl_c_stops_everything_and_restarts_nothing(up: Up) -> None:
+    seen = len(up.out)
+    up.process.send_signal(signal.SIGINT)
+    assert up.ended(60) == 0, up.transcript()
+    wait_until(lambda: all(gone(pid) for pid in up.pids.values()), "every child gone")
+    assert not [line for line in up.out[seen:] if "restarted" in line], up.transcript()
+    assert "ddz: stopped" in up.err, up.transcript()
+    for name in SERVICE_PORTS:
+        # The log holds every run of the service; its last run stopped gracefully.
+        last_run = (up.settings.log_dir / f"{name}.log").read_text().rsplit("rules_engine", 1)
+        assert '"event": "stopped"' in last_run[-1], f"{name} did not stop gracefully"
+
+
+def test_ctrl_c_while_starting_stops_what_was_started(tmp_path: Path) -> None:
+    up = Up(tmp_path, ready=False)
+    try:
+        up.wait_line(r"^ddz: starting NATS", err=True)
+        up.process.send_signal(signal.SIGINT)  # while it starts, or just after: both stop
+        assert up.ended(60) == 0, up.transcript()
+        assert "ddz: stopped" in up.err, up.transcript()
+        wait_until(lambda: not processes_of(tmp_path), "no process of the stack left")
+    finally:
+        up.close()
+
+
+def test_a_crash_loop_stops_ddz_up_with_the_log_tail(tmp_path: Path) -> None:
+    rooms = tmp_path / "rooms.toml"
+    shutil.copy(ROOMS, rooms)
+    env = {"DDZ_ROOMS_FILE": str(rooms), "DDZ_RESTART_LIMIT": "2", "DDZ_RESTART_WINDOW": "600"}
+    up = Up(tmp_path / "data", env)
+    try:
+        # From now on the table service cannot start: only a restart reads the file again.
+        rooms.write_text('[[rooms]]\nid = "broken"\nname = "Broken"\nvariant = "chess"\n')
+        seen = len(up.out)
+        os.kill(up.pids["table"], signal.SIGKILL)
+        assert up.ended() == 1, up.transcript()
+        lines = [line for line in up.out[seen:] if line.startswith("ddz: table ")]
+        assert len(lines) == 2, up.transcript()  # SIGKILL, then one failed start: 2 restarts
+        assert "was killed by SIGKILL; restarted" in lines[0]
+        assert re.search(r"exited with code \d+; restarted", lines[1]), up.transcript()
+        errors = "\n".join(up.err)
+        assert "ddz: error: table is crash looping: it exited with code" in errors, errors
+        assert "3 exits within 600s" in errors
+        assert "unknown variant 'chess'" in errors  # the tail of table.log
+        wait_until(lambda: not processes_of(tmp_path / "data"), "no process of the stack left")
+    finally:
+        up.close()
+
+
+class FakeProcess:
+    """What the supervisor reads of a ``Popen``: ``poll``, ``returncode``, ``pid``."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        return self.returncode
+
+
+class FakeStack:
+    """One child, ``rules``, restarted on demand; the test makes it exit."""
+
+    def __init__(self, log_file: Path) -> None:
+        self.log_file = log_file
+        self.pid = 100
+        self.child = self._child()
+        self.settings = Settings()
+
+    def _child(self) -> ServiceProcess:
+        self.pid += 1
+        process: Any = FakeProcess(self.pid)
+        return ServiceProcess("rules", process, "127.0.0.1:50052", self.log_file)
+
+    def children(self) -> list[ServiceProcess]:
+        return [self.child]
+
+    def restart(self, name: str) -> ServiceProcess:
+        self.child = self._child()
+        return self.child
+
+    def crash(self, code: int = 1) -> None:
+        self.child.process.returncode = code  # type: ignore[misc]
+
+
+def test_the_restart_delay_doubles_to_its_cap_and_resets_once_stable(tmp_path: Path) -> None:
+    (tmp_path / "rules.log").write_text("".join(f"line {n}\n" for n in range(50)))
+    fake = FakeStack(tmp_path / "rules.log")
+    now = [0.0]
+    policy = RestartPolicy(limit=6, window=60.0, first_delay=0.25, max_delay=1.5, stable_after=10)
+    lines: list[str] = []
+    stack: Any = fake
+    supervisor = Supervisor(stack, policy, report=lines.append, clock=lambda: now[0])
+
+    def delay_of_next_restart() -> float:
+        """Crash the child and step the clock until the supervisor restarts it (steps of
+        0.25 s: exact in binary, so the sums are too)."""
+        fake.crash()
+        pid, crashed_at = fake.child.process.pid, now[0]
+        supervisor.step()
+        while fake.child.process.pid == pid:
+            now[0] += 0.25
+            supervisor.step()
+        return now[0] - crashed_at
+
+    assert [delay_of_next_restart() for _ in range(4)] == [0.25, 0.5, 1.0, 1.5]
+    assert lines[-1] == "ddz: rules exited with code 1; restarted  127.0.0.1:50052  (pid 105)"
+    now[0] += 10.0  # it stays up: the next crash is restarted at the first delay again
+    supervisor.step()
+    assert delay_of_next_restart() == 0.25
+    now[0] += 61.0  # the window forgets the restarts before: no crash loop yet
+    assert [delay_of_next_restart() for _ in range(6)] == [0.25, 0.5, 1.0, 1.5, 1.5, 1.5]
+    fake.crash(3)
+    with pytest.raises(CrashLoop) as loop:
+        supervisor.step()  # a seventh exit within the window: limit=6 restarts
+    message = str(loop.value)
+    assert message.startswith("rules is crash looping: it exited with code 3, 7 exits within 60s")
+    assert message.endswith("\n".join(f"line {n}" for n in range(30, 50)))
