@@ -34,11 +34,9 @@ Suite mix (``--suite-mix``): the consumers the services really run, each in its 
 process, configured by the project's own code with handlers that only count:
 
 - ``table`` and ``bot``: ``HandFeed.follow`` itself (a subclass whose ``handle_data``
-  counts): a durable *push* consumer on ``ddz.v1.>`` (public and internal events),
-  ``DeliverPolicy.ALL``, ``AckPolicy.ALL``, max 20,000 acks pending, no flow control, no
-  idle heartbeat, delivered to ``_ddz.deliver.<durable>``; one cumulative ack every 64
-  messages or 0.2 s (at the end of the run the last one is sent at once, as
-  ``HandFeed.close`` does, instead of waiting for the timer);
+  counts): a durable pull consumer on ``ddz.v1.>`` (public and internal events),
+  ``DeliverPolicy.ALL``, explicit acks, pull requests kept open ahead of the reader
+  (``StreamingPull``), one ack per message once applied;
 - ``settlement``: ``SettlementConsumer.start`` itself (``handle`` counts): a durable pull
   consumer of ``ddz.v1.hand.*.hand_settled`` only (one message a hand) through
   ``EventBus.subscribe_durable`` (batch 64, one explicit ack per message). The real
@@ -713,7 +711,7 @@ def print_report(result: dict[str, Any]) -> None:
             f"{result['events_per_hand']} events ({internal} internal) = {result['events']} "
             f"events of ~{SUITE_MEAN_SIZE} B, {result['publishers']} publisher(s) x "
             f"{result['concurrency']} hands at once, each publish awaited; consumers: "
-            "table + bot (HandFeed push, AckPolicy.ALL every 64 msgs / 0.2 s), "
+            "table + bot (HandFeed pull, ack each), "
             "settlement (pull, hand_settled only, batch 64, ack each), "
             "recorder (pull, batch 256, 20 ms linger, ack each)"
         )
