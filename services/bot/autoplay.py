@@ -25,6 +25,7 @@ import zlib
 from typing import Any
 
 import structlog
+from ddz.adapters import metrics
 from ddz.adapters.hand_feed import HandFold, deal_complete
 from ddz.application.errors import Kind, Refusal
 from ddz.domain.hand import Bid, Command, HandState, Pass, Phase, PlayerView, view_for
@@ -161,7 +162,9 @@ class AutoPlay:
                     reason=refusal.reason.value, details=refusal.message,
                 )  # fmt: skip
                 return None
-            self.stats.record_latency(time.perf_counter() - started)
+            took = time.perf_counter() - started
+            self.stats.record_latency(took)
+            metrics.decision_took(took)
             if answer.accepted:
                 self.stats.accepted += 1
             else:

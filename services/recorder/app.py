@@ -13,6 +13,8 @@ from ddz.adapters.grpc_server import full_service_name
 from ddz.adapters.health import Check, database_reachable
 from ddz.adapters.service_runner import connect_bus
 from ddz.adapters.store import SqlEventStore, create_store
+from ddz.adapters.store.keys import Ed25519Signer, Keyring, ensure_signing_key
+from ddz.audit.keys import NoAuditKeys, auditor_keyring
 from ddz.config import Settings
 from ddz.v1 import audit_pb2, audit_pb2_grpc, recorder_pb2, recorder_pb2_grpc
 
@@ -39,8 +41,15 @@ class RecorderApp:
         self.store: SqlEventStore | None = None
         self.bus: EventBus | None = None
         self.consumer: StoreConsumer | None = None
+        self.signer: Ed25519Signer | None = None
 
     async def start(self) -> None:
+        # The signing key first: made when missing, its public key published for auditors.
+        self.signer = await asyncio.to_thread(
+            ensure_signing_key,
+            self.settings.audit_signing_key_path,
+            self.settings.audit_public_keys_path,
+        )
         self.store = await asyncio.to_thread(create_store, self.settings.database_url, upgrade=True)
         self.bus = await connect_bus(self.settings, NAME)
         record = Record(self.store, sign_head=self._sign_head if self.sign_heads else None)
@@ -57,21 +66,22 @@ class RecorderApp:
         }
 
     def _sign_head(self, stream_id: str) -> None:
-        """A finished hand's chain head, signed with the operator's key."""
-        assert self.store is not None
-        self.store.sign_head(
-            stream_id, self.settings.require_audit_key(), self.settings.audit_key_id
-        )
+        """A finished hand's chain head, signed with the recorder's Ed25519 key."""
+        assert self.store is not None and self.signer is not None
+        self.store.sign_head(stream_id, self.signer)
 
     def add_to_server(self, server: grpc.aio.Server) -> None:
         assert self.store is not None, "start() first"
         recorder_pb2_grpc.add_RecorderServiceServicer_to_server(  # type: ignore[no-untyped-call]
             RecorderServicer(Reads(self.store)), server
         )
-        audits = Audits(
-            self.store, self.settings.database_url,
-            self.settings.require_audit_key(), self.settings.audit_key_id,
-        )  # fmt: skip
+        assert self.signer is not None
+        # Public keys (the keyring, and this recorder's own key even if the keyring file
+        # is elsewhere), plus the HMAC key of older hands when it is there.
+        keys = auditor_keyring_or_empty(self.settings).with_public(
+            {self.signer.key_id: self.signer.public_key}
+        )
+        audits = Audits(self.store, self.settings.database_url, keys)
         audit = AuditServicer(audits)
         audit_pb2_grpc.add_AuditServiceServicer_to_server(audit, server)  # type: ignore[no-untyped-call]
 
@@ -82,6 +92,13 @@ class RecorderApp:
             await self.bus.close()
         if self.store is not None:
             self.store.close()
+
+
+def auditor_keyring_or_empty(settings: Settings) -> Keyring:
+    try:
+        return auditor_keyring(settings)
+    except NoAuditKeys:
+        return Keyring()
 
 
 async def build(

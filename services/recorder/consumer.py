@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 import nats.errors
 import structlog
+from ddz.adapters import metrics
 from ddz.adapters.bus import ALL_SUBJECTS, DurablePull, EventBus
 from nats.aio.msg import Msg
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
@@ -103,6 +104,8 @@ class StoreConsumer:
         return self.record.stored
 
     async def _handle(self, messages: list[Msg]) -> None:
+        for msg in messages:
+            metrics.event_consumed(self.durable, msg.reply)
         outcomes = await self.record([msg.data for msg in messages])
         for msg, outcome in zip(messages, outcomes, strict=True):
             await _settle(msg, outcome)

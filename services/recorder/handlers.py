@@ -31,6 +31,7 @@ from ddz.adapters.store import (
     StoredEvent,
     VersionConflict,
 )
+from ddz.adapters.store.keys import Keyring
 from ddz.application.errors import Reason, Refusal
 from ddz.audit import AuditReport, audit_hand
 from ddz.audit.bulk import AllReport, audit_all
@@ -187,11 +188,12 @@ class Audits:
     run in a worker thread: a replay is CPU work, and the event loop keeps serving and
     consuming meanwhile."""
 
-    def __init__(self, store: EventStore, database_url: str, key: bytes, key_id: str) -> None:
+    def __init__(
+        self, store: EventStore, database_url: str, keys: Keyring | bytes, key_id: str = "k1"
+    ) -> None:
         self.store = store
         self.database_url = database_url
-        self.key = key
-        self.key_id = key_id
+        self.keys = Keyring.of_hmac(keys, key_id) if isinstance(keys, bytes) else keys
 
     async def hand(self, hand_id: str) -> AuditReport:
         report = await asyncio.to_thread(self._audit, hand_id)
@@ -205,11 +207,11 @@ class Audits:
         record = load_hand(self.store, hand_id)
         if record is None:
             return None
-        return audit_hand(record.events, self.key, record.signatures, key_id=self.key_id)
+        return audit_hand(record.events, self.keys, record.signatures)
 
     async def all(self, limit: int | None) -> AllReport:
         """Every hand of the store (the oldest ``limit``; None: all of them)."""
         return await asyncio.to_thread(
-            audit_all, self.database_url, self.key, self.key_id,
+            audit_all, self.database_url, self.keys,
             limit=limit, open_store=self.store,
         )  # fmt: skip

@@ -1,18 +1,24 @@
 """The table service, wired: NATS bus + hand feed (durable consumer, with each hand's
-log for streams) + turn clock + rooms + channels to the dealer, rules, bot and
-settlement services."""
+log for streams) + the tables' streams + turn clock + rooms + channels to the dealer,
+rules, bot and settlement services.
+
+On start the open tables are folded back from their streams before anything is served:
+their seat tokens, moves and room places work again, and every hand in play at them
+gets its turn clock back, running from the hand's last event."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
 import grpc
+import structlog
 from ddz.adapters.bus import EventBus
 from ddz.adapters.grpc_client import make_channel
 from ddz.adapters.grpc_server import full_service_name
 from ddz.adapters.hand_feed import HandFeed, HandFold
 from ddz.adapters.health import Check
 from ddz.adapters.service_runner import connect_bus
+from ddz.adapters.table_stream import JetStreamTableLog, occurred_at
 from ddz.adapters.tokens import table_token_key, verification_keys
 from ddz.config import Settings
 from ddz.v1 import (
@@ -33,6 +39,7 @@ from .servicer import TableServicer
 from .tables import Tables
 
 NAME = "table"
+log = structlog.get_logger("ddz.table.app")
 KEEP_ENDED = 1000
 """Finished hands kept in memory for late views and streams (older ones are read back
 from the bus on demand)."""
@@ -80,7 +87,31 @@ class TableApp:
         )
         self.servicer = TableServicer(self.handlers)
         self.clock = TurnClock(self.settings.turn_timeout, self.handlers.disconnect)
+        await self._rebuild(JetStreamTableLog(self.bus, producer=NAME))
         await self.feed.follow(NAME)
+
+    async def _rebuild(self, table_log: JetStreamTableLog) -> None:
+        """Fold the open tables back from their streams, then write to them."""
+        assert self.feed is not None and self.clock is not None and self.handlers is not None
+        for table_id in await table_log.open_table_ids():
+            try:
+                history = await table_log.read(table_id)
+            except ValueError:  # CodecError too: a table this version cannot read
+                log.exception("table_not_restored", table_id=table_id)
+                continue
+            if history is None or history.state.closed:
+                continue
+            table = self.tables.restore(history)
+            self.handlers.seating.restore(table)
+            last = table.last_hand_id
+            fold = await self.feed.load(last) if last is not None else None
+            if last is not None and fold is None:
+                self.tables.drop_hand(table, last)  # assigned, never dealt
+            elif fold is not None and not fold.over and fold.log:
+                self.clock.resume(fold, since=occurred_at(fold.log[-1].envelope))
+            log.info("table_restored", table_id=table_id, hands=len(table.hand_ids),
+                     hand_in_play=self.handlers.floor.hand_in_play(table))  # fmt: skip
+        self.tables.log = table_log
 
     def checks(self) -> Mapping[str, Check]:
         bus, feed = self.bus, self.feed
@@ -103,6 +134,7 @@ class TableApp:
             await self.handlers.close()
         if self.clock is not None:
             await self.clock.close()
+        await self.tables.settle()  # the tables' last events, before the bus closes
         if self.feed is not None:
             await self.feed.close()  # acks what it handled: before the connection closes
         if self.bus is not None:

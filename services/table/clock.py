@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import Awaitable, Callable
 
 import structlog
@@ -43,21 +44,31 @@ class TurnClock:
 
     def update(self, fold: HandFold) -> None:
         """Look at the hand after a change: start, keep or stop its turn's clock."""
+        self._start(fold, self.timeout, keep=True)
+
+    def resume(self, fold: HandFold, since: float) -> None:
+        """After a restart: the turn's clock runs from ``since`` (Unix seconds, the time
+        of the hand's last event), so a turn that was nearly out is out soon, and one
+        that ran out while no table service watched is out at once."""
+        left = max(0.0, self.timeout - max(0.0, time.time() - since))
+        self._start(fold, left, keep=False)
+
+    def _start(self, fold: HandFold, wait: float, *, keep: bool) -> None:
         hand_id = fold.hand_id
         seat = human_on_turn(fold)
         turn = (fold.state.version, seat if seat is not None else -1)
         current = self._timers.get(hand_id)
-        if current is not None and current[0] == turn:
+        if keep and current is not None and current[0] == turn:
             return  # the same turn: the clock keeps running
         if current is not None:
             current[1].cancel()
             del self._timers[hand_id]
         if seat is not None:
-            task = asyncio.create_task(self._expire(fold, turn), name=f"turn:{hand_id}")
+            task = asyncio.create_task(self._expire(fold, turn, wait), name=f"turn:{hand_id}")
             self._timers[hand_id] = (turn, task)
 
-    async def _expire(self, fold: HandFold, turn: tuple[int, int]) -> None:
-        await asyncio.sleep(self.timeout)
+    async def _expire(self, fold: HandFold, turn: tuple[int, int], wait: float) -> None:
+        await asyncio.sleep(wait)
         if (fold.state.version, human_on_turn(fold)) != turn:
             return
         self._timers.pop(fold.hand_id, None)

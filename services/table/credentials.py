@@ -1,19 +1,21 @@
 """The ``Tokens`` port on ``ddz.adapters.tokens``: reads the tokens players, seats and
-operators send, and signs the seat tokens a room hands out."""
+operators send, and signs the seat tokens a room hands out.
+
+It holds the seat key and the login's public keys, never the login's private key: the
+table can mint seat tokens, never a player or operator token."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
-from ddz.adapters.tokens import SEAT_TOKEN_TTL, Kind, new_claims, sign, verify
+from ddz.adapters.tokens import SEAT_TOKEN_TTL, TokenKeys, new_claims, sign, verify
 
 from .ports import Caller, SeatPass
 
 
 class SignedTokens:
-    def __init__(self, keys: Mapping[Kind, bytes], table_key: bytes) -> None:
-        self.keys = dict(keys)
-        self.table_key = table_key
+    def __init__(self, keys: TokenKeys, table_key: bytes | None = None) -> None:
+        if table_key is not None and table_key != keys.seat:
+            raise ValueError("seat tokens are signed with the seat key they are checked with")
+        self.keys = keys
 
     def caller(self, token: str) -> Caller:
         claims = verify(token, self.keys)  # TokenError (a ValueError) says why not
@@ -21,4 +23,4 @@ class SignedTokens:
 
     def seat_pass(self, player_id: str, table_id: str, seat: int) -> SeatPass:
         claims = new_claims("seat", player_id, SEAT_TOKEN_TTL, table=table_id, seat=seat)
-        return SeatPass(sign(claims, self.table_key), claims.expires)
+        return SeatPass(sign(claims, self.keys.seat), claims.expires)

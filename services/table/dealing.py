@@ -70,6 +70,16 @@ class Dealing:
         log.info("table_opened", table_id=table.table_id, rules=table.rules.name)
         return self.shown(table)
 
+    async def opened(self, shown: Shown) -> Shown:
+        """``open_table``'s table once its stream has it (an id the bus knows from an
+        earlier table is refused, and the table forgotten)."""
+        try:
+            await self.floor.tables.recorded(shown.table)
+        except Refusal:
+            self.floor.tables.forget(shown.table)
+            raise
+        return shown
+
     def get_table(self, token: str | None, table_id: str) -> Shown:
         table = self.floor.table(table_id)
         self.gate.at_table(token, table)
@@ -100,9 +110,11 @@ class Dealing:
             hand_id, table.table_id, table.rules, table.room, table.seats, first_bidder,
             balances, client_seeds, show_before_deal, request_id(),
         )  # fmt: skip
-        # Known as this table's before its first event can arrive (turn deadlines).
-        self.floor.tables.add_hand(table, hand_id)
+        # Known as this table's before its first event can arrive (turn deadlines), and
+        # on the table's stream before the dealer deals it (a restart knows it).
+        self.floor.tables.add_hand(table, hand_id, first_bidder, balances)
         try:
+            await self.floor.tables.recorded(table)
             dealt = await self.dealer.deal(order)
         except BaseException:
             self.floor.tables.drop_hand(table, hand_id)

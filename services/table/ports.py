@@ -1,5 +1,6 @@
 """What the table's use cases need from outside, in their own terms: the other services
-(dealer, rules, bot, settlement), the seat tokens, and the hands as the bus folds them.
+(dealer, rules, bot, settlement), the seat tokens, the hands as the bus folds them, and
+the tables' own streams.
 
 ``clients`` implements the services' ports over gRPC and ``credentials`` the tokens;
 the fakes of the unit tests implement them in memory. A port that answers with the
@@ -13,9 +14,11 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from ddz.adapters.hand_feed import HandFold
+from ddz.adapters.table_stream import TableCursor
 from ddz.domain.hand import SeatCommand, SeatInfo
 from ddz.domain.ruleset import RuleSet
 from ddz.domain.settlement import RoomSettings
+from ddz.domain.table import TableEvent
 from ddz.v1 import envelope_pb2, table_pb2
 
 Envelope = envelope_pb2.EventEnvelope
@@ -111,6 +114,16 @@ class Tokens(Protocol):
         ...
 
     def seat_pass(self, player_id: str, table_id: str, seat: int) -> SeatPass: ...
+
+
+class TableLog(Protocol):
+    """The tables' streams (``ddz.adapters.table_stream.JetStreamTableLog``): each
+    table's events written after the position its writer last saw (a CONFLICT
+    ``Refusal`` when another writer got there first)."""
+
+    async def append(
+        self, table_id: str, after: TableCursor, events: Sequence[TableEvent]
+    ) -> TableCursor: ...
 
 
 class Hands(Protocol):

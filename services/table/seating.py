@@ -25,7 +25,7 @@ from ddz.domain.ruleset import Scoring
 
 from .lobby import LeftQueue, Lobby, Seat, Ticket
 from .rooms import Room, Rooms
-from .tables import NextRound, Table, TableClosed, Tables, new_table_id
+from .tables import NextRound, Table, TableGone, Tables, new_table_id
 
 log = structlog.get_logger("ddz.table.seating")
 
@@ -121,13 +121,14 @@ class Seating:
         table_id = new_table_id()
         people = [SeatInfo(ticket.player_id) for ticket in tickets]
         bots = [SeatInfo(f"bot-{table_id}-{s}", is_bot=True) for s in range(len(tickets), 3)]
-        table = self.tables.open(room.rules, room.settings, [*people, *bots], table_id,
-                                 room_id=room.room_id)  # fmt: skip
+        balances = None
         if room.rules.scoring is Scoring.BEANS:
             opening = self.rooms.opening_balance
             values = [t.balance if t.balance is not None else opening for t in tickets]
             values += [opening] * (3 - len(tickets))
-            table.balances = (max(0, values[0]), max(0, values[1]), max(0, values[2]))
+            balances = (max(0, values[0]), max(0, values[1]), max(0, values[2]))
+        table = self.tables.open(room.rules, room.settings, [*people, *bots], table_id,
+                                 room_id=room.room_id, balances=balances)  # fmt: skip
         for number, ticket in enumerate(tickets):
             self.lobby.sit(ticket.player_id, Seat(table_id, number))
         log.info("table_made", room=room.room_id, table_id=table_id,
@@ -140,7 +141,7 @@ class Seating:
                 await self.deal(table)
         except Exception as exc:
             log.exception("first_hand_failed", table_id=table.table_id)
-            table.close("the table's first hand could not be dealt")
+            self.tables.close(table, "the table's first hand could not be dealt")
             for ticket in tickets:
                 self.lobby.release(ticket.player_id)
                 if not ticket.seated.done():
@@ -150,6 +151,14 @@ class Seating:
         for number, ticket in enumerate(tickets):
             if not ticket.seated.done():
                 ticket.seated.set_result(Seat(table.table_id, number))
+
+    def restore(self, table: Table) -> None:
+        """A room table rebuilt after a restart: its people are seated at it again (who
+        was queued and not yet seated is not on any stream: they join again)."""
+        if not table.room_id or table.closed:
+            return
+        for seat in table.people:
+            self.lobby.sit(table.seats[seat].player_id, Seat(table.table_id, seat))
 
     # -- leaving -------------------------------------------------------------------------
 
@@ -180,7 +189,12 @@ class Seating:
             self.lobby.release(player_id)
         table.left[seat] = player_id
         table.close(f"{player_id} left")
-        escaped = await self.escape(table, seat)
+        escaped = ""
+        try:
+            escaped = await self.escape(table, seat)
+        finally:  # on the table's stream with the hand it escaped, if any
+            self.tables.leave(table, seat, escaped)
+            self.tables.close(table, table.closed_reason)
         log.info("player_left", table_id=table.table_id, seat=seat, player=player_id,
                  escaped_hand_id=escaped)  # fmt: skip
         return escaped
@@ -224,7 +238,7 @@ class Seating:
                     current.deadline.cancel()
         try:
             return await asyncio.shield(current.dealt)
-        except TableClosed as exc:
+        except TableGone as exc:
             raise _wrong_phase(f"table {table.table_id} is closed ({exc}): "
                                "join the room again") from None  # fmt: skip
 
@@ -236,11 +250,11 @@ class Seating:
         late = [s for s in table.people if s not in current.ready]
         for seat in late:
             player_id = table.seats[seat].player_id
-            table.left[seat] = player_id
+            self.tables.leave(table, seat)
             if self.lobby.place_of(player_id) == Seat(table.table_id, seat):
                 self.lobby.release(player_id)
         names = ", ".join(table.seats[s].player_id for s in late)
-        table.close(f"{names} did not come back for the next hand")
+        self.tables.close(table, f"{names} did not come back for the next hand")
 
     async def close(self) -> None:
         await self.lobby.close()

@@ -50,6 +50,7 @@ class TableServicer(table_pb2_grpc.TableServiceServicer):
         self, request: table_pb2.OpenTableRequest, context: Context
     ) -> table_pb2.OpenTableResponse:
         shown = self.dealing.open_table(token_of(context), translate.table_spec(request))
+        shown = await self.dealing.opened(shown)
         return table_pb2.OpenTableResponse(table=translate.table_pb(shown))
 
     async def GetTable(

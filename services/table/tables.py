@@ -1,10 +1,12 @@
 """The tables this service has opened: who sits where, under which rules, which hands,
 and (for a room's tables) who has left and who is ready for the next hand.
 
-In memory: a restarted table service forgets its tables and queues (the hands
-themselves live on the bus and finish with the bot). The registry's interface (open,
-get, table_of, next first bidder) is what the use cases rely on; a ``table-<id>``
-event stream could back it without changing that interface.
+Each table is also the stream ``table-<id>`` (``ddz.domain.table``): the registry
+writes its events (opened, hand assigned, player left, closed) through the
+``TableLog`` port, in order, one table's writes after another's, and keeps their fold
+(``Table.state``). A restarted service ``restore``s the open tables from their
+streams. What is not an event stays in memory: who is ready for the next hand (a
+round the restart cancels; nobody is ready until they ask again).
 """
 
 from __future__ import annotations
@@ -12,12 +14,28 @@ from __future__ import annotations
 import asyncio
 import re
 import uuid
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+import structlog
+from ddz.adapters.table_stream import TableCursor, TableHistory
 from ddz.application.errors import Kind, Reason, Refusal
 from ddz.domain.hand import SeatInfo, next_first_bidder
 from ddz.domain.ruleset import RuleSet
 from ddz.domain.settlement import RoomSettings
+from ddz.domain.table import (
+    HandAssigned,
+    PlayerLeft,
+    TableClosed,
+    TableEvent,
+    TableOpened,
+    TableState,
+    evolve,
+)
+
+from .ports import TableLog
+
+log = structlog.get_logger("ddz.table.tables")
 
 ID_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 """Table and player ids: they become parts of NATS subjects and of hand ids."""
@@ -31,7 +49,7 @@ class TableError(Refusal, ValueError):
         super().__init__(Kind.INVALID, Reason.INVALID_ARGUMENT, message)
 
 
-class TableClosed(Exception):
+class TableGone(Exception):
     """The table deals no more hands (a player left); the message says why."""
 
 
@@ -62,6 +80,9 @@ class Table:
     closed_reason: str = ""
     next_round: NextRound | None = None
     lock: asyncio.Lock = field(default_factory=asyncio.Lock, repr=False)
+    state: TableState | None = field(default=None, repr=False)  # the fold of its stream
+    cursor: TableCursor = field(default_factory=TableCursor, repr=False)
+    writing: asyncio.Future[None] | None = field(default=None, repr=False)
 
     @property
     def last_hand_id(self) -> str | None:
@@ -97,7 +118,7 @@ class Table:
             self.closed_reason = reason
         waiting = self.next_round
         if waiting is not None and not waiting.dealt.done():
-            waiting.dealt.set_exception(TableClosed(self.closed_reason))
+            waiting.dealt.set_exception(TableGone(self.closed_reason))
             waiting.dealt.exception()  # retrieved: nobody may be waiting
         if waiting is not None and waiting.deadline is not None:
             waiting.deadline.cancel()
@@ -110,7 +131,8 @@ def check_id(kind: str, value: str) -> str:
 
 
 class Tables:
-    def __init__(self) -> None:
+    def __init__(self, log: TableLog | None = None) -> None:
+        self.log = log  # None: in memory only (the unit tests)
         self._tables: dict[str, Table] = {}
         self._by_hand: dict[str, Table] = {}
 
@@ -122,7 +144,10 @@ class Tables:
         table_id: str = "",
         *,
         room_id: str = "",
+        balances: tuple[int, int, int] | None = None,
     ) -> Table:
+        """Open the table now (no await: a room seats its group atomically); its
+        ``table_opened`` event is written in the background (``recorded``)."""
         if len(seats) != 3:
             raise TableError(f"a table has exactly three seats, got {len(seats)}")
         for seat in seats:
@@ -134,19 +159,99 @@ class Tables:
             raise Refusal(
                 Kind.EXISTS, Reason.INVALID_ARGUMENT, f"table {table_id!r} is already open"
             )
-        table = Table(table_id, rules, room, (seats[0], seats[1], seats[2]), room_id=room_id)
+        three = (seats[0], seats[1], seats[2])
+        table = Table(table_id, rules, room, three, room_id=room_id, balances=balances)
         self._tables[table_id] = table
+        self._record(table, TableOpened(table_id, rules, room, three, room_id, balances))
         return table
+
+    def restore(self, history: TableHistory) -> Table:
+        """A table folded from its stream (a restart), known again with its hands."""
+        state = history.state
+        table = Table(
+            state.table_id, state.rules, state.room, state.seats, list(state.hand_ids),
+            state.room_id, state.balances, state.left_seats, state.closed_reason,
+            state=state, cursor=history.cursor,
+        )  # fmt: skip
+        self._tables[table.table_id] = table
+        for hand_id in table.hand_ids:
+            self._by_hand[hand_id] = table
+        return table
+
+    def forget(self, table: Table) -> None:
+        """Drop a table whose opening could not be written (it never was)."""
+        if self._tables.get(table.table_id) is table:
+            del self._tables[table.table_id]
+        for hand_id in table.hand_ids:
+            self._by_hand.pop(hand_id, None)
+
+    async def recorded(self, table: Table) -> None:
+        """Wait until the table's events so far are on its stream (a failed write is an
+        UNAVAILABLE ``Refusal``, or the ``Refusal`` the log raised)."""
+        if table.writing is None:
+            return
+        try:
+            await asyncio.shield(table.writing)
+        except Refusal:
+            raise
+        except Exception as exc:
+            why = f"table {table.table_id} could not be recorded: {exc}"
+            raise Refusal.unavailable(why) from exc
+
+    async def settle(self) -> None:
+        """Wait for every write under way (on close: before the bus goes)."""
+        writing = [t.writing for t in self._tables.values() if t.writing is not None]
+        await asyncio.gather(*writing, return_exceptions=True)
+
+    def _record(self, table: Table, *events: TableEvent) -> None:
+        """Fold ``events`` into the table's state and write them after its earlier ones."""
+        state = table.state
+        for event in events:
+            state = evolve(state, event)
+        table.state = state
+        if self.log is None:
+            return
+        log_, previous = self.log, table.writing
+
+        async def write() -> None:
+            if previous is not None:
+                await previous  # an earlier write failed: so do the ones after it
+            table.cursor = await log_.append(table.table_id, table.cursor, events)
+
+        table.writing = asyncio.ensure_future(write())
+        table.writing.add_done_callback(_report_failure(table.table_id, events))
+
+    def leave(self, table: Table, seat: int, escaped_hand_id: str = "") -> None:
+        """The seat's player has left (their escaped hand, if any, is named)."""
+        player_id = table.seats[seat].player_id
+        table.left[seat] = player_id
+        self._record(table, PlayerLeft(seat, player_id, escaped_hand_id))
+
+    def close(self, table: Table, reason: str) -> None:
+        """No more hands at the table (``Table.close``), as an event."""
+        table.close(reason)
+        if table.state is None or not table.state.closed:
+            self._record(table, TableClosed(table.closed_reason))
 
     def get(self, table_id: str) -> Table | None:
         return self._tables.get(table_id)
 
-    def add_hand(self, table: Table, hand_id: str) -> None:
+    def add_hand(
+        self,
+        table: Table,
+        hand_id: str,
+        first_bidder: int | None = None,
+        balances: tuple[int, int, int] | None = None,
+    ) -> None:
+        """The hand is the table's (before the dealer deals it: known to its table
+        before its first event, here and after a restart)."""
         table.hand_ids.append(hand_id)
         self._by_hand[hand_id] = table
+        self._record(table, HandAssigned(hand_id, first_bidder, balances))
 
     def drop_hand(self, table: Table, hand_id: str) -> None:
-        """Forget a hand the dealer did not deal."""
+        """Forget a hand the dealer did not deal (its ``hand_assigned`` stays on the
+        stream: a restart drops a last hand the bus does not have)."""
         if hand_id in table.hand_ids:
             table.hand_ids.remove(hand_id)
         self._by_hand.pop(hand_id, None)
@@ -160,6 +265,17 @@ class Tables:
 
     def in_room(self, room_id: str) -> int:
         return sum(1 for table in self._tables.values() if table.room_id == room_id)
+
+
+def _report_failure(
+    table_id: str, events: Sequence[TableEvent]
+) -> Callable[[asyncio.Future[None]], None]:
+    def report(done: asyncio.Future[None]) -> None:
+        if not done.cancelled() and done.exception() is not None:
+            log.error("table_event_not_written", table_id=table_id,
+                      events=[e.TYPE for e in events], error=str(done.exception()))  # fmt: skip
+
+    return report
 
 
 def new_table_id() -> str:

@@ -10,15 +10,16 @@ from __future__ import annotations
 import os
 import re
 import secrets
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from types import MappingProxyType
-from typing import Literal
+from typing import Literal, TypeVar
 
 from ddz.player_kinds import DEFAULT_PLAYER, PLAYER_KINDS
 
 LogFormat = Literal["json", "console", "auto"]
+N = TypeVar("N", int, float)
 
 SERVICE_PORTS: Mapping[str, int] = MappingProxyType(
     {
@@ -32,12 +33,52 @@ SERVICE_PORTS: Mapping[str, int] = MappingProxyType(
 )
 """The services of the suite and their default gRPC ports (``DDZ_<SERVICE>_PORT``)."""
 
+METRICS_PORT_OFFSET = 1000
+"""A service's default metrics port is its gRPC port plus this (rules: 51052)."""
+
+RETIRED: Mapping[str, str] = MappingProxyType(
+    {
+        "DDZ_OPERATOR_KEY": "player and operator tokens are JWTs signed with the login key "
+        "(DDZ_LOGIN_KEY) and verified with its public keys (DDZ_LOGIN_JWKS); "
+        "see docs/SECURITY.md",
+    }
+)
+"""Variables a deployment may still set that no longer mean anything: refused by name, so
+a setting that would be ignored stops the service instead."""
+
 WILDCARD_HOSTS = frozenset({"0.0.0.0", "::", "[::]"})
 """Listen hosts that mean every interface; clients on this host dial loopback instead."""
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 LOG_FORMATS: tuple[LogFormat, ...] = ("json", "console", "auto")
 AUDIT_KEY_FILE = "audit.key"
+NATS_SCHEMES = ("nats://", "tls://", "ws://", "wss://")
+DEFAULT_STREAM_MAX_AGE = 7 * 24 * 3600.0
+"""Seconds an event stays on the bus by default (``DDZ_STREAM_MAX_AGE``): readers of an
+older hand go to the recorder's store."""
+MAX_STREAM_REPLICAS = 5  # JetStream's own limit
+
+
+def nats_servers(url: str) -> tuple[str, ...]:
+    """The server URLs of ``DDZ_NATS_URL``: one URL, or several separated by commas
+    (the nodes of a cluster). ``ValueError`` for an entry that is not a NATS URL."""
+    servers = tuple(part.strip() for part in url.split(","))
+    for server in servers:
+        if (
+            not server.startswith(NATS_SCHEMES)
+            or any(c.isspace() for c in server)
+            or not server.partition("://")[2]
+        ):
+            raise ValueError(
+                "DDZ_NATS_URL must be nats://host:port (or several, separated by commas, "
+                f"or empty), got {redacted_url(server, keep_user=False)!r}"
+            )
+    return servers
+
+
+def redacted_servers(url: str) -> str:
+    """``redacted_url`` of each server of a comma-separated ``DDZ_NATS_URL``."""
+    return ",".join(redacted_url(part.strip(), keep_user=False) for part in url.split(","))
 
 
 def sqlite_url(path: Path) -> str:
@@ -79,34 +120,55 @@ class Settings:
     data_dir: Path = Path(".ddz")
     database_url: str = ""
     nats_url: str = ""
+    # Who this process is to NATS (none set: no credentials, or the service's own seed
+    # under ``<data dir>/nats/``, see ``ddz.adapters.nats_auth``) and TLS to NATS.
+    nats_creds_file: Path | None = None
+    nats_nkey_seed_file: Path | None = None
+    nats_user: str = ""
+    nats_password: str = field(default="", repr=False)
+    nats_ca_file: Path | None = None
+    nats_cert_file: Path | None = None
+    nats_key_file: Path | None = None
     host: str = "127.0.0.1"
     ports: Mapping[str, int] = field(default_factory=lambda: SERVICE_PORTS)
     # Where clients dial each service (``DDZ_<NAME>_ADDR``) and where each listens
     # (``DDZ_<NAME>_LISTEN``); a service missing here falls back to host and port.
     addresses: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     listen: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    # ``DDZ_<NAME>_METRICS_PORT`` of the services that set one (``metrics_address``).
+    metrics_ports: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
     log_level: str = "INFO"
     log_format: LogFormat = "auto"
     log_to_file: bool = False
     audit_key: bytes = field(default=b"", repr=False)
     audit_key_id: str = "k1"
+    audit_signing_key_file: Path | None = None  # None: <data dir>/keys/audit-signing.key
+    audit_public_keys_file: Path | None = None  # None: <data dir>/keys/audit-public.json
     rpc_timeout: float = 5.0
     turn_timeout: float = 20.0
     stall_margin: float = 5.0  # a hand idle turn_timeout + this long: its seat on turn is dropped
     max_message_bytes: int = 1024 * 1024
     rooms_file: Path | None = None  # None: the rooms shipped with the table service
-    table_token_key: bytes = field(default=b"", repr=False)  # empty: derived (tokens.py)
-    operator_key: bytes = field(default=b"", repr=False)  # empty: derived (tokens.py)
+    table_token_key: bytes = field(default=b"", repr=False)  # empty: a file (token_keys.py)
+    login_key_file: Path | None = None  # None: <data dir>/keys/login.key (token_keys.py)
+    login_jwks_file: Path | None = None  # None: <data dir>/keys/login.jwks.json
     bot_player: str = DEFAULT_PLAYER  # one of ddz.player_kinds.PLAYER_KINDS
     bot_max_ms: float = 250.0  # wall-clock cap on one strong-bot decision
     atomic_decisions: bool = True  # a decision's events as one JetStream atomic batch
     restart_limit: int = 5  # restarts of one child `ddz up` allows in restart_window
     restart_window: float = 60.0  # seconds; one more exit in it is a crash loop
+    # The DDZ stream as a starting service creates it (an existing one is left alone).
+    stream_replicas: int = 1  # 3 on a cluster of three
+    stream_max_age: float | None = DEFAULT_STREAM_MAX_AGE  # seconds; None: no limit
+    stream_max_bytes: int | None = None  # None: no limit
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
         """Read every ``DDZ_*`` variable (from ``os.environ`` unless given)."""
         env = os.environ if environ is None else environ
+        for name, instead in RETIRED.items():
+            if env.get(name, "").strip():
+                raise ValueError(f"{name} is no longer read: {instead}")
         data_dir = Path(env.get("DDZ_DATA_DIR", "").strip() or ".ddz").expanduser().resolve()
         database_url = env.get("DDZ_DATABASE_URL", "").strip() or sqlite_url(
             data_dir / "ddz.sqlite3"
@@ -117,17 +179,19 @@ class Settings:
                 f"postgresql://user@host/db, got {redacted_url(database_url)!r}"
             )
         nats_url = env.get("DDZ_NATS_URL", "").strip()
-        if nats_url and not nats_url.startswith(("nats://", "tls://", "ws://", "wss://")):
-            raise ValueError(
-                "DDZ_NATS_URL must start with nats:// (or be empty), got "
-                f"{redacted_url(nats_url, keep_user=False)!r}"
-            )
+        if nats_url:
+            nats_url = ",".join(nats_servers(nats_url))  # each checked, spaces dropped
         ports = {
             service: _int(env, f"DDZ_{service.upper()}_PORT", default, low=0, high=65535)
             for service, default in SERVICE_PORTS.items()
         }
         addresses = _targets(env, "ADDR")
         listen = _targets(env, "LISTEN")
+        metrics_ports = {
+            service: _int(env, f"DDZ_{service.upper()}_METRICS_PORT", 0, low=0, high=65535)
+            for service in SERVICE_PORTS
+            if env.get(f"DDZ_{service.upper()}_METRICS_PORT", "").strip()
+        }
         log_level = env.get("DDZ_LOG_LEVEL", "INFO").strip().upper() or "INFO"
         if log_level not in LOG_LEVELS:
             raise ValueError(
@@ -150,15 +214,25 @@ class Settings:
             data_dir=data_dir,
             database_url=normalize_database_url(database_url),
             nats_url=nats_url,
+            nats_creds_file=_path(env, "DDZ_NATS_CREDS"),
+            nats_nkey_seed_file=_path(env, "DDZ_NATS_NKEY_SEED"),
+            nats_user=env.get("DDZ_NATS_USER", "").strip(),
+            nats_password=env.get("DDZ_NATS_PASSWORD", ""),
+            nats_ca_file=_path(env, "DDZ_NATS_CA"),
+            nats_cert_file=_path(env, "DDZ_NATS_CERT"),
+            nats_key_file=_path(env, "DDZ_NATS_KEY"),
             host=env.get("DDZ_HOST", "").strip() or "127.0.0.1",
             ports=MappingProxyType(ports),
             addresses=MappingProxyType(addresses),
             listen=MappingProxyType(listen),
+            metrics_ports=MappingProxyType(metrics_ports),
             log_level=log_level,
             log_format=log_format,  # checked against LOG_FORMATS above
             log_to_file=_bool(env, "DDZ_LOG_TO_FILE", False),
             audit_key=env.get("DDZ_AUDIT_KEY", "").encode("utf-8"),
             audit_key_id=audit_key_id,
+            audit_signing_key_file=_path(env, "DDZ_AUDIT_SIGNING_KEY"),
+            audit_public_keys_file=_path(env, "DDZ_AUDIT_PUBLIC_KEYS"),
             rpc_timeout=_float(env, "DDZ_RPC_TIMEOUT", 5.0),
             turn_timeout=_float(env, "DDZ_TURN_TIMEOUT", 20.0),
             stall_margin=_float(env, "DDZ_STALL_MARGIN", 5.0),
@@ -167,12 +241,16 @@ class Settings:
             ),
             rooms_file=_path(env, "DDZ_ROOMS_FILE"),
             table_token_key=env.get("DDZ_TABLE_TOKEN_KEY", "").encode("utf-8"),
-            operator_key=env.get("DDZ_OPERATOR_KEY", "").encode("utf-8"),
+            login_key_file=_path(env, "DDZ_LOGIN_KEY"),
+            login_jwks_file=_path(env, "DDZ_LOGIN_JWKS"),
             bot_player=bot_player,
             bot_max_ms=_float(env, "DDZ_BOT_MAX_MS", 250.0),
             atomic_decisions=_bool(env, "DDZ_ATOMIC_DECISIONS", True),
             restart_limit=_int(env, "DDZ_RESTART_LIMIT", 5, low=0, high=1000),
             restart_window=_float(env, "DDZ_RESTART_WINDOW", 60.0),
+            stream_replicas=_int(env, "DDZ_STREAM_REPLICAS", 1, low=1, high=MAX_STREAM_REPLICAS),
+            stream_max_age=_limit(env, "DDZ_STREAM_MAX_AGE", DEFAULT_STREAM_MAX_AGE, float),
+            stream_max_bytes=_limit(env, "DDZ_STREAM_MAX_BYTES", None, int),
         )
 
     def __repr__(self) -> str:
@@ -180,7 +258,7 @@ class Settings:
         passwords: settings end up in tracebacks, logs and test reports."""
         shown = {f.name: getattr(self, f.name) for f in fields(self) if f.repr}
         shown["database_url"] = redacted_url(self.database_url)
-        shown["nats_url"] = redacted_url(self.nats_url, keep_user=False)
+        shown["nats_url"] = redacted_servers(self.nats_url)
         return f"Settings({', '.join(f'{name}={value!r}' for name, value in shown.items())})"
 
     def port(self, service: str) -> int:
@@ -212,9 +290,29 @@ class Settings:
         host = listen.rsplit(":", 1)[0] if listen else self.host
         return f"{host}:{port}"
 
+    def metrics_port(self, service: str) -> int:
+        """``DDZ_<NAME>_METRICS_PORT``, else the gRPC port + ``METRICS_PORT_OFFSET``
+        (0, any free port, when that is no port: the gRPC port is 0 or too high)."""
+        port = self.metrics_ports.get(service)
+        if port is not None:
+            return port
+        grpc_port = self.port(service)
+        shifted = grpc_port + METRICS_PORT_OFFSET
+        return shifted if grpc_port and shifted <= 65535 else 0
+
+    def metrics_address(self, service: str) -> str:
+        """Where ``service`` serves its Prometheus metrics: the host it listens on
+        (``listen_address``) and its ``metrics_port``."""
+        return self.listen_address(service, self.metrics_port(service))
+
     def with_addresses(self, **targets: str) -> Settings:
         """A copy in which clients dial the given services at the given targets."""
         return replace(self, addresses=MappingProxyType({**self.addresses, **targets}))
+
+    @property
+    def nats_servers(self) -> tuple[str, ...]:
+        """The NATS servers to connect to (empty: the default local server)."""
+        return nats_servers(self.nats_url) if self.nats_url else ()
 
     @property
     def log_dir(self) -> Path:
@@ -225,8 +323,19 @@ class Settings:
         """JetStream's file store when the suite starts its own nats-server."""
         return self.data_dir / "jetstream"
 
+    @property
+    def audit_signing_key_path(self) -> Path:
+        """The recorder's Ed25519 key that signs chain heads (``DDZ_AUDIT_SIGNING_KEY``)."""
+        return self.audit_signing_key_file or self.data_dir / "keys" / "audit-signing.key"
+
+    @property
+    def audit_public_keys_path(self) -> Path:
+        """The keyring auditors verify heads with (``DDZ_AUDIT_PUBLIC_KEYS``): public."""
+        return self.audit_public_keys_file or self.data_dir / "keys" / "audit-public.json"
+
     def require_audit_key(self) -> bytes:
-        """The HMAC key that signs chain heads.
+        """The HMAC key that signed chain heads before Ed25519 (``ddz.audit.keys`` reads
+        it without ever creating one; nothing signs with it any more).
 
         ``DDZ_AUDIT_KEY`` when set; otherwise a random key kept in
         ``<data dir>/audit.key`` (created on first use, mode 0600), so a fresh local
@@ -296,6 +405,28 @@ def _int(env: Mapping[str, str], name: str, default: int, *, low: int, high: int
         raise ValueError(f"{name} must be an integer, got {raw!r}") from None
     if not low <= value <= high:
         raise ValueError(f"{name} must be between {low} and {high}, got {value}")
+    return value
+
+
+def _limit(
+    env: Mapping[str, str], name: str, default: N | None, kind: Callable[[str], N]
+) -> N | None:
+    """A positive limit; ``0`` (or ``none``) for no limit at all."""
+    raw = env.get(name, "").strip().lower()
+    if not raw:
+        return default
+    if raw in ("none", "unlimited"):
+        return None
+    try:
+        value = kind(raw)
+    except ValueError:
+        raise ValueError(
+            f"{name} must be a positive number, or 0 for no limit, got {raw!r}"
+        ) from None
+    if value == 0:
+        return None
+    if not 0 < value < float("inf"):
+        raise ValueError(f"{name} must be a positive number, or 0 for no limit, got {raw!r}")
     return value
 
 

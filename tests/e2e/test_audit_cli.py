@@ -18,14 +18,17 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from ddz.adapters import codec
 from ddz.adapters.service_db import upgrade_service_db
 from ddz.adapters.service_db.balances import BalanceProjection
 from ddz.adapters.store import chain as hash_chain
 from ddz.adapters.store import create_store
+from ddz.adapters.store.keys import Ed25519Signer, ensure_signing_key, signer_of
 from ddz.adapters.store.schema import events, stream_signatures
 from ddz.audit import CHECKS
 from ddz.audit.sample import Mischief, record_hand
+from ddz.config import Settings
 from ddz.domain.hand.events import HandSettled, HandStarted
 from ddz.domain.ruleset import VARIANTS
 
@@ -231,3 +234,108 @@ def test_bad_input_is_one_line_and_exit_code_2(store_dir: StoreDir, tmp_path: Pa
     assert "no audit key" in one_error_line(ddz(tmp_path, "audit", hand_id, key=None))
     assert "no event store" in one_error_line(ddz(tmp_path, "audit", hand_id))
     assert "no event store" in one_error_line(ddz(tmp_path, "rebuild"))
+
+
+# --- public keys only: what anyone can be handed ----------------------------------------------
+
+
+@dataclass(frozen=True)
+class PublicDir:
+    data: Path  # the store, the keyring; no private key, no HMAC key
+    genuine: list[str]
+    forged: str  # re-signed with another Ed25519 key under the recorder's key id
+    poisoned: str  # a row whose envelope does not parse (hashes recomputed)
+
+
+@dataclass(frozen=True)
+class _Claiming:
+    signer: Ed25519Signer
+    key_id: str
+    algorithm: str = "ed25519"
+
+    def sign(self, stream_id: str, head_version: int, head_hash: str) -> str:
+        return self.signer.sign(stream_id, head_version, head_hash)
+
+
+@pytest.fixture(scope="module")
+def public_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PublicDir]:
+    """Hands signed as the recorder signs them (its Ed25519 key made by the same code),
+    then the private key moved out of the data directory: the auditor has only the
+    public keyring."""
+    data = tmp_path_factory.mktemp("ddz-public")
+    settings = Settings.from_env({"DDZ_DATA_DIR": str(data)})
+    recorder = ensure_signing_key(settings.audit_signing_key_path, settings.audit_public_keys_path)
+    store = create_store(settings.database_url, upgrade=True)
+    rng = random.Random(78)
+    rules = [VARIANTS[name] for name in sorted(VARIANTS)]
+    genuine = [record_hand(store, rules[i % len(rules)], rng, key=recorder) for i in range(6)]
+    # forged: a hand recorded elsewhere and signed by another key claiming the recorder's id
+    elsewhere = create_store("sqlite:///:memory:", upgrade=True)
+    forger = _Claiming(signer_of(Ed25519PrivateKey.generate()), recorder.key_id)
+    forged = record_hand(elsewhere, rules[0], rng, key=forger)
+    poisoned = record_hand(elsewhere, rules[1], rng, key=recorder)
+    copied = {}
+    for hand_id in (forged, poisoned):
+        rows = [dataclasses.asdict(e) for e in elsewhere.read_stream(f"hand-{hand_id}")]
+        copied[hand_id] = (rows, elsewhere.read_signatures(f"hand-{hand_id}"))
+    elsewhere.close()
+    rows = copied[poisoned][0]
+    rows[2]["envelope"] = b"\xff\xfe not an envelope"
+    prev = hash_chain.GENESIS_HASH
+    for row in rows:
+        row["prev_hash"], row["hash"] = prev, hash_chain.chain_hash(prev, row["envelope"])
+        prev = row["hash"]
+    with store.engine.begin() as conn:
+        for rows, signatures in copied.values():
+            top = conn.execute(sa.select(sa.func.max(events.c.position))).scalar() or 0
+            conn.execute(
+                sa.insert(events), [{**r, "position": top + i + 1} for i, r in enumerate(rows)]
+            )
+            for signature in signatures:
+                conn.execute(sa.insert(stream_signatures), dataclasses.asdict(signature))
+    store.close()
+    settings.audit_signing_key_path.rename(tmp_path_factory.mktemp("vault") / "audit-signing.key")
+    assert [p.name for p in (data / "keys").iterdir()] == ["audit-public.json"]
+    assert not (data / "audit.key").exists()
+    yield PublicDir(data, genuine, forged, poisoned)
+
+
+def test_public_keys_alone_pass_genuine_hands_and_fail_forged_and_poisoned_ones(
+    public_dir: PublicDir, tmp_path: Path
+) -> None:
+    one = ddz(public_dir.data, "audit", public_dir.genuine[0], key=None)
+    assert one.returncode == 0, one.stdout[-2000:] + one.stderr
+    forged = ddz(public_dir.data, "audit", public_dir.forged, key=None)
+    assert forged.returncode == 1
+    assert "signature check failed: " in forged.stdout.splitlines()[-1]
+
+    done = ddz(public_dir.data, "audit", "--all", "--json", "--workers", "2", key=None)
+    assert done.returncode == 1, done.stdout + done.stderr
+    report = json.loads(done.stdout)
+    assert (report["hands"], report["clean"], report["failed"]) == (8, 6, 2)
+    failed = {f["hand_id"]: f["failed_check"] for f in report["failures"]}
+    assert failed == {public_dir.forged: "signature", public_dir.poisoned: "hash_chain"}
+    assert report["stale_incomplete"] == [] and report["incomplete_after"] == 3600
+    human = ddz(public_dir.data, "audit", "--all", "--public-only", key=None)
+    assert human.returncode == 1 and public_dir.forged in human.stdout
+
+    # Only the genuine hands: exit 0 with the public keyring alone.
+    clean = tmp_path / "clean"
+    shutil.copytree(public_dir.data, clean)
+    with sqlite3.connect(clean / "ddz.sqlite3") as conn:
+        conn.execute("DROP TRIGGER events_no_delete")
+        conn.execute("DROP TRIGGER stream_signatures_no_delete")
+        for hand_id in (public_dir.forged, public_dir.poisoned):
+            conn.execute("DELETE FROM events WHERE stream_id = ?", (f"hand-{hand_id}",))
+            conn.execute("DELETE FROM stream_signatures WHERE stream_id = ?", (f"hand-{hand_id}",))
+    passed = ddz(clean, "audit", "--all", "--json", "--incomplete-after", "0", key=None)
+    assert passed.returncode == 0, passed.stdout + passed.stderr
+    assert json.loads(passed.stdout)["clean"] == 6
+    # The HMAC key alone cannot vouch for Ed25519 heads; nor can another keyring.
+    (clean / "keys" / "audit-public.json").rename(clean / "moved.json")
+    hmac_only = ddz(clean, "audit", public_dir.genuine[0])
+    assert hmac_only.returncode == 1 and "no head signature under a key" in hmac_only.stdout
+    assert "no audit key" in one_error_line(ddz(clean, "audit", "--all", key=None))
+    assert "--incomplete-after" in one_error_line(
+        ddz(clean, "audit", public_dir.genuine[0], "--incomplete-after", "5")
+    )

@@ -163,8 +163,10 @@ def test_simulate_rides_through_a_table_restart(stack: Stack) -> None:
         code, out, err = finish(run)
     assert code == 0, err
     assert figure(out, "hands settled") == str(HANDS), out
-    # The restarted table service had forgotten the tables: the driver opened them again.
-    assert '"table_opened"' in log_since(stack, "table", restarted)
+    # The restarted table service rebuilt the tables from their streams and dealt on.
+    log = log_since(stack, "table", restarted)
+    assert '"table_restored"' in log
+    assert '"hand_started"' in log
 
 
 def test_a_service_that_never_comes_back_is_one_line(stack: Stack) -> None:

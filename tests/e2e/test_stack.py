@@ -18,9 +18,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from ddz.adapters import codec, hand_stream
+from ddz.adapters import codec, hand_stream, nats_auth
 from ddz.adapters.bus import EventBus
 from ddz.adapters.driver import Driver
+from ddz.adapters.nats_auth import connect_options
 from ddz.adapters.stack import Stack, free_port, settings_env
 from ddz.config import SERVICE_PORTS, Settings
 from ddz.domain.ruleset import VARIANTS
@@ -56,7 +57,10 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
 
 async def _play_every_variant(stack: Stack) -> None:
     settings = stack.settings
-    bus = await EventBus.connect(settings.nats_url, name="e2e")
+    # The stack's nats-server knows only its users: read the stream as the tools do.
+    bus = await EventBus.connect(
+        settings.nats_url, name="e2e", **connect_options(settings, nats_auth.TOOLS)
+    )
     try:
         async with Driver(settings) as driver:
             for variant in VARIANTS:

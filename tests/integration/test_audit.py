@@ -21,11 +21,23 @@ import random
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import grpc
 import pytest
+import sqlalchemy as sa
 from audit_kit import play_hand, play_hands, settled
-from ddz.adapters.store import SqlEventStore, StoredEvent, create_store
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from ddz.adapters.store import (
+    SignatureConflict,
+    SqlEventStore,
+    StoredEvent,
+    create_store,
+    upgrade_store,
+)
+from ddz.adapters.store import chain as hash_chain
+from ddz.adapters.store.keys import Ed25519Signer, Keyring, read_public_keys, signer_of
+from ddz.adapters.store.schema import events
 from ddz.audit import CHECKS, AuditReport, Verdict, audit_hand
 from ddz.audit.bulk import audit_all
 from ddz.audit.rebuild import compare, live_balances, rebuild_balances, settled_hands
@@ -100,7 +112,9 @@ async def _corpus_audits_clean(suite: Suite, hands_per_variant: int, workers: in
     total = hands_per_variant * len(VARIANTS)
     url = suite.settings.database_url
 
-    report = audit_all(url, KEY, suite.settings.audit_key_id, workers=workers)
+    # Only the public keyring: what anyone may be handed (the recorder signs with Ed25519).
+    public = Keyring(public=read_public_keys(suite.settings.audit_public_keys_path))
+    report = audit_all(url, public, workers=workers)
     assert report.failures == []
     assert (report.hands, report.clean, report.failed, report.incomplete) == (total, total, 0, 0)
     assert report.by_rules == {variant: hands_per_variant for variant in VARIANTS}
@@ -384,9 +398,9 @@ def test_tampering_is_caught_by_the_right_check(
                                        rows[-1])]))  # fmt: skip
     raw("the signature removed", "signature", lambda rows: (rows, []))
     raw("a hand still in play", "incomplete", lambda rows: (rows[:9], []))
-    # The seed and the signature removed together: the hand looks unfinished, which is
-    # not clean either, and the message says it had ended.
-    raw("the revealed seed and the signature removed", "incomplete", lambda rows: (rows[:-1], []))
+    # The seed and the signature removed together: the hand looks unfinished, but it was
+    # settled (money moved), so it must end signed: a failure, saying it had ended.
+    raw("the revealed seed and the signature removed", "signature", lambda rows: (rows[:-1], []))
 
     # -- an insider with the key: re-chained and re-signed -----------------------------------
     for name, (check, rewrite, variant) in FORGED.items():
@@ -407,7 +421,7 @@ def test_tampering_is_caught_by_the_right_check(
         if check in counts:
             counts[check] += 1
     assert everything.failed_by_check == counts
-    assert (everything.clean, everything.incomplete) == (1, 2)
+    assert (everything.clean, everything.incomplete) == (1, 1)
     listed = {f["hand_id"]: f["failed_check"] for f in everything.to_json()["failures"]}
     assert listed == {hand_id: expected[name] for name, hand_id in audited.items()
                       if expected[name] not in (None, "incomplete")}  # fmt: skip
@@ -516,3 +530,203 @@ def test_state_at_shows_the_table_after_any_event(
     with pytest.raises(LookupError):
         report.state_at(report.event_count + 1)
     assert report.verdict is Verdict.CLEAN
+
+
+# --- signatures anyone can check: Ed25519 and public keys ------------------------------------
+
+
+def _signed_store(signer: Ed25519Signer, hands: int, seed: int) -> tuple[SqlEventStore, list[str]]:
+    store = create_store("sqlite:///:memory:", upgrade=True)
+    rng = random.Random(seed)
+    names = sorted(VARIANTS)
+    ids = [
+        record_hand(store, VARIANTS[names[i % len(names)]], rng, key=signer, odds=Mischief(0.05))
+        for i in range(hands)
+    ]
+    return store, ids
+
+
+def test_ed25519_heads_verify_with_the_public_keyring_alone_and_forgeries_fail(
+    store: SqlEventStore,
+) -> None:
+    recorder, forger = (
+        signer_of(Ed25519PrivateKey.generate()),
+        signer_of(Ed25519PrivateKey.generate()),
+    )
+    public = Keyring(public={recorder.key_id: recorder.public_key})
+    source, (genuine, *others) = _signed_store(recorder, 3, seed=11)
+    report = _audit(source, genuine, key=public)  # type: ignore[arg-type]
+    assert report.clean, report.message
+    assert report.key_id == recorder.key_id
+    assert report.checks[1].detail.startswith("head #")
+    assert "ed25519" in report.checks[1].detail
+    # Someone with the database's password rewrites a hand (its seed, so the rest of
+    # the chain is consistent) and signs the new head with an Ed25519 key of their own:
+    # claiming the recorder's key id, or a key id of their own.
+    history = _swap_seed(decoded(source.read_stream(f"hand-{others[0]}")))
+    forge(store, f"hand-{others[0]}", history, _Claiming(forger, recorder.key_id))
+    history = _swap_seed(decoded(source.read_stream(f"hand-{others[1]}")))
+    forge(store, f"hand-{others[1]}", history, forger)
+    claimed = _audit(store, others[0], key=public)  # type: ignore[arg-type]
+    assert claimed.failed_check == "signature"
+    assert "does not verify under ed25519 key id" in claimed.message
+    own = _audit(store, others[1], key=public)  # type: ignore[arg-type]
+    assert own.failed_check == "signature"
+    assert f"signed only under ed25519 {forger.key_id}" in own.message
+    # The HMAC key alone does not vouch for Ed25519 heads.
+    assert _audit(source, genuine).failed_check == "signature"
+    source.close()
+
+
+@dataclasses.dataclass(frozen=True)
+class _Claiming:
+    """A forger's Ed25519 key, writing someone else's key id beside its signatures."""
+
+    signer: Ed25519Signer
+    key_id: str
+    algorithm: str = "ed25519"
+
+    def sign(self, stream_id: str, head_version: int, head_hash: str) -> str:
+        return self.signer.sign(stream_id, head_version, head_hash)
+
+
+def test_a_settled_hand_signed_short_of_its_end_fails(
+    originals: tuple[SqlEventStore, dict[str, list[str]]], store: SqlEventStore
+) -> None:
+    """The end (the revealed seed) cut off, the signature kept: settled, so not merely
+    incomplete."""
+    source, by_variant = originals
+    hand_id = by_variant["classic"][2]
+    stream_id = f"hand-{hand_id}"
+    rows = rows_of(source.read_stream(stream_id))
+    assert rows[-1]["type"] == SeedRevealed.TYPE
+    insert_raw(store, rows[:-1], [signed_by(KEY, stream_id, rows[-2])])
+    report = _audit(store, hand_id)
+    assert report.failed_check == "signature", report.message
+    assert "settled at #" in report.message
+
+
+def test_one_poisoned_hand_is_one_failure_among_passes(store: SqlEventStore) -> None:
+    """``--all`` audits each hand on its own: a row whose envelope is no envelope (its
+    hashes recomputed, so the chain itself holds) fails its hand, and so (on SQLite,
+    which stores whatever type it is given) does a row whose envelope was written as
+    text; the other hands audit clean, in one process or in workers."""
+    recorder = signer_of(Ed25519PrivateKey.generate())
+    public = Keyring(public={recorder.key_id: recorder.public_key})
+    source, ids = _signed_store(recorder, 5, seed=12)
+    genuine, garbage, text = [ids[0], ids[3], ids[4]], ids[1], ids[2]
+    for hand_id in genuine:
+        stream_id = f"hand-{hand_id}"
+        insert_raw(store, rows_of(source.read_stream(stream_id)), source.read_signatures(stream_id))
+    rows = rows_of(source.read_stream(f"hand-{garbage}"))
+    rows[3] = {**rows[3], "envelope": b"\xff\xff\xff not an envelope"}
+    prev = "0" * 64
+    for row in rows:
+        row["prev_hash"] = prev
+        row["hash"] = prev = hash_chain.chain_hash(prev, row["envelope"])
+    insert_raw(store, rows, source.read_signatures(f"hand-{garbage}"))
+    expected = {garbage: "hash_chain"}
+    if store.engine.dialect.name == "sqlite":
+        rows = rows_of(source.read_stream(f"hand-{text}"))
+        insert_raw(store, [*rows[:1], *rows[2:]], source.read_signatures(f"hand-{text}"))
+        columns = ", ".join(rows[1])
+        with store.engine.begin() as conn:
+            top = conn.exec_driver_sql("SELECT max(position) FROM events").scalar()
+            values = {**rows[1], "position": top + 1, "envelope": "text, not bytes"}
+            conn.exec_driver_sql(
+                f"INSERT INTO events ({columns}) VALUES ({', '.join('?' * len(rows[1]))})",
+                tuple(values[c] for c in rows[1]),
+            )
+        expected[text] = "hash_chain"
+    url = store.engine.url.render_as_string(hide_password=False)
+    for workers in (1, 2):
+        report = audit_all(url, public, workers=workers, batch=2)
+        found = {f.hand_id: f.failed_check for f in report.failures}
+        assert found == expected, report.to_json()["failures"]
+        assert (report.clean, report.failed) == (len(genuine), len(expected))
+    source.close()
+
+
+def test_hands_left_incomplete_too_long_are_listed(store: SqlEventStore) -> None:
+    recorder = signer_of(Ed25519PrivateKey.generate())
+    public = Keyring(public={recorder.key_id: recorder.public_key})
+    source, (done, cut) = _signed_store(recorder, 2, seed=13)
+    for hand_id, keep in ((done, None), (cut, 6)):
+        stream_id = f"hand-{hand_id}"
+        signatures = source.read_signatures(stream_id) if keep is None else []
+        insert_raw(store, rows_of(source.read_stream(stream_id))[:keep], signatures)
+    last = source.read_stream(f"hand-{cut}")[5].occurred_at
+    assert last is not None
+    url = store.engine.url.render_as_string(hide_password=False)
+    at = last.timestamp()
+    fresh = audit_all(url, public, incomplete_after=60, now=at + 59)
+    assert (fresh.clean, fresh.incomplete, fresh.stale) == (1, 1, [])
+    stale = audit_all(url, public, incomplete_after=60, now=at + 61).to_json()
+    assert stale["incomplete_after"] == 60 and stale["failed"] == 0
+    (listed,) = stale["stale_incomplete"]
+    assert listed["hand_id"] == cut and listed["idle_seconds"] == pytest.approx(61, abs=0.1)
+    assert listed["last_event_at"] == last.isoformat()
+    source.close()
+
+
+def test_a_check_that_crashes_fails_that_hand_only(
+    originals: tuple[SqlEventStore, dict[str, list[str]]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ddz.audit import checks
+
+    source, by_variant = originals
+
+    def crashing(audit: object) -> None:
+        raise KeyError("a record nobody foresaw")
+
+    steps = tuple((crashing, n) if n == "deal" else (s, n) for s, n in checks._STEPS)
+    monkeypatch.setattr(checks, "_STEPS", steps)
+    report = _audit(source, by_variant["classic"][0])
+    assert report.failed_check == "deal"
+    assert "could not run on this record (KeyError" in report.message
+    assert [c.name for c in report.checks] == ["hash_chain", "signature", "engine_version",
+                                               "commitment", "deal"]  # fmt: skip
+
+
+def test_hands_signed_before_the_switch_audit_as_they_did_after_the_migration(
+    tmp_path: Path, originals: tuple[SqlEventStore, dict[str, list[str]]]
+) -> None:
+    """A store made at revision 0001 (no ``algorithm`` column), holding an HMAC-signed
+    hand, upgraded: the old signature reads as HMAC and still verifies with the HMAC key;
+    a new Ed25519 signature is stored beside it under its own key id."""
+    source, by_variant = originals
+    hand_id = by_variant["ct"][1]
+    stream_id = f"hand-{hand_id}"
+    url = f"sqlite:///{tmp_path / 'old.sqlite3'}"
+    upgrade_store(url, "0001")
+    old = create_store(url)
+    with old.engine.begin() as conn:
+        conn.execute(
+            sa.insert(events), [{**r, "position": i + 1} for i, r in
+                                enumerate(rows_of(source.read_stream(stream_id)))]
+        )  # fmt: skip
+        for s in source.read_signatures(stream_id):
+            conn.exec_driver_sql(
+                "INSERT INTO stream_signatures (stream_id, head_version, head_hash, signature, "
+                "key_id) VALUES (?, ?, ?, ?, ?)",
+                (s.stream_id, s.head_version, s.head_hash, s.signature, s.key_id),
+            )
+    old.close()
+    store = create_store(url, upgrade=True)
+    (signature,) = store.read_signatures(stream_id)
+    assert signature.algorithm == "hmac-sha256"
+    assert _audit(store, hand_id).clean  # with the HMAC key, as before
+    recorder = signer_of(Ed25519PrivateKey.generate())
+    public = Keyring(public={recorder.key_id: recorder.public_key})
+    assert _audit(store, hand_id, key=public).failed_check == "signature"  # type: ignore[arg-type]
+    # the recorder's Ed25519 signature: stored with its algorithm, idempotent
+    new = store.sign_head(stream_id, recorder)
+    assert (new.algorithm, new.key_id) == ("ed25519", recorder.key_id)
+    assert store.sign_head(stream_id, recorder) == new
+    assert [s.algorithm for s in store.read_signatures(stream_id)] == ["hmac-sha256", "ed25519"]
+    with pytest.raises(SignatureConflict):
+        store.sign_head(stream_id, _Claiming(signer_of(Ed25519PrivateKey.generate()),
+                                             recorder.key_id))  # fmt: skip
+    assert _audit(store, hand_id, key=public).clean  # type: ignore[arg-type]
+    assert _audit(store, hand_id).clean
+    store.close()

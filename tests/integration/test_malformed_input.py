@@ -2,10 +2,12 @@
 log: the whole suite in this process, its logs written as JSON lines to a file.
 
 - a bearer token of 1,500 ``[`` (bare, base64url inside a ``ddz1`` token, and signed with
-  the service's own keys) is UNAUTHENTICATED, never INTERNAL;
+  the service's own seat key or as a JWT with the login's key) is UNAUTHENTICATED, never
+  INTERNAL;
 - a seeded corpus of 10,000 random and mutated tokens (bit flips, truncation, repeated
   segments, nested brackets, huge numbers, unicode, NUL bytes, other schemes, bodies
-  signed with the right keys but not claims) sent to a few RPCs: every answer is
+  signed with the right keys but not claims, JWTs of other algorithms) sent to a few
+  RPCs: every answer is
   UNAUTHENTICATED, or PERMISSION_DENIED for a valid token that does not give the call;
   those no gRPC client can send (not printable ASCII) are put to the service's own gate;
 - malformed requests (bytes that are no message, odd fields) are refused as a client's
@@ -32,14 +34,19 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import grpc
+import jwt
 import pytest
+from cryptography.hazmat.primitives import serialization
 from ddz.adapters.grpc_client import error_reason
 from ddz.adapters.logging import configure_logging
+from ddz.adapters.token_keys import LoginKey, login_key
 from ddz.adapters.tokens import (
+    AUDIENCE,
     AUTH_HEADER,
+    ISSUER,
     bearer,
+    issue,
     new_claims,
-    operator_key,
     operator_token,
     player_token,
     sign,
@@ -68,6 +75,25 @@ ODD_CHARS = "\x00\x01\t\n\r\x7f\x80é中🂡\u202e\ufeff\udcff"
 
 def b64(data: bytes) -> str:
     return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+
+
+LOGIN_HEADER = base64.urlsafe_b64encode(b'{"alg":"EdDSA",').decode()
+"""How every login token begins (its header's first 15 bytes, a whole base64 group)."""
+
+
+def login_secrets(login: LoginKey) -> dict[str, str]:
+    """The login's private key as a log could show it: PEM lines, raw hex, base64url."""
+    raw = login.private.private_bytes(
+        serialization.Encoding.Raw, serialization.PrivateFormat.Raw, serialization.NoEncryption()
+    )
+    pem = login.private.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    ).decode()
+    return {
+        "login key (PEM)": pem.splitlines()[1],
+        "login key (hex)": raw.hex(),
+        "login key (base64url)": b64(raw),
+    }
 
 
 def brackets(n: int = 1_500) -> bytes:
@@ -147,9 +173,10 @@ async def test_a_token_of_nested_brackets_is_unauthenticated(suite: Suite, log_f
     tokens = {
         "[" * 1_500: "not a ddz1 token",
         f"ddz1.{body}.{b64(b'x')}": "bad token signature",
-        # Signed with the service's own keys: the signature holds, the claims do not.
+        # Signed with the service's own seat key, or as the login: the signature holds,
+        # the claims do not.
         f"ddz1.{signed_body}.{sign_body(signed_body, table_token_key(settings))}": "claims",
-        f"ddz1.{signed_body}.{sign_body(signed_body, operator_key(settings))}": "claims",
+        login_signed(brackets(1_300), login_key(settings)): "claims",
     }
     for token, why in tokens.items():
         for name, rpc in rpcs(hand).items():
@@ -171,6 +198,19 @@ def sign_body(body: str, key: bytes) -> str:
     return b64(hmac.new(key, f"ddz1.{body}".encode("ascii"), hashlib.sha256).digest())
 
 
+def login_signed(payload: bytes, key: LoginKey) -> str:
+    """A JWS the login's key signs (EdDSA, its kid) whose payload is ``payload``."""
+    return jwt.api_jws.encode(payload, key.private, algorithm="EdDSA", headers={"kid": key.kid})
+
+
+def login_claims(**changes: Any) -> dict[str, Any]:
+    """Claims of a player token as the login signs them, with ``changes``."""
+    now = int(time.time())
+    good = {"iss": ISSUER, "aud": AUDIENCE, "sub": "zed", "kind": "player", "iat": now,
+            "exp": now + 600, "jti": "n"}  # fmt: skip
+    return {**good, **changes}
+
+
 # --- the corpus -------------------------------------------------------------------------------
 
 
@@ -186,15 +226,18 @@ class Corpus:
 
     ``valid`` are real tokens of this suite (mutated, never sent as they are);
     ``wrong`` are valid tokens that give none of the calls (PERMISSION_DENIED);
-    ``keys`` sign bodies that are not claims."""
+    ``seat_key`` (the table's) and ``login`` (the login's) sign bodies that are not
+    claims."""
 
     def __init__(
-        self, rng: random.Random, valid: list[str], wrong: list[str], keys: list[bytes]
-    ) -> None:
+        self, rng: random.Random, valid: list[str], wrong: list[str], seat_key: bytes,
+        login: LoginKey,
+    ) -> None:  # fmt: skip
         self.rng = rng
         self.valid = valid
         self.wrong = wrong
-        self.keys = keys
+        self.seat_key = seat_key
+        self.login = login
         self.exact = {t.strip() for t in [*valid, *wrong]}
 
     def cases(self, n: int) -> list[Case]:
@@ -202,7 +245,9 @@ class Corpus:
             (20, self.random_text, UNAUTHENTICATED),
             (15, self.bomb_token, UNAUTHENTICATED),
             (30, self.mutated, UNAUTHENTICATED),
-            (15, self.signed_junk, UNAUTHENTICATED),
+            (10, self.signed_junk, UNAUTHENTICATED),
+            (10, self.login_junk, UNAUTHENTICATED),
+            (5, self.other_algorithm, UNAUTHENTICATED),
             (4, self.expired, UNAUTHENTICATED),
             (4, self.other_scheme, UNAUTHENTICATED),
             (2, self.signed_odd, DENIED),
@@ -259,7 +304,7 @@ class Corpus:
         """A body the service's own key signs that is not claims of the right kind."""
         rng = self.rng
         exp = int(time.time()) + 600
-        good: dict[str, Any] = {"kind": "player", "player": "zed", "exp": exp, "nonce": "n"}
+        good: dict[str, Any] = {"kind": "seat", "player": "zed", "exp": exp, "nonce": "n"}
         missing = rng.choice(list(good))
         junk = rng.choice([
             brackets(rng.randrange(10, 1_500)),
@@ -275,31 +320,74 @@ class Corpus:
             b"\xff" + json.dumps(good).encode(),
             b"null",
             b"",
-            # A claim of the other key's kind: operator claims under the table key and
-            # seat claims under the operator key are no tokens of ours.
+            # Claims of the login's kinds under the table's key: the table service
+            # mints seat tokens, never a player or operator token.
             json.dumps({**good, "kind": "operator"}).encode(),
-            json.dumps({**good, "kind": "seat", "table": "t", "seat": 0}).encode(),
+            json.dumps({**good, "kind": "player"}).encode(),
         ])  # fmt: skip
         body = b64(junk)
-        # The key of a player's claims (the operator's), but for operator claims.
-        key = self.keys[0] if b'"kind": "operator"' in junk else self.keys[1]
-        return f"Bearer ddz1.{body}.{sign_body(body, key)}"
+        return f"Bearer ddz1.{body}.{sign_body(body, self.seat_key)}"
+
+    def login_junk(self) -> str:
+        """A payload the login's key signs that is not claims of a login token."""
+        rng = self.rng
+        good = login_claims()
+        missing = rng.choice(list(good))
+        junk = rng.choice([
+            brackets(rng.randrange(10, 1_300)),
+            json.dumps([good] * rng.randrange(1, 8)).encode(),
+            json.dumps({**good, "exp": str(good["exp"])}).encode(),
+            json.dumps({**good, "exp": float(good["exp"])}).encode(),
+            json.dumps({**good, "exp": rng.choice([True, None, [1]])}).encode(),
+            json.dumps({**good, "sub": rng.choice([["zed"], 7, None])}).encode(),
+            json.dumps({**good, "aud": rng.choice(["ddz-bot", "", ["x"], None])}).encode(),
+            json.dumps({**good, "iss": rng.choice(["ddz-table", "", None])}).encode(),
+            json.dumps({**good, "kind": rng.choice(["seat", "admin", "", None, 1])}).encode(),
+            json.dumps({k: v for k, v in good.items() if k != missing}).encode(),
+            json.dumps({**good, "exp": good["iat"] - rng.randrange(1, 10**6)}).encode(),
+            b"\xff" + json.dumps(good).encode(),
+            b"null",
+            b"",
+        ])  # fmt: skip
+        return f"Bearer {login_signed(junk, self.login)}"
+
+    def other_algorithm(self) -> str:
+        """Operator claims under another algorithm: ``none``, or HS256 with the login's
+        public key (or the table's seat key) as the secret -- key confusion."""
+        rng = self.rng
+        claims = json.dumps(login_claims(kind="operator", sub="op")).encode()
+        alg = rng.choice(["none", "None", "HS256", "HS512", "RS256", "ES256", "EdDSA "])
+        header = json.dumps({"alg": alg, "typ": "JWT", "kid": self.login.kid}).encode()
+        signing_input = f"{b64(header)}.{b64(claims)}"
+        public = self.login.private.public_key()
+        secret = rng.choice([
+            public.public_bytes(serialization.Encoding.PEM,
+                                serialization.PublicFormat.SubjectPublicKeyInfo),
+            public.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw),
+            self.seat_key,
+        ])  # fmt: skip
+        signature = rng.choice(
+            ["", b64(hmac.new(secret, signing_input.encode(), hashlib.sha256).digest())]
+        )
+        return f"Bearer {signing_input}.{signature}"
 
     def signed_odd(self) -> str:
-        """Claims the operator's key signs, odd but valid: a player nobody seated."""
+        """Claims the login's key signs, odd but valid: a player nobody seated."""
         rng = self.rng
         player = rng.choice(["z\u0000\u202ed", "[" * 300, "", "é中🂡", "x" * 300])
         exp = rng.choice([10 ** rng.randrange(20, 900), 2**63, int(time.time()) + 60])
-        claims = {"kind": "player", "player": player, "nonce": "n", "exp": exp}
-        body = b64(json.dumps(claims, ensure_ascii=rng.random() < 0.5).encode())
-        return f"Bearer ddz1.{body}.{sign_body(body, self.keys[1])}"
+        claims = login_claims(sub=player, exp=exp)
+        payload = json.dumps(claims, ensure_ascii=rng.random() < 0.5).encode()
+        return f"Bearer {login_signed(payload, self.login)}"
 
     def wrong_token(self) -> str:
         return f"Bearer {self.rng.choice(self.wrong)}"
 
     def expired(self) -> str:
-        claims = new_claims("player", "zed", -self.rng.randrange(1, 10**6))
-        return f"Bearer {sign(claims, self.keys[1])}"
+        if self.rng.random() < 0.5:
+            claims = new_claims("seat", "zed", -self.rng.randrange(1, 10**6), table="t", seat=0)
+            return f"Bearer {sign(claims, self.seat_key)}"
+        return f"Bearer {issue(self.login, 'player', 'zed', -self.rng.randrange(1, 10**6))}"
 
     def other_scheme(self) -> str:
         token = self.rng.choice(self.valid)
@@ -409,8 +497,8 @@ async def test_a_fuzzed_corpus_of_tokens_is_unauthenticated_and_nothing_secret_i
     )
     valid = [operator_token(settings), hand.token, player_token(settings, "ann"), elsewhere]
     wrong = [player_token(settings, "zed"), elsewhere]
-    keys = [table_token_key(settings), operator_key(settings)]
-    cases = Corpus(rng, valid, wrong, keys).cases(CORPUS_SIZE)
+    login = login_key(settings)
+    cases = Corpus(rng, valid, wrong, table_token_key(settings), login).cases(CORPUS_SIZE)
     calls = rpcs(hand)
     stub = suite.table_as(None)
     gate = suite.running["table"].service.handlers.gate  # type: ignore[attr-defined]
@@ -454,18 +542,19 @@ async def test_a_fuzzed_corpus_of_tokens_is_unauthenticated_and_nothing_secret_i
     # Exceptions in services whose frames hold secrets: a failing audit step (the
     # audit key) and a failing rules step holding a live hand's seed.
     seed = await failing_steps(suite, hand, monkeypatch)
-    tokens = [*valid, *wrong, *(c.header for c in cases if "ddz1." in c.header)]
+    sent = (c.header for c in cases if "ddz1." in c.header or "eyJ" in c.header)
+    tokens = [*valid, *wrong, *sent]
     secrets = {
         "audit key": AUDIT_KEY,
         "table token key": table_token_key(settings).decode(),
-        "operator key": operator_key(settings).decode(),
+        **login_secrets(login),
         "seed (hex)": seed.hex(),
         # Bytes are shown by their repr (cut after a few dozen characters), in JSON escaped.
         "seed (repr)": repr(seed)[2:26],
         "seed (repr, in JSON)": json.dumps(repr(seed)[2:26])[1:-1],
         "seed (base64)": base64.b64encode(seed).decode(),
         **{f"token {t[:20]}...": t.partition(" ")[2] or t for t in rng.sample(tokens, 300)},
-        **{f"signature of {t[:20]}...": t.rsplit(".", 1)[-1] for t in valid},
+        **{f"signature of token {i}": t.rsplit(".", 1)[-1] for i, t in enumerate(valid)},
     }
     captured = capfd.readouterr()
     logs = {
@@ -477,6 +566,7 @@ async def test_a_fuzzed_corpus_of_tokens_is_unauthenticated_and_nothing_secret_i
     assert '"code": "UNAUTHENTICATED"' in logs["suite.log"]
     for where, text in logs.items():
         assert "ddz1." not in text, f"FUZZ_SEED={SEED}: a token is in {where}"
+        assert LOGIN_HEADER not in text, f"FUZZ_SEED={SEED}: a login token is in {where}"
         for what, secret in secrets.items():
             if len(secret) >= 8:
                 assert secret not in text, f"FUZZ_SEED={SEED}: the {what} is in {where}"

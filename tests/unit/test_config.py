@@ -174,3 +174,8 @@ def test_settings_env_gives_child_processes_the_same_settings(tmp_path: Path) ->
          "DDZ_RULES_ADDR": "dns:///rules:50052", "DDZ_TABLE_LISTEN": "0.0.0.0:6000"}
     )  # fmt: skip
     assert Settings.from_env(settings_env(settings)) == settings
+
+
+def test_a_retired_variable_is_refused_by_name() -> None:
+    with pytest.raises(ValueError, match=r"DDZ_OPERATOR_KEY is no longer read: .*DDZ_LOGIN_KEY"):
+        Settings.from_env({"DDZ_OPERATOR_KEY": "anything"})

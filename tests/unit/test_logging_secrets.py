@@ -88,7 +88,7 @@ def test_settings_hide_keys_and_passwords() -> None:
         {
             "DDZ_AUDIT_KEY": "audit-s3cret",
             "DDZ_TABLE_TOKEN_KEY": "table-s3cret",
-            "DDZ_OPERATOR_KEY": "operator-s3cret",
+            "DDZ_NATS_PASSWORD": "operator-s3cret",
             "DDZ_DATABASE_URL": "postgresql://ddz:db-s3cret@db:5432/ddz?password=q-s3cret",
             "DDZ_NATS_URL": "nats://nats-s3cret-token@nats:4222",
         }

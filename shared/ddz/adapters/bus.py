@@ -21,7 +21,7 @@ import json
 import re
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 import nats
@@ -40,6 +40,8 @@ from nats.js.api import (
     StreamConfig,
 )
 
+from ddz.adapters import metrics
+
 STREAM_NAME = "DDZ"
 SUBJECT_ROOT = "ddz.v1"
 ALL_SUBJECTS = f"{SUBJECT_ROOT}.>"
@@ -55,6 +57,8 @@ BATCH_DUPLICATE_MSG_ID_ERR = 10201  # JSAtomicPublishContainsDuplicateMessageErr
 MAX_RETRY_DELAY = 10.0
 """Seconds at most before a failed message comes again (the delay grows with each try),
 so work resumes soon after a long outage of what the handler needs."""
+ATOMIC_SERVER_VERSION = (2, 12, 0)
+"""The oldest nats-server with atomic batch publishing (``allow_atomic``)."""
 MIN_SERVER_VERSION = (2, 11, 0)
 """The oldest nats-server the suite runs on: the single-writer check over a hand's wildcard
 filter needs ``Nats-Expected-Last-Subject-Sequence-Subject`` (2.11). An older server
@@ -94,6 +98,12 @@ def check_server_version(version: tuple[int, int, int], where: str = "") -> None
             f"nats-server {found}{at} is too old: the suite needs {need} or later "
             f"(the per-hand Nats-Expected-Last-Subject-Sequence-Subject check)"
         )
+
+
+def server_list(url: str | Sequence[str]) -> list[str]:
+    """The servers of ``url``: ``"nats://a:4222,nats://b:4222"`` is two."""
+    parts = url.split(",") if isinstance(url, str) else url
+    return [part.strip() for part in parts if part.strip()]
 
 
 class Reject(Exception):
@@ -255,6 +265,7 @@ class EventBus:
         self.atomic_decisions = True
         self._atomic: bool | None = None  # the stream allows atomic batches (asked once)
         self._stream_options: dict[str, Any] = {}  # of the last ensure_stream
+        self._told_kept = False  # the existing stream's own config was logged
         self.closing = False  # close() was called: the connection's end is no news
         self._restoring: asyncio.Task[bool] | None = None
         self._kept: list[KeptConsumer] = []  # verified after a reconnection (``keep``)
@@ -272,7 +283,7 @@ class EventBus:
     @classmethod
     async def connect(
         cls,
-        url: str,
+        url: str | Sequence[str],
         *,
         name: str | None = None,
         stream: str = STREAM_NAME,
@@ -281,10 +292,12 @@ class EventBus:
         on_closed: ConnectionHook | None = None,
         **options: Any,
     ) -> EventBus:
-        """Connect (reconnecting forever on a dropped connection). The hooks are called
-        with the bus as the connection drops, comes back and closes for good (nats-py's
-        ``disconnected_cb``, ``reconnected_cb``, ``closed_cb``), never while
-        connecting."""
+        """Connect (reconnecting forever on a dropped connection). ``url``: one server,
+        or the servers of a cluster (a list, or one string with commas, as
+        ``DDZ_NATS_URL`` holds them): the client picks one and moves to another when it
+        goes away. The hooks are called with the bus as the connection drops, comes back
+        and closes for good (nats-py's ``disconnected_cb``, ``reconnected_cb``,
+        ``closed_cb``), never while connecting."""
         options.setdefault("max_reconnect_attempts", -1)
         options.setdefault("reconnect_time_wait", 0.5)
         bus: EventBus | None = None
@@ -297,7 +310,7 @@ class EventBus:
             return callback
 
         nc = await nats.connect(
-            url,
+            server_list(url),
             name=name,
             disconnected_cb=relay(on_disconnected),
             reconnected_cb=relay(on_reconnected),
@@ -327,36 +340,89 @@ class EventBus:
         *,
         duplicate_window: float = 120.0,
         max_age: float | None = None,
+        max_bytes: int | None = None,
+        replicas: int = 1,
         storage: StorageType = StorageType.FILE,
     ) -> None:
-        """Create the stream, or bring an existing one to this configuration.
+        """Create the stream with this configuration, or make an existing one fit for us.
 
-        Atomic batch publishing is asked for (nats-server >= 2.12); an older server
-        ignores the field, and ``atomic_batches`` then says no. A server older than
+        A new stream gets ``replicas`` copies and the retention limits (``max_age``
+        seconds, ``max_bytes``; None: no limit). An existing stream keeps its replicas,
+        limits and storage: an operator may have scaled it to R3 or changed its
+        retention, and a starting service must not undo that. Only what the suite's
+        correctness needs is raised there: our subjects, the duplicate window (at least
+        ``duplicate_window``, so a retried publish is still recognised), atomic batches.
+        A difference it leaves alone is logged once per bus (``stream_config_kept``).
+
+        Atomic batch publishing is asked for on nats-server >= 2.12 (an older server
+        lacks it, and ``atomic_batches`` then says no). A server older than
         ``MIN_SERVER_VERSION`` is refused (``UnsupportedServer``). ``restore_stream``
         does it again with the same configuration."""
         self._stream_options = {
-            "duplicate_window": duplicate_window, "max_age": max_age, "storage": storage,
+            "duplicate_window": duplicate_window, "max_age": max_age, "max_bytes": max_bytes,
+            "replicas": replicas, "storage": storage,
         }  # fmt: skip
         server = self.nc.connected_server_version
         url = self.nc.connected_url
-        check_server_version(
-            (server.major, server.minor, server.patch),
-            url.geturl() if url is not None else "",
-        )
-        config = StreamConfig(
+        version = (server.major, server.minor, server.patch)
+        check_server_version(version, url.geturl() if url is not None else "")
+        atomic = version >= ATOMIC_SERVER_VERSION
+        if max_age is not None:
+            duplicate_window = min(duplicate_window, max_age)  # the server's own rule
+        wanted = StreamConfig(
             name=self.stream,
             subjects=[ALL_SUBJECTS],
             storage=storage,
+            num_replicas=replicas,
             duplicate_window=duplicate_window,
             max_age=max_age,
-            allow_atomic=True,
+            max_bytes=max_bytes,
+            allow_atomic=True if atomic else None,
         )
         try:
-            await self.js.add_stream(config)
-        except nats.js.errors.BadRequestError:
-            # Exists with another configuration (e.g. an older duplicate window).
-            await self.js.update_stream(config)
+            info = await self.js.stream_info(self.stream)
+        except nats.js.errors.NotFoundError:
+            try:
+                await self.js.add_stream(wanted)
+                return
+            except nats.js.errors.BadRequestError as exc:
+                if exc.err_code != STREAM_NAME_IN_USE_ERR:
+                    raise
+                # Another service created it a moment ago: fit that one.
+                info = await self.js.stream_info(self.stream)
+        await self._fit_stream(info.config, wanted)
+
+    async def _fit_stream(self, have: StreamConfig, wanted: StreamConfig) -> None:
+        """Raise in the existing stream ``have`` what correctness needs of ``wanted``;
+        leave the rest, and log what differs once."""
+        raised: dict[str, Any] = {}
+        subjects = list(have.subjects or [])
+        if ALL_SUBJECTS not in subjects:
+            raised["subjects"] = [*subjects, ALL_SUBJECTS]
+        window = wanted.duplicate_window or 0
+        if _limit(have.max_age) is not None:
+            window = min(window, have.max_age or 0)  # no longer than the stream keeps
+        if (have.duplicate_window or 0) < window:
+            raised["duplicate_window"] = window
+        if wanted.allow_atomic and not have.allow_atomic:
+            raised["allow_atomic"] = True
+        kept = {
+            name: {"stream": mine, "ours": theirs}
+            for name, mine, theirs in (
+                ("replicas", have.num_replicas or 1, wanted.num_replicas or 1),
+                ("max_age", _limit(have.max_age), _limit(wanted.max_age)),
+                ("max_bytes", _limit(have.max_bytes), _limit(wanted.max_bytes)),
+                ("storage", _plain(have.storage), _plain(wanted.storage)),
+            )
+            if mine != theirs
+        }
+        if kept and not self._told_kept:
+            self._told_kept = True
+            log.info("stream_config_kept", stream=self.stream, **kept)
+        if raised:
+            log.warning("stream_config_raised", stream=self.stream, **raised)
+            await self.js.update_stream(replace(have, **raised))
+            self._atomic = None
 
     def restore_soon(self) -> None:
         """After a reconnection (from its hook, which must not wait for the server's
@@ -438,6 +504,8 @@ class EventBus:
                     f"{exc.description}"
                 ) from exc
             raise
+        if not ack.duplicate:
+            metrics.event_published(subject)
         return Published(seq=ack.seq, duplicate=bool(ack.duplicate))
 
     async def atomic_batches(self) -> bool:
@@ -498,6 +566,8 @@ class EventBus:
         top = int(ack["seq"])
         if int(ack.get("count", last)) != last:
             raise BusError(f"atomic batch of {last} stored as {ack.get('count')}")
+        for message in messages:
+            metrics.event_published(message.subject)
         return list(range(top - last + 1, top + 1))
 
     async def last_sequence(self, subject_filter: str) -> int:
@@ -532,6 +602,8 @@ class EventBus:
         """
         config = ConsumerConfig(
             durable_name=durable,
+            name=durable,  # created on $JS.API.CONSUMER.CREATE.<stream>.<name>.<filter>,
+            # so that a NATS permission can pin a user's consumer to its filter
             filter_subject=filter_subject,
             ack_policy=AckPolicy.EXPLICIT,
             deliver_policy=DeliverPolicy.ALL,
@@ -610,6 +682,17 @@ class EventBus:
 
 CONSUMER_NOT_FOUND_ERR = 10014  # JSConsumerNotFoundErr
 STREAM_NOT_FOUND_ERR = 10059  # JSStreamNotFoundErr
+STREAM_NAME_IN_USE_ERR = 10058  # JSStreamNameExistErr
+
+
+def _plain(value: object) -> str:
+    """An enum of the server's answer (sometimes a plain string) as its value."""
+    return str(getattr(value, "value", value))
+
+
+def _limit(value: float | None) -> float | None:
+    """A stream limit as one value: the server's "no limit" (0 or -1) as None."""
+    return None if value is None or value <= 0 else value
 
 
 class DurablePull:
@@ -859,6 +942,7 @@ class _FetchLoop:
             self.subscription._fetching = False
 
     async def _handle(self, msg: Msg) -> None:
+        metrics.event_consumed(self.subscription.durable, msg.reply)
         metadata = msg.metadata
         delivery = Delivery(
             subject=msg.subject,

@@ -34,6 +34,7 @@ from grpc_health.v1._async import HealthServicer
 from grpc_reflection.v1alpha import reflection
 from grpc_status import rpc_status
 
+from ddz.adapters import metrics
 from ddz.adapters.health import Check, HealthWatch
 from ddz.application.errors import Kind, Refusal
 from ddz.config import Settings
@@ -97,8 +98,13 @@ async def refuse(context: grpc.aio.ServicerContext[Any, Any], refusal: Refusal) 
 
 class ContextInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
     """Binds ``request_id``/``rpc`` (and ``hand_id`` etc. when the request has them) to
-    structlog's context for the duration of each call, logs one line per call, and
-    turns unexpected exceptions into INTERNAL without leaking their text to clients."""
+    structlog's context for the duration of each call, logs one line per call, counts
+    it by final code with its duration (``ddz_rpc_*`` of ``ddz.adapters.metrics``, under
+    ``service``), and turns unexpected exceptions into INTERNAL without leaking their
+    text to clients."""
+
+    def __init__(self, service: str = "") -> None:
+        self.service = service
 
     async def intercept_service(
         self,
@@ -118,7 +124,7 @@ class ContextInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
         wrapper = _wrap_stream if handler.response_streaming else _wrap_unary
         deserializer = handler.request_deserializer
         return factory(
-            wrapper(behaviour, method, request_id),
+            wrapper(behaviour, Call(self.service, method), request_id),
             request_deserializer=(
                 deserializer if handler.request_streaming else _lenient(deserializer)
             ),
@@ -162,11 +168,21 @@ def _behaviour(handler: grpc.RpcMethodHandler) -> tuple[str, Any]:
     raise ValueError("gRPC handler without a behaviour")
 
 
-def _begin(method: str, request_id: str | None, request: Any) -> float:
+@dataclass(frozen=True, slots=True)
+class Call:
+    """Which service's which method a wrapped handler serves (``/ddz.v1.RulesService/Decide``)."""
+
+    service: str
+    method: str
+
+    @property
+    def rpc(self) -> str:
+        return self.method.rsplit("/", 1)[-1]
+
+
+def _begin(call: Call, request_id: str | None, request: Any) -> float:
     structlog.contextvars.clear_contextvars()
-    structlog.contextvars.bind_contextvars(
-        request_id=request_id or uuid.uuid4().hex, rpc=method.rsplit("/", 1)[-1]
-    )
+    structlog.contextvars.bind_contextvars(request_id=request_id or uuid.uuid4().hex, rpc=call.rpc)
     if hasattr(request, "DESCRIPTOR"):  # a unary request message (not a stream)
         fields = request.DESCRIPTOR.fields_by_name
         bound = {
@@ -176,10 +192,14 @@ def _begin(method: str, request_id: str | None, request: Any) -> float:
     return time.perf_counter()
 
 
-def _finish(started: float, context: grpc.aio.ServicerContext[Any, Any], error: bool) -> None:
-    elapsed_ms = round((time.perf_counter() - started) * 1000, 3)
+def _finish(
+    call: Call, started: float, context: grpc.aio.ServicerContext[Any, Any], error: bool
+) -> None:
+    elapsed = time.perf_counter() - started
+    elapsed_ms = round(elapsed * 1000, 3)
     code = context.code()
     name = code.name if isinstance(code, grpc.StatusCode) else ("UNKNOWN" if error else "OK")
+    metrics.rpc_finished(call.service, call.rpc, name, elapsed)
     if name == "OK":
         log.debug("rpc", code=name, ms=elapsed_ms)
     else:
@@ -194,9 +214,9 @@ async def _internal(context: grpc.aio.ServicerContext[Any, Any]) -> NoReturn:
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def _wrap_unary(behaviour: Any, method: str, request_id: str | None) -> Any:
-    async def call(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
-        started = _begin(method, request_id, request)
+def _wrap_unary(behaviour: Any, call: Call, request_id: str | None) -> Any:
+    async def unary(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
+        started = _begin(call, request_id, request)
         try:
             _decoded(request)
             return await behaviour(request, context)
@@ -207,16 +227,16 @@ def _wrap_unary(behaviour: Any, method: str, request_id: str | None) -> Any:
         except Exception:
             await _internal(context)
         finally:
-            _finish(started, context, error=False)
+            _finish(call, started, context, error=False)
 
-    return call
+    return unary
 
 
-def _wrap_stream(behaviour: Any, method: str, request_id: str | None) -> Any:
+def _wrap_stream(behaviour: Any, call: Call, request_id: str | None) -> Any:
     if inspect.isasyncgenfunction(behaviour):
 
         async def generate(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
-            started = _begin(method, request_id, request)
+            started = _begin(call, request_id, request)
             try:
                 _decoded(request)
                 async for response in behaviour(request, context):
@@ -228,11 +248,11 @@ def _wrap_stream(behaviour: Any, method: str, request_id: str | None) -> Any:
             except Exception:
                 await _internal(context)
             finally:
-                _finish(started, context, error=False)
+                _finish(call, started, context, error=False)
 
         return generate
     # Streaming handlers that write with ``context.write`` are plain coroutines.
-    return _wrap_unary(behaviour, method, request_id)
+    return _wrap_unary(behaviour, call, request_id)
 
 
 @dataclass
@@ -262,7 +282,7 @@ async def start_server(
     """Build, bind and start the server (``port=None``: the service's configured port),
     its health true to ``checks`` (none: SERVING while it runs)."""
     server = grpc.aio.server(
-        interceptors=[ContextInterceptor()],
+        interceptors=[ContextInterceptor(service_name)],
         options=[
             ("grpc.max_receive_message_length", settings.max_message_bytes),
             # Without this, Linux lets a second server bind the same port silently.

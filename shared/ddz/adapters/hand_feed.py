@@ -29,7 +29,7 @@ import nats.js.errors
 import structlog
 from nats.aio.msg import Msg
 
-from ddz.adapters import hand_stream
+from ddz.adapters import hand_stream, metrics
 from ddz.adapters.bus import (
     ALL_SUBJECTS,
     Delivery,
@@ -170,10 +170,17 @@ def entry_of(envelope: envelope_pb2.EventEnvelope) -> Entry:
     return Entry(int(envelope.stream_version), envelope, event)
 
 
-async def read_fold(bus: EventBus, hand_id: str, *, keep_log: bool = False) -> HandFold | None:
+async def read_fold(
+    bus: EventBus,
+    hand_id: str,
+    *,
+    keep_log: bool = False,
+    archive: hand_stream.HandArchive | None = None,
+) -> HandFold | None:
     """The hand read straight from JetStream, folded (None: no such hand on the bus).
-    ``ValueError`` when ``hand_id`` cannot be a hand id."""
-    read, _cursor = await hand_stream.read(bus, hand_id)
+    ``ValueError`` when ``hand_id`` cannot be a hand id; ``HandAgedOut`` (a NOT_FOUND
+    refusal) when the bus no longer has its first events and ``archive`` is not given."""
+    read, _cursor = await hand_stream.read(bus, hand_id, archive)
     if not read:
         return None
     fold = HandFold(hand_id, keep_log)
@@ -206,8 +213,10 @@ class HandFeed:
         keep_ended: int = 1000,
         on_change: OnChange | None = None,
         accept: Callable[[str], bool] | None = None,
+        archive: hand_stream.HandArchive | None = None,
     ) -> None:
         self.bus = bus
+        self.archive = archive  # where a hand older than the bus keeps is read
         self.keep_log = keep_log
         self.keep_ended = keep_ended
         self.on_change = on_change
@@ -280,6 +289,11 @@ class HandFeed:
         self._stopping.clear()
         self._failure = None
         self._task = asyncio.create_task(self._fetch_loop(), name=f"feed:{durable}")
+        metrics.follow_hands(durable, self.in_play)
+
+    def in_play(self) -> int:
+        """Hands followed that are not over (``ddz_hands_in_play``)."""
+        return sum(1 for fold in list(self.hands.values()) if not fold.over)
 
     async def _ensure_consumer(self, resume_at: int | None = None) -> None:
         info = await self.bus.ensure_pull_consumer(
@@ -301,6 +315,7 @@ class HandFeed:
         try:
             while not self._stopping.is_set():
                 for msg in await self._fetch(self._pull):
+                    metrics.event_consumed(self._durable, msg.reply)
                     await self._settle(msg, await self._verdict(msg))
         finally:
             await self._pull.stop()
@@ -399,8 +414,15 @@ class HandFeed:
         fold = self.hands.get(hand_id)
         if fold is None:
             if entry.version != 1:
-                # First seen mid-hand: everything before it is on the bus.
-                fold = await self.load(hand_id)
+                # First seen mid-hand: everything before it is on the bus (or, aged
+                # out of it, in the archive).
+                try:
+                    fold = await self.load(hand_id)
+                except hand_stream.HandAgedOut as exc:
+                    # Older than the bus keeps, and no archive: long over or abandoned
+                    # (a consumer that starts at the oldest message still kept).
+                    log.info("hand_aged_out", hand_id=hand_id, reason=exc.message)
+                    return
                 if fold is None:
                     return
             else:
@@ -428,8 +450,9 @@ class HandFeed:
             await self._changed(fold, applied)
 
     async def load(self, hand_id: str) -> HandFold | None:
-        """Read the hand from JetStream into its fold (None: the bus has no such hand)."""
-        read, _cursor = await hand_stream.read(self.bus, hand_id)
+        """Read the hand from JetStream into its fold (None: the bus has no such hand);
+        its events the bus no longer keeps from ``archive``, else ``HandAgedOut``."""
+        read, _cursor = await hand_stream.read(self.bus, hand_id, self.archive)
         if not read:
             return None
         fold = self.hands.get(hand_id)
@@ -480,6 +503,8 @@ class HandFeed:
         """Stop following (a batch in hand is finished and acked first), and stop
         background repairs."""
         self._stopping.set()
+        if self._durable:
+            metrics.unfollow_hands(self._durable)
         if self._task is not None:
             if self._fetching:  # waiting for messages, none in hand
                 self._task.cancel()

@@ -27,6 +27,12 @@ stored all at once, at consecutive sequences, or not at all, so a crash or a los
 connection between two of its events cannot leave half a decision on the bus. Each
 side's first event carries the side's expected sequence (the server checks a batch
 against the stream as it was before it). On an older server the events go one by one.
+
+The bus keeps events for a while only (``DDZ_STREAM_MAX_AGE``, ``DDZ_STREAM_MAX_BYTES``:
+the oldest go first), the recorder's store keeps them for good. ``read`` of a hand whose
+first events are gone from the bus takes them from a ``HandArchive`` (the store) when it
+is given one, and otherwise refuses with ``HandAgedOut`` (NOT_FOUND), never a hand with
+its head missing.
 """
 
 from __future__ import annotations
@@ -34,7 +40,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import NamedTuple, TypeVar
+from typing import NamedTuple, Protocol, TypeVar
 
 import nats.errors
 import nats.js.errors
@@ -50,13 +56,48 @@ from ddz.adapters.bus import (
     subject_for,
 )
 from ddz.adapters.codec import decode_envelope, envelope_and_bytes
-from ddz.application.errors import Refusal
+from ddz.adapters.store.contract import EventStore
+from ddz.application.errors import Kind, Reason, Refusal
 from ddz.domain.hand import Recorded
 from ddz.v1 import envelope_pb2
 
 HAND = "hand"
 PUBLISH_ATTEMPTS = 3
 T = TypeVar("T")
+
+
+class HandAgedOut(Refusal):
+    """The hand's first events are no longer on the bus (its retention limits dropped
+    them) and no archive was given to read them from: NOT_FOUND, UNKNOWN_HAND."""
+
+    def __init__(self, hand_id: str, first_version: int) -> None:
+        super().__init__(
+            Kind.NOT_FOUND,
+            Reason.UNKNOWN_HAND,
+            f"hand {hand_id!r} is older than the bus keeps (its events before version "
+            f"{first_version} aged out of JetStream); the recorder's store has it",
+            hand_id=hand_id,
+        )
+        self.hand_id = hand_id
+
+
+class HandArchive(Protocol):
+    """Where the events of a hand that aged out of the bus are read: the store."""
+
+    async def envelopes(self, stream_id: str) -> Sequence[bytes]:
+        """The stream's envelopes as published, in version order (none: unknown)."""
+        ...
+
+
+class StoreArchive:
+    """The ``HandArchive`` of the recorder's event store."""
+
+    def __init__(self, store: EventStore) -> None:
+        self.store = store
+
+    async def envelopes(self, stream_id: str) -> Sequence[bytes]:
+        stored = await asyncio.to_thread(self.store.read_stream, stream_id, 0)
+        return [event.envelope for event in stored]
 
 
 class HandConflict(Exception):
@@ -265,9 +306,14 @@ class ReadEvent:
     hidden: bool
 
 
-async def read(bus: EventBus, hand_id: str) -> tuple[list[ReadEvent], HandCursor]:
+async def read(
+    bus: EventBus, hand_id: str, archive: HandArchive | None = None
+) -> tuple[list[ReadEvent], HandCursor]:
     """Every event of the hand in stream order, straight from JetStream (the writer's
-    source of truth; the store may lag behind it), and the cursor after the last."""
+    source of truth; the store may lag behind it), and the cursor after the last.
+
+    Events the bus no longer has (older than its retention) come from ``archive``, with
+    sequence 0; without one such a hand is ``HandAgedOut``. A hand neither has: none."""
     stream_id = hand_stream_id(hand_id)
     found: list[ReadEvent] = []
     cursor = HandCursor()
@@ -286,10 +332,32 @@ async def read(bus: EventBus, hand_id: str) -> tuple[list[ReadEvent], HandCursor
         last = max((e.seq for e in found if e.hidden == hidden), default=0)
         cursor = replace(cursor, **{"internal_seq" if hidden else "public_seq": last})
     found.sort(key=lambda e: e.seq)
+    first = found[0].envelope.stream_version if found else None
+    if first != 1 and (archive is not None or first is not None):
+        found = await _with_archived_head(hand_id, found, archive)
     versions = [e.envelope.stream_version for e in found]
     if versions != list(range(1, len(found) + 1)):
         raise ValueError(f"hand {hand_id}: stream versions on the bus are {versions}")
     return found, replace(cursor, version=len(found))
+
+
+async def _with_archived_head(
+    hand_id: str, found: list[ReadEvent], archive: HandArchive | None
+) -> list[ReadEvent]:
+    """``found`` (what the bus still has of the hand, maybe nothing) after the events
+    before it, from ``archive``."""
+    first = found[0].envelope.stream_version if found else None
+    if archive is None:
+        raise HandAgedOut(hand_id, first or 1)
+    head: list[ReadEvent] = []
+    for data in await archive.envelopes(hand_stream_id(hand_id)):
+        envelope, event = decode_envelope(data)
+        if first is not None and envelope.stream_version >= first:
+            break
+        head.append(ReadEvent(envelope, event, data, 0, event.HIDDEN))
+    if first is not None and len(head) != first - 1:
+        raise HandAgedOut(hand_id, first)  # the store lags behind: not there either
+    return head + found
 
 
 class JetStreamHandLog:

@@ -97,11 +97,14 @@ def start_nats_server(
     port: int | None = None,
     preferred_port: int = DEFAULT_PORT,
     ready_timeout: float = 15.0,
+    config_file: Path | None = None,
 ) -> NatsServer:
     """Start ``nats-server -js`` keeping JetStream files under ``store_dir``.
 
     ``port=None``: ``preferred_port`` (4222) when it is free, else a random free port;
-    ``port=0``: always a random free port. Returns once the server accepts connections.
+    ``port=0``: always a random free port. ``config_file``: a configuration file read
+    first (the options given here win over it). Returns once the server accepts
+    connections.
     """
     binary = find_nats_server()
     store_dir.mkdir(parents=True, exist_ok=True)
@@ -114,6 +117,8 @@ def start_nats_server(
         str(binary), "-js", "-sd", str(store_dir), "-a", host,
         "-p", str(port) if port else "-1", "-l", str(log_file),
     ]  # fmt: skip
+    if config_file is not None:
+        command += ["-c", str(config_file)]
     # stderr (errors before logging starts, panics) goes to the same file, never a pipe
     # that nobody reads.
     with log_file.open("ab") as stderr:
@@ -148,3 +153,141 @@ def _read_from(path: Path, offset: int) -> bytes:
             return handle.read()
     except FileNotFoundError:
         return b""
+
+
+# --- a JetStream cluster on loopback ---------------------------------------------------
+
+_META_LEADER = b"metadata leader"  # "Self is new JetStream cluster metadata leader", or
+# "JetStream cluster new metadata leader: <name>": this node knows who leads JetStream
+
+
+@dataclass
+class NatsCluster:
+    """The nodes of a JetStream cluster this process started (``start_nats_cluster``)."""
+
+    name: str
+    nodes: list[NatsServer]
+    configs: list[Path]  # each node's configuration file (its name, cluster and routes)
+
+    @property
+    def urls(self) -> list[str]:
+        return [node.url for node in self.nodes]
+
+    @property
+    def url(self) -> str:
+        """Every node, as ``DDZ_NATS_URL`` takes them (comma-separated)."""
+        return ",".join(self.urls)
+
+    def restart(self, index: int, ready_timeout: float = 15.0) -> NatsServer:
+        """Node ``index`` stopped (if it still runs) and started again where it was: the
+        same client port, route port, name and store, so it rejoins the cluster."""
+        old = self.nodes[index]
+        old.stop()
+        node = start_nats_server(
+            old.store_dir, log_file=old.log_file, host=old.host, port=old.port,
+            ready_timeout=ready_timeout, config_file=self.configs[index],
+        )  # fmt: skip
+        self.nodes[index] = node
+        return node
+
+    def stop(self, timeout: float = 10.0) -> None:
+        for node in self.nodes:
+            node.stop(timeout)
+
+    def __enter__(self) -> NatsCluster:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+
+def cluster_config(
+    server_name: str, cluster_name: str, route_listen: str, routes: list[str]
+) -> str:
+    """A node's configuration file: its own name (unique in the cluster), the cluster's
+    name, where it listens for routes and the routes to every other node (explicit, so
+    the JetStream quorum is known from the start)."""
+    listed = ", ".join(f'"nats-route://{route}"' for route in routes)
+    return (
+        f'server_name: "{server_name}"\n'
+        "cluster {\n"
+        f'  name: "{cluster_name}"\n'
+        f'  listen: "{route_listen}"\n'
+        f"  routes: [{listed}]\n"
+        "}\n"
+    )
+
+
+def start_nats_cluster(
+    base_dir: Path,
+    size: int = 3,
+    *,
+    name: str = "ddz",
+    host: str = "127.0.0.1",
+    ready_timeout: float = 30.0,
+) -> NatsCluster:
+    """Start ``size`` JetStream nodes ``nats-1`` ... clustered on ``host`` (each with its
+    store and log under ``base_dir/nats-<n>``, a random client port and a free route
+    port), and return once every node knows the JetStream metadata leader, i.e. the
+    cluster answers JetStream requests. A node that fails to start stops the rest."""
+    if size < 1:
+        raise ValueError(f"a cluster needs at least one node, got {size}")
+    route_ports = _free_ports(host, size)
+    nodes: list[NatsServer] = []
+    configs: list[Path] = []
+    offsets: list[int] = []
+    try:
+        for index in range(size):
+            node_dir = base_dir / f"nats-{index + 1}"
+            node_dir.mkdir(parents=True, exist_ok=True)
+            config = node_dir / "nats.conf"
+            others = [f"{host}:{port}" for i, port in enumerate(route_ports) if i != index]
+            config.write_text(
+                cluster_config(f"nats-{index + 1}", name, f"{host}:{route_ports[index]}", others),
+                encoding="utf-8",
+            )
+            configs.append(config)
+            log_file = node_dir / "nats-server.log"
+            offsets.append(log_file.stat().st_size if log_file.exists() else 0)
+            nodes.append(
+                start_nats_server(
+                    node_dir / "store",
+                    log_file=log_file,
+                    host=host,
+                    port=0,
+                    ready_timeout=ready_timeout,
+                    config_file=config,
+                )
+            )
+        deadline = time.monotonic() + ready_timeout
+        waiting = list(zip(nodes, offsets, strict=True))
+        while waiting:
+            waiting = [(n, o) for n, o in waiting if _META_LEADER not in _read_from(n.log_file, o)]
+            for node, _offset in waiting:
+                if not node.running():
+                    raise NatsServerError(f"cluster node {node.url} exited ({node.log_file})")
+            if waiting and time.monotonic() > deadline:
+                raise NatsServerError(
+                    f"no JetStream metadata leader in {ready_timeout:g}s "
+                    f"({', '.join(str(n.log_file) for n, _ in waiting)})"
+                )
+            time.sleep(0.05)
+    except BaseException:
+        for node in nodes:
+            node.stop()
+        raise
+    return NatsCluster(name, nodes, configs)
+
+
+def _free_ports(host: str, count: int) -> list[int]:
+    """``count`` distinct ports free on ``host`` right now (the OS picks them)."""
+    probes = []
+    try:
+        for _ in range(count):
+            probe = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            probes.append(probe)
+            probe.bind((host, 0))
+        return [probe.getsockname()[1] for probe in probes]
+    finally:
+        for probe in probes:
+            probe.close()

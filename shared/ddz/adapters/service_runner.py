@@ -8,7 +8,9 @@ call is served), ``checks`` (what must work for it to serve: its NATS connection
 database, its consumer loops; ``ddz.adapters.health``) and ``close`` (stop consumers,
 close connections: after the last call has finished). The runner wraps that in the
 shared gRPC server of ``ddz.adapters.grpc_server`` (health true to the checks,
-reflection, request-size limit, logging interceptor, graceful SIGTERM):
+reflection, request-size limit, logging interceptor, graceful SIGTERM) and serves the
+process's Prometheus metrics beside it (``ddz.adapters.metrics``, on
+``Settings.metrics_address``):
 
     main("rules")                                      # a process: settings, logging, serve
     running = await start_service("rules", settings, port=0)   # in-process, e.g. tests
@@ -34,8 +36,10 @@ from ddz.adapters.bus import EventBus
 from ddz.adapters.grpc_server import RunningServer, serve, start_server
 from ddz.adapters.health import Check
 from ddz.adapters.logging import configure_logging
+from ddz.adapters.metrics import MetricsServer, serve_metrics
+from ddz.adapters.nats_auth import connect_options
 from ddz.compiled import engine_build
-from ddz.config import SERVICE_PORTS, WILDCARD_HOSTS, Settings, redacted_url
+from ddz.config import SERVICE_PORTS, WILDCARD_HOSTS, Settings, redacted_servers, redacted_url
 
 DEFAULT_NATS_URL = "nats://127.0.0.1:4222"
 NATS_CONNECT_TIMEOUT = 30.0  # seconds a starting service waits for NATS
@@ -88,7 +92,7 @@ async def connect_bus(settings: Settings, service: str) -> EventBus:
     ``EventBus.connected`` says which.
     """
     url = nats_url(settings)
-    shown = redacted_url(url, keep_user=False)
+    shown = redacted_servers(url)
 
     async def on_error(exc: Exception) -> None:
         log.warning("nats_error", service=service, error=str(exc) or type(exc).__name__)
@@ -116,13 +120,18 @@ async def connect_bus(settings: Settings, service: str) -> EventBus:
                 on_disconnected=on_disconnected,
                 on_reconnected=on_reconnected,
                 on_closed=on_closed,
+                **connect_options(settings, service),
             ),
             NATS_CONNECT_TIMEOUT,
         )
     except (TimeoutError, nats.errors.Error, OSError) as exc:
         raise OSError(f"cannot reach NATS at {shown} ({exc or type(exc).__name__})") from None
     bus.atomic_decisions = settings.atomic_decisions
-    await bus.ensure_stream()
+    await bus.ensure_stream(
+        replicas=settings.stream_replicas,
+        max_age=settings.stream_max_age,
+        max_bytes=settings.stream_max_bytes,
+    )
     return bus
 
 
@@ -142,11 +151,13 @@ def factory_for(name: str) -> Factory:
 
 @dataclass
 class RunningService:
-    """A service started in this process; ``port`` is the bound gRPC port."""
+    """A service started in this process; ``port`` is the bound gRPC port, ``metrics``
+    its metrics server (``metrics.address``: where to scrape it)."""
 
     name: str
     service: Service
     server: RunningServer
+    metrics: MetricsServer | None = None
 
     @property
     def port(self) -> int:
@@ -157,12 +168,15 @@ class RunningService:
             await self.server.stop(grace)
         finally:
             await self.service.close()
+            if self.metrics is not None:
+                self.metrics.stop_soon()
 
 
 async def start_service(
     name: str, settings: Settings, *, port: int | None = None, **overrides: Any
 ) -> RunningService:
-    """Build, start and serve ``name`` in this process (``port=0``: any free port).
+    """Build, start and serve ``name`` in this process (``port=0``: any free port, for
+    its metrics too).
 
     ``overrides`` go to the service's ``build`` (e.g. a channel to a dealer started
     on a random port)."""
@@ -175,7 +189,13 @@ async def start_service(
     except BaseException:
         await service.close()
         raise
-    return RunningService(name, service, server)
+    at = settings.listen_address(name, 0) if port == 0 else settings.metrics_address(name)
+    try:
+        exposition = serve_metrics(name, at)
+    except BaseException:
+        await RunningService(name, service, server).stop()
+        raise
+    return RunningService(name, service, server, exposition)
 
 
 START_ORDER = ("dealer", "recorder", "settlement", "rules", "bot", "table")
@@ -210,10 +230,14 @@ async def run_service(
     service = await factory_for(name)(settings, **overrides)
     await service.start()
     try:
-        await serve(
-            name, service.add_to_server, service.full_names, settings,
-            stop=stop, checks=checks_of(service),
-        )  # fmt: skip
+        exposition = serve_metrics(name, settings.metrics_address(name))
+        try:
+            await serve(
+                name, service.add_to_server, service.full_names, settings,
+                stop=stop, checks=checks_of(service),
+            )  # fmt: skip
+        finally:
+            exposition.stop()
     finally:
         await service.close()
 

@@ -23,6 +23,7 @@ up. The stack knows how to restart a child (``restart``); the supervisor decides
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import os
@@ -41,7 +42,9 @@ from types import MappingProxyType, TracebackType
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from ddz.adapters import nats_auth
 from ddz.adapters.nats_server import NatsServer, NatsServerError, start_nats_server
+from ddz.adapters.token_keys import ensure_keys
 from ddz.config import SERVICE_PORTS, Settings
 
 SERVICES: tuple[str, ...] = ("recorder", "settlement", "dealer", "rules", "bot", "table")
@@ -76,23 +79,46 @@ def settings_env(settings: Settings) -> dict[str, str]:
         "DDZ_ATOMIC_DECISIONS": "1" if settings.atomic_decisions else "0",
         "DDZ_RESTART_LIMIT": str(settings.restart_limit),
         "DDZ_RESTART_WINDOW": repr(settings.restart_window),
+        "DDZ_STREAM_REPLICAS": str(settings.stream_replicas),
+        "DDZ_STREAM_MAX_AGE": repr(settings.stream_max_age or 0),
+        "DDZ_STREAM_MAX_BYTES": str(settings.stream_max_bytes or 0),
     }
     if settings.nats_url:
         env["DDZ_NATS_URL"] = settings.nats_url
+    for variable, path in (
+        ("DDZ_NATS_CREDS", settings.nats_creds_file),
+        ("DDZ_NATS_NKEY_SEED", settings.nats_nkey_seed_file),
+        ("DDZ_NATS_CA", settings.nats_ca_file),
+        ("DDZ_NATS_CERT", settings.nats_cert_file),
+        ("DDZ_NATS_KEY", settings.nats_key_file),
+    ):
+        if path is not None:
+            env[variable] = str(path)
+    if settings.nats_user:
+        env["DDZ_NATS_USER"] = settings.nats_user
+        env["DDZ_NATS_PASSWORD"] = settings.nats_password
     if settings.audit_key:
         env["DDZ_AUDIT_KEY"] = settings.audit_key.decode("utf-8")
     if settings.rooms_file is not None:
         env["DDZ_ROOMS_FILE"] = str(settings.rooms_file)
+    if settings.audit_signing_key_file is not None:
+        env["DDZ_AUDIT_SIGNING_KEY"] = str(settings.audit_signing_key_file)
+    if settings.audit_public_keys_file is not None:
+        env["DDZ_AUDIT_PUBLIC_KEYS"] = str(settings.audit_public_keys_file)
     if settings.table_token_key:
         env["DDZ_TABLE_TOKEN_KEY"] = settings.table_token_key.decode("utf-8")
-    if settings.operator_key:
-        env["DDZ_OPERATOR_KEY"] = settings.operator_key.decode("utf-8")
+    if settings.login_key_file is not None:
+        env["DDZ_LOGIN_KEY"] = str(settings.login_key_file)
+    if settings.login_jwks_file is not None:
+        env["DDZ_LOGIN_JWKS"] = str(settings.login_jwks_file)
     for service, port in settings.ports.items():
         env[f"DDZ_{service.upper()}_PORT"] = str(port)
     for service, target in settings.addresses.items():
         env[f"DDZ_{service.upper()}_ADDR"] = target
     for service, listen in settings.listen.items():
         env[f"DDZ_{service.upper()}_LISTEN"] = listen
+    for service, port in settings.metrics_ports.items():
+        env[f"DDZ_{service.upper()}_METRICS_PORT"] = str(port)
     return env
 
 
@@ -173,6 +199,8 @@ class Stack:
         self.ready_timeout = ready_timeout
         self.grace = grace
         self.extra_env = dict(extra_env or {})
+        self._nats_config: Path | None = None  # our nats-server's users (nats_auth)
+        self._service_env: dict[str, dict[str, str]] = {}
         self.profile_dir = profile_dir  # cProfile each service into <dir>/<name>.prof
         self.nats: NatsServer | None = None
         self.processes: dict[str, ServiceProcess] = {}
@@ -196,19 +224,32 @@ class Stack:
         settings = self.settings
         settings.log_dir.mkdir(parents=True, exist_ok=True)
         if not settings.nats_url:
+            # Our own server: one user per service (nats_auth), the stream made by the
+            # provisioning user before any service, which may not make it.
+            self._nats_config = nats_auth.write_config(settings.data_dir)
             self.nats = start_nats_server(
                 settings.nats_store_dir,
                 log_file=settings.log_dir / "nats-server.log",
                 host=settings.host,
                 port=self.nats_port,
+                config_file=self._nats_config,
             )
             settings = dataclasses.replace(settings, nats_url=self.nats.url)
+            asyncio.run(nats_auth.provision_stream(settings))
+            self._service_env = {
+                name: nats_auth.service_env(settings.data_dir, name) for name in self.services
+            }
         if self.ephemeral_ports:
             ports = dict(settings.ports)
             ports.update({name: free_port(settings.host) for name in self.services})
-            settings = dataclasses.replace(settings, ports=MappingProxyType(ports))
+            metrics = {**settings.metrics_ports,
+                       **{name: free_port(settings.host) for name in self.services}}  # fmt: skip
+            settings = dataclasses.replace(
+                settings, ports=MappingProxyType(ports), metrics_ports=MappingProxyType(metrics)
+            )
         self.settings = settings = dataclasses.replace(settings, log_to_file=True)
         _migrate(settings)
+        ensure_keys(settings)  # a fresh machine: every token key made before a service reads it
         self._env = self.child_env()
         for name in self.services:
             self.processes[name] = self._spawn(name, self._env)
@@ -224,6 +265,7 @@ class Stack:
 
     def _spawn(self, name: str, env: Mapping[str, str]) -> ServiceProcess:
         log_file = self.settings.log_dir / f"{name}.log"
+        env = {**env, **self._service_env.get(name, {})}  # its own NATS user
         command = [sys.executable, "-m", f"services.{name}"]
         if self.profile_dir is not None:
             self.profile_dir.mkdir(parents=True, exist_ok=True)
@@ -290,8 +332,9 @@ class Stack:
                 old.process.kill()  # if it hangs rather than exited: it must free the port
             old.process.wait()
             self.nats = start_nats_server(
-                old.store_dir, log_file=old.log_file, host=old.host, port=old.port
-            )
+                old.store_dir, log_file=old.log_file, host=old.host, port=old.port,
+                config_file=self._nats_config,
+            )  # fmt: skip
             return self.children()[0]
         old_child = self.processes[name]
         if old_child.running():

@@ -1,25 +1,25 @@
-"""Who is calling: signed bearer tokens, and channels that carry one.
+"""Who is calling: bearer tokens, and channels that carry one.
 
-A token is ``ddz1.<claims>.<signature>``: ``<claims>`` is the base64url (no padding) of
-a compact JSON object, ``<signature>`` the base64url of
-``HMAC-SHA256(key, "ddz1." + <claims>)``. Claims:
+Each token is signed by the one party that vouches for it, with a key of its own
+(``ddz.adapters.token_keys``):
 
-``kind``
-    ``"seat"`` -- issued by the table service on ``JoinRoom``: one player at one seat
-    of one table (``player``, ``table``, ``seat``); signed with the table key.
-    ``"player"`` -- the operator's own login vouches for a player (``player``); signed
-    with the operator key. It lets that player join rooms and act for the seats they
-    hold.
-    ``"operator"`` -- the operator's tools (bot tables, simulate, bench, support); signed
-    with the operator key; may do everything, including open tables and act or read
-    for any seat.
-``player`` the player id; ``exp`` expiry (Unix seconds); ``nonce`` 16 random bytes
-(hex), so no two tokens are alike.
+Login tokens -- ``player`` and ``operator`` -- are JWTs (RFC 7519) the operator's login
+signs with its Ed25519 private key (``alg: EdDSA``, the key's ``kid`` in the header).
+Claims: ``iss`` ``"ddz-login"``, ``aud`` ``"ddz-table"``, ``sub`` the player (or the
+operator tool's name), ``kind`` ``"player"`` or ``"operator"``, ``iat``, ``exp``, ``jti``.
+``player`` lets that player join rooms and act for the seats they hold; ``operator``
+may do everything (open tables, act or read for any seat). The table service verifies
+them with the login's PUBLIC keys only (a JWKS file, keys by ``kid``), the algorithm
+pinned to EdDSA, so no key it holds can make one.
 
-Keys: ``DDZ_TABLE_TOKEN_KEY`` and ``DDZ_OPERATOR_KEY``; when empty, each is derived from
-the audit key (``DDZ_AUDIT_KEY`` or ``<data dir>/audit.key``) as
-``HMAC-SHA256(audit key, "ddz.v1/table-token-key")`` resp. ``".../operator-key"``, so
-a local stack and the ``ddz`` tools on the same machine agree without setup.
+Seat tokens are ``ddz1.<claims>.<signature>``, issued by the table service on
+``JoinRoom``: one player at one seat of one table. ``<claims>`` is the base64url (no
+padding) of a compact JSON object (``kind`` ``"seat"``, ``player``, ``table``, ``seat``,
+``exp``, ``nonce``), ``<signature>`` the base64url of ``HMAC-SHA256(seat key, "ddz1." +
+<claims>)``. HMAC, not a key pair: the table service alone mints AND checks them, so a
+public key would serve nobody, and a key it alone holds can make only its own seat
+tokens -- a ``ddz1`` token of any other kind is refused, and a login token verifies
+only under the login's Ed25519 keys. HMAC also costs little on every call.
 
 Calls send the token as gRPC metadata ``authorization: Bearer <token>``
 (``bearer_channel`` does it for every call of a channel).
@@ -40,8 +40,11 @@ from types import MappingProxyType
 from typing import Any, Literal
 
 import grpc
+import jwt
 
 from ddz.adapters.grpc_client import channel_options
+from ddz.adapters.token_keys import LoginKey, LoginKeys, login_jwks_path, login_key
+from ddz.adapters.token_keys import table_token_key as table_token_key  # re-exported
 from ddz.config import Settings
 
 PREFIX = "ddz1"
@@ -50,6 +53,14 @@ SCHEME = "Bearer"
 MAX_TOKEN_CHARS = 2048
 Kind = Literal["seat", "player", "operator"]
 KINDS: tuple[Kind, ...] = ("seat", "player", "operator")
+LOGIN_KINDS: tuple[Kind, ...] = ("player", "operator")
+"""The kinds only the operator's login signs."""
+
+ISSUER = "ddz-login"
+AUDIENCE = "ddz-table"
+ALGORITHMS = ["EdDSA"]
+"""Pinned: the algorithm never comes from the token (no ``none``, no HS256 under a public key)."""
+REQUIRED_CLAIMS = ["iss", "aud", "sub", "kind", "iat", "exp", "jti"]
 
 SEAT_TOKEN_TTL = 12 * 3600
 """Seconds a seat token lasts: longer than any sitting; leaving revokes it sooner."""
@@ -79,6 +90,15 @@ class Claims:
         return out
 
 
+@dataclass(frozen=True, slots=True)
+class TokenKeys:
+    """What the table service checks tokens with: its seat key (which also signs seat
+    tokens) and the login's public keys. Nothing here can sign a login token."""
+
+    seat: bytes = field(repr=False)
+    login: LoginKeys
+
+
 def _b64(data: bytes) -> str:
     return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
 
@@ -92,6 +112,7 @@ def _mac(key: bytes, signed: str) -> bytes:
 
 
 def sign(claims: Claims, key: bytes) -> str:
+    """A seat token (``ddz1``) of ``claims``, signed with the seat key ``key``."""
     if not key:
         raise ValueError("a token needs a signing key")
     body = _b64(json.dumps(claims.to_json(), separators=(",", ":"), sort_keys=True).encode())
@@ -107,6 +128,18 @@ def new_claims(
     return Claims(kind, player, int(issued + ttl), secrets.token_hex(16), table, seat)
 
 
+def issue(key: LoginKey, kind: Kind, subject: str, ttl: float) -> str:
+    """A login token (JWT, EdDSA) of ``kind`` for ``subject``: what the login signs."""
+    if kind not in LOGIN_KINDS:
+        raise ValueError(f"the login signs player and operator tokens, not {kind!r}")
+    issued = int(time.time())
+    claims = {
+        "iss": ISSUER, "aud": AUDIENCE, "sub": subject, "kind": kind, "iat": issued,
+        "exp": issued + int(ttl), "jti": secrets.token_hex(16),
+    }  # fmt: skip
+    return jwt.encode(claims, key.private, algorithm="EdDSA", headers={"kid": key.kid})
+
+
 _BASE64URL = re.compile(r"[A-Za-z0-9_-]{2,}")
 """Unpadded base64url, as ``sign`` writes it (one character alone encodes nothing)."""
 
@@ -114,16 +147,17 @@ _CLAIM_TYPES: Mapping[str, tuple[type, ...]] = MappingProxyType(
     {"kind": (str,), "player": (str,), "exp": (int,), "nonce": (str,), "table": (str,),
      "seat": (int, type(None))}
 )  # fmt: skip
-"""Each claim a token may carry and the JSON types it may have (``bool`` is no number)."""
+"""Each claim a seat token may carry and the JSON types it may have (``bool`` is no number)."""
 _REQUIRED = frozenset({"kind", "player", "exp", "nonce"})
 
 
-def verify(token: str, keys: Mapping[Kind, bytes], *, now: float | None = None) -> Claims:
+def verify(token: str, keys: TokenKeys) -> Claims:
     """The claims of a valid token; ``TokenError`` saying why it is not.
 
     Whatever a caller sends, the answer is the claims or a ``TokenError``: the shape
-    is checked first (length, ASCII, three parts, base64url), then the signature under
-    each key, and only a signed body is decoded (so no JSON of a stranger's is parsed).
+    is checked first (length, ASCII, three parts, base64url), then the signature, and
+    only a signed body is decoded (so no claims of a stranger's are parsed; a JWT's
+    header is, to find its ``kid``).
     """
     if not isinstance(token, str):
         raise TokenError("not a token: a token is text")
@@ -132,26 +166,72 @@ def verify(token: str, keys: Mapping[Kind, bytes], *, now: float | None = None) 
     if not token.isascii() or not token.isprintable():
         raise TokenError("malformed token: not printable ASCII")
     parts = token.split(".")
-    if len(parts) != 3 or parts[0] != PREFIX:
-        raise TokenError(f"not a {PREFIX} token")
-    _, body, signature = parts
-    if not (_BASE64URL.fullmatch(body) and _BASE64URL.fullmatch(signature)):
+    if len(parts) != 3:
+        raise TokenError(f"not a {PREFIX} token nor a JWT")
+    if not all(_BASE64URL.fullmatch(part) for part in parts[1:]) or not (
+        parts[0] == PREFIX or _BASE64URL.fullmatch(parts[0])
+    ):
         raise TokenError("malformed token: not base64url")
+    if parts[0] == PREFIX:
+        return _seat_claims(parts[1], parts[2], keys.seat)
+    return _login_claims(token, keys.login)
+
+
+def _seat_claims(body: str, signature: str, key: bytes) -> Claims:
     signed = f"{PREFIX}.{body}"
-    signed_by = {
-        key
-        for key in set(keys.values())
-        if key and hmac.compare_digest(signature, _b64(_mac(key, signed)))
-    }
-    if not signed_by:
+    if not key or not hmac.compare_digest(signature, _b64(_mac(key, signed))):
         raise TokenError("bad token signature")
     claims = _claims(body)
-    # A seat token signed with the operator key (or the reverse) is no token of ours.
-    if keys.get(claims.kind) not in signed_by:
-        raise TokenError("bad token signature")
-    if claims.expires <= (time.time() if now is None else now):
+    if claims.kind != "seat":  # the table's key makes seat tokens, nothing more
+        raise TokenError(f"bad token signature: the table signs no {claims.kind} tokens")
+    if claims.expires <= time.time():
         raise TokenError("token expired")
     return claims
+
+
+def _login_claims(token: str, login: LoginKeys) -> Claims:
+    try:
+        kid = jwt.get_unverified_header(token).get("kid")
+    except (jwt.PyJWTError, ValueError, RecursionError):
+        raise TokenError("malformed token: not a JWT") from None
+    if not isinstance(kid, str) or not kid:
+        raise TokenError("malformed token: a JWT without a key id (kid)")
+    public = login.get(kid)
+    if public is None:
+        raise TokenError("bad token signature: unknown login key (kid)")
+    try:
+        raw = jwt.decode(
+            token,
+            public,
+            algorithms=ALGORITHMS,
+            audience=AUDIENCE,
+            issuer=ISSUER,
+            options={"require": REQUIRED_CLAIMS},
+        )
+    except jwt.ExpiredSignatureError:
+        raise TokenError("token expired") from None
+    except jwt.InvalidSignatureError:
+        raise TokenError("bad token signature") from None
+    except jwt.InvalidAlgorithmError:
+        raise TokenError("bad token signature: login tokens are EdDSA") from None
+    except jwt.DecodeError:  # the header was read above: the payload is no JSON object
+        raise TokenError("malformed token claims") from None
+    except jwt.PyJWTError as exc:
+        raise TokenError(f"invalid login token: {exc}") from None
+    except (ValueError, TypeError, RecursionError):
+        raise TokenError("malformed token claims") from None
+    return _login(raw)
+
+
+def _login(raw: Mapping[str, Any]) -> Claims:
+    kind, subject, expires, jti = raw["kind"], raw["sub"], raw["exp"], raw["jti"]
+    if kind not in LOGIN_KINDS:
+        raise TokenError("malformed token: a login token is a player or operator token")
+    if not isinstance(subject, str) or not isinstance(jti, str):
+        raise TokenError("malformed token claims: sub and jti are text")
+    if isinstance(expires, bool) or not isinstance(expires, int):
+        raise TokenError("malformed token claims: exp")
+    return Claims(kind=kind, player=subject, expires=expires, nonce=jti)
 
 
 def _claims(body: str) -> Claims:
@@ -180,33 +260,19 @@ def _claims(body: str) -> Claims:
 # --- keys ------------------------------------------------------------------------------------
 
 
-def _derived(settings: Settings, label: bytes) -> bytes:
-    return hmac.new(settings.require_audit_key(), label, hashlib.sha256).hexdigest().encode()
-
-
-def table_token_key(settings: Settings) -> bytes:
-    """The key of seat tokens: ``DDZ_TABLE_TOKEN_KEY``, else derived from the audit key."""
-    return settings.table_token_key or _derived(settings, b"ddz.v1/table-token-key")
-
-
-def operator_key(settings: Settings) -> bytes:
-    """The key of player and operator tokens: ``DDZ_OPERATOR_KEY``, else derived."""
-    return settings.operator_key or _derived(settings, b"ddz.v1/operator-key")
-
-
-def verification_keys(settings: Settings) -> dict[Kind, bytes]:
-    operator = operator_key(settings)
-    return {"seat": table_token_key(settings), "player": operator, "operator": operator}
+def verification_keys(settings: Settings) -> TokenKeys:
+    """What the table service holds: its seat key and the login's public keys."""
+    return TokenKeys(table_token_key(settings), LoginKeys(login_jwks_path(settings)))
 
 
 def operator_token(settings: Settings, name: str = "operator", ttl: float = TOOL_TOKEN_TTL) -> str:
-    """A token for the operator's tools (may do everything)."""
-    return sign(new_claims("operator", name, ttl), operator_key(settings))
+    """A token for the operator's tools (may do everything), signed as the login."""
+    return issue(login_key(settings), "operator", name, ttl)
 
 
 def player_token(settings: Settings, player_id: str, ttl: float = TOOL_TOKEN_TTL) -> str:
     """What the operator's login hands a player: their id, vouched for."""
-    return sign(new_claims("player", player_id, ttl), operator_key(settings))
+    return issue(login_key(settings), "player", player_id, ttl)
 
 
 def bearer(metadata: Sequence[tuple[str, str | bytes]] | None) -> str | None:

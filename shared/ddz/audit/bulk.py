@@ -1,5 +1,8 @@
 """``ddz audit --all``: every hand in the store, counted by verdict and failed check.
 
+Hands are audited in batches, each hand on its own: a record that makes a check fail
+(or crash) is that hand's failure, and the run goes on. Hands left incomplete for longer
+than ``incomplete_after`` seconds (by their last event's time) are listed as stale.
 Hands are audited in batches; with ``workers`` > 1 each batch goes to a worker process
 that opens its own connection to the store, reads its hands in two queries and audits
 them, so reading and replaying both use every core. Only each hand's one-line verdict
@@ -8,6 +11,7 @@ comes back to the parent.
 
 from __future__ import annotations
 
+import datetime as dt
 import gc
 import multiprocessing
 import os
@@ -18,13 +22,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ddz.adapters.store import EventStore, SqlEventStore, create_store
+from ddz.adapters.store.contract import StreamSignature
+from ddz.adapters.store.keys import Keyring
 from ddz.audit.checks import audit_hand
-from ddz.audit.report import FAILURE_NAMES, INCOMPLETE, AuditReport, Verdict
+from ddz.audit.context import StoredRow
+from ddz.audit.report import FAILURE_NAMES, HASH_CHAIN, INCOMPLETE, AuditReport, Verdict
 from ddz.audit.source import hand_stream_ids, read_hands
 
 BATCH = 200  # hands per read and per task, at most
 MIN_BATCH = 20
 MAX_LISTED_FAILURES = 1000
+DEFAULT_INCOMPLETE_AFTER = 3600.0
+"""Seconds after its last event an incomplete hand is listed as stale (``--incomplete-after``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,14 +44,29 @@ class HandVerdict:
     verdict: Verdict
     failed_check: str | None
     message: str
+    last_at: dt.datetime | None = None  # an incomplete hand's last event time
 
     @classmethod
     def of(cls, report: AuditReport) -> HandVerdict:
         first = report.events[0].event if report.events else None
         rules = getattr(getattr(first, "rules", None), "name", "")
+        last_at = None
+        if report.verdict is Verdict.INCOMPLETE and report.events:
+            envelope = report.events[-1].envelope
+            if envelope.HasField("occurred_at"):
+                last_at = envelope.occurred_at.ToDatetime(tzinfo=dt.UTC)
         return cls(
             report.hand_id, rules, report.event_count, report.verdict, report.failed_check,
-            report.message,
+            report.message, last_at,
+        )  # fmt: skip
+
+    @classmethod
+    def unreadable(cls, stream_id: str, exc: Exception) -> HandVerdict:
+        """A hand whose stored record could not even be handed to the audit."""
+        return cls(
+            stream_id.removeprefix("hand-"), "", 0, Verdict.FAILED, HASH_CHAIN,
+            f"{HASH_CHAIN} check failed: the stored record cannot be read "
+            f"({type(exc).__name__}: {str(exc)[:200]})",
         )  # fmt: skip
 
     def to_json(self) -> dict[str, Any]:
@@ -68,6 +92,9 @@ class AllReport:
     )
     by_rules: dict[str, int] = field(default_factory=dict)
     failures: list[HandVerdict] = field(default_factory=list)
+    incomplete_after: float = DEFAULT_INCOMPLETE_AFTER
+    now: float = 0.0  # the time stale hands are measured against (Unix seconds)
+    stale: list[HandVerdict] = field(default_factory=list)
 
     @property
     def failed(self) -> int:
@@ -85,6 +112,10 @@ class AllReport:
             self.clean += 1
         elif verdict.verdict is Verdict.INCOMPLETE:
             self.incomplete += 1
+            last = verdict.last_at
+            stale = last is not None and self.now - last.timestamp() > self.incomplete_after
+            if stale and len(self.stale) < MAX_LISTED_FAILURES:
+                self.stale.append(verdict)
         else:
             assert verdict.failed_check is not None
             self.failed_by_check[verdict.failed_check] = (
@@ -106,17 +137,52 @@ class AllReport:
             "hands_per_s": round(self.hands_per_s, 1),
             "workers": self.workers,
             "failures": [f.to_json() for f in self.failures],
+            "incomplete_after": self.incomplete_after,
+            "stale_incomplete": [self._stale_json(v) for v in self.stale],
+        }
+
+    def _stale_json(self, verdict: HandVerdict) -> dict[str, Any]:
+        assert verdict.last_at is not None
+        return {
+            "hand_id": verdict.hand_id,
+            "rules": verdict.rules,
+            "events": verdict.events,
+            "last_event_at": verdict.last_at.isoformat(),
+            "idle_seconds": round(self.now - verdict.last_at.timestamp(), 1),
+            "message": verdict.message,
         }
 
 
 def audit_streams(
-    store: EventStore, stream_ids: Sequence[str], key: bytes, key_id: str
+    store: EventStore, stream_ids: Sequence[str], keys: Keyring | bytes, key_id: str = "k1"
 ) -> list[HandVerdict]:
-    """Audit the hands of ``stream_ids`` in this process."""
-    return [
-        HandVerdict.of(audit_hand(record.events, key, record.signatures, key_id=key_id))
-        for record in read_hands(store, stream_ids)
-    ]
+    """Audit the hands of ``stream_ids`` in this process, each on its own."""
+    keyring = Keyring.of_hmac(keys, key_id) if isinstance(keys, bytes) else keys
+    try:
+        records = list(read_hands(store, stream_ids))
+    except Exception:
+        if len(stream_ids) == 1:
+            raise
+        # One hand's rows break the batch's read: read them one by one to find it.
+        return [v for stream_id in stream_ids for v in _audit_alone(store, stream_id, keyring)]
+    return [_verdict(record.events, record.signatures, keyring) for record in records]
+
+
+def _audit_alone(store: EventStore, stream_id: str, keys: Keyring) -> list[HandVerdict]:
+    try:
+        records = list(read_hands(store, [stream_id]))
+    except Exception as exc:
+        return [HandVerdict.unreadable(stream_id, exc)]
+    return [_verdict(record.events, record.signatures, keys) for record in records]
+
+
+def _verdict(
+    events: Sequence[StoredRow], signatures: Sequence[StreamSignature], keys: Keyring
+) -> HandVerdict:
+    try:
+        return HandVerdict.of(audit_hand(events, keys, signatures))
+    except Exception as exc:  # audit_hand fails checks, not runs; this is a last guard
+        return HandVerdict.unreadable(events[0].stream_id if events else "?", exc)
 
 
 def _batches(items: Sequence[str], size: int) -> Iterator[Sequence[str]]:
@@ -139,13 +205,13 @@ def _shrinking_batches(items: Sequence[str], workers: int) -> Iterator[Sequence[
 
 _YOUNG_COLLECTION_EVERY = 50_000  # allocations (the interpreter's default: 700)
 _worker_store: SqlEventStore | None = None
-_worker_key: tuple[bytes, str] = (b"", "")
+_worker_keys = Keyring()
 
 
-def _init_worker(database_url: str, key: bytes, key_id: str) -> None:
-    global _worker_store, _worker_key
+def _init_worker(database_url: str, keys: tuple[dict[str, bytes], dict[str, bytes]]) -> None:
+    global _worker_store, _worker_keys
     _worker_store = create_store(database_url)
-    _worker_key = (key, key_id)
+    _worker_keys = Keyring.from_plain(keys)
     # The worker's heap so far (the parent's, by fork: modules, no garbage) is frozen out
     # of the cycle collector, which would otherwise trace all of it again and again
     # (~6% of a worker's time). The audit makes many short-lived acyclic values, so
@@ -156,7 +222,7 @@ def _init_worker(database_url: str, key: bytes, key_id: str) -> None:
 
 def _audit_batch(stream_ids: Sequence[str]) -> list[HandVerdict]:
     assert _worker_store is not None, "the pool initializer did not run"
-    return audit_streams(_worker_store, stream_ids, *_worker_key)
+    return audit_streams(_worker_store, stream_ids, _worker_keys)
 
 
 def _context() -> multiprocessing.context.BaseContext:
@@ -171,32 +237,41 @@ def default_workers() -> int:
 
 def audit_all(
     database_url: str,
-    key: bytes,
-    key_id: str,
+    keys: Keyring | bytes,
+    key_id: str = "k1",
     *,
     workers: int = 1,
     limit: int | None = None,
     batch: int | None = None,
     on_progress: Callable[[int, int], None] | None = None,
     open_store: EventStore | None = None,
+    incomplete_after: float = DEFAULT_INCOMPLETE_AFTER,
+    now: float | None = None,
 ) -> AllReport:
-    """Audit every hand of the store at ``database_url`` (the oldest ``limit``).
+    """Audit every hand of the store at ``database_url`` (the oldest ``limit``) with
+    ``keys`` (a ``Keyring``, or an HMAC key's bytes named ``key_id``).
 
     ``on_progress(done, total)`` is called after each batch. ``open_store``: an open store
-    to use when ``workers`` is 1 (the recorder service passes its own)."""
+    to use when ``workers`` is 1 (the recorder service passes its own). Incomplete hands
+    whose last event is more than ``incomplete_after`` seconds before ``now`` (default:
+    the wall clock) are listed in ``stale``."""
     started = time.perf_counter()
+    keyring = Keyring.of_hmac(keys, key_id) if isinstance(keys, bytes) else keys
     own = open_store is None
     store = open_store if open_store is not None else create_store(database_url)
     try:
         stream_ids = hand_stream_ids(store, limit)
-        report = AllReport(workers=workers)
+        report = AllReport(
+            workers=workers, incomplete_after=incomplete_after,
+            now=time.time() if now is None else now,
+        )  # fmt: skip
         if batch is None:
             batches = list(_shrinking_batches(stream_ids, max(workers, 1)))
         else:
             batches = list(_batches(stream_ids, batch))
         results: Iterable[list[HandVerdict]]
         if workers <= 1 or len(batches) <= 1:
-            results = (audit_streams(store, ids, key, key_id) for ids in batches)
+            results = (audit_streams(store, ids, keyring) for ids in batches)
             _collect(report, results, len(stream_ids), on_progress)
         else:
             if own:
@@ -205,7 +280,7 @@ def audit_all(
                 max_workers=workers,
                 mp_context=_context(),
                 initializer=_init_worker,
-                initargs=(database_url, key, key_id),
+                initargs=(database_url, keyring.to_plain()),
             ) as pool:
                 results = pool.map(_audit_batch, batches)
                 _collect(report, results, len(stream_ids), on_progress)

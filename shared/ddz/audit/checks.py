@@ -8,9 +8,11 @@ defaults. The hand is replayed under the rule set and engine version recorded in
 1. ``hash_chain``: versions 1..n in order, each row's columns are its envelope's, each
    ``prev_hash`` is the previous row's ``hash``, each ``hash`` recomputed over the exact
    stored envelope bytes, no event id twice.
-2. ``signature``: a head signature under the operator's key id verifies (HMAC) and pins
-   the last event of the hand; only refusals recorded after the end may follow it.
-   (``incomplete`` stops here for a hand that has not ended: its seed is still secret.)
+2. ``signature``: the head signatures under keys the auditor holds (Ed25519 public
+   keys; the HMAC key of older hands) verify and pin the last event of the hand; only
+   refusals recorded after the end may follow it. (``incomplete`` stops here for a
+   hand that has not ended: its seed is still secret; a hand already settled must be
+   signed, so it fails here instead.)
 3. ``engine_version``: every event decodes; ``HandStarted`` first, made by an engine
    version and shuffle algorithm this build replays.
 4. ``commitment``: the revealed seed hashes to ``HandStarted.commitment``.
@@ -32,6 +34,7 @@ import ddz
 from ddz.adapters import codec
 from ddz.adapters.codec import CodecError
 from ddz.adapters.store.contract import StreamSignature
+from ddz.adapters.store.keys import Keyring
 from ddz.audit.context import Audit, CheckFailed, StoredRow
 from ddz.audit.decisions import (
     check_decisions,
@@ -40,7 +43,19 @@ from ddz.audit.decisions import (
 )
 from ddz.audit.fairness import check_commitment, check_deal
 from ddz.audit.integrity import check_hash_chain, check_signature
-from ddz.audit.report import ENGINE_VERSION, AuditedEvent, AuditReport, CheckResult
+from ddz.audit.report import (
+    COMMITMENT,
+    DEAL,
+    DECISIONS,
+    ENGINE_VERSION,
+    HASH_CHAIN,
+    MULTIPLIER,
+    SETTLEMENT,
+    SIGNATURE,
+    AuditedEvent,
+    AuditReport,
+    CheckResult,
+)
 from ddz.domain.hand import Recorded
 from ddz.domain.hand.events import HandStarted
 from ddz.domain.ruleset import RuleSet
@@ -58,33 +73,43 @@ REPLAYABLE_ALGORITHMS = frozenset({ALGORITHM})
 
 def audit_hand(
     events: Sequence[StoredRow],
-    key: bytes,
+    keys: Keyring | bytes,
     signatures: Sequence[StreamSignature] = (),
     *,
     key_id: str = "k1",
 ) -> AuditReport:
     """Audit one hand's stream: ``events`` as stored (in version order, as
     ``EventStore.read_stream`` gives them), the stream's head ``signatures`` and the
-    operator's HMAC ``key`` (with its ``key_id``). Never raises for a bad record: every
-    problem is a failed check in the report."""
+    ``keys`` to verify them with: a ``Keyring``, or the bytes of the operator's HMAC key
+    named ``key_id`` (hands signed before Ed25519). Never raises for a bad record: every
+    problem is a failed check in the report (a check that crashes on one fails it too)."""
     if not events:
         raise ValueError("no events to audit")
-    audit = Audit(events, key, signatures, key_id, stream_id=events[0].stream_id)
+    keyring = Keyring.of_hmac(keys, key_id) if isinstance(keys, bytes) else keys
+    audit = Audit(events, keyring, signatures, stream_id=events[0].stream_id)
     failure: CheckResult | None = None
+    step_name = HASH_CHAIN
     try:
-        for step in _STEPS:
+        for step, name in _STEPS:
+            step_name = name
             step(audit)
     except CheckFailed as failed:
         failure = CheckResult(failed.check, False, failed.detail)
+    except Exception as exc:  # a record no check foresaw: this hand fails, no other
+        why = f"{type(exc).__name__}: {str(exc)[:200]}"
+        failure = CheckResult(step_name, False, f"the check could not run on this record ({why})")
     checks = (*audit.passed, failure) if failure else tuple(audit.passed)
     if failure is not None and not audit.decoded:
-        audit.decoded = _decode_what_reads(events)  # for the transcript and --at only
+        try:  # for the transcript and --at only
+            audit.decoded = _decode_what_reads(events)
+        except Exception:
+            audit.decoded = []
     return AuditReport(
         stream_id=audit.stream_id,
         event_count=len(events),
         checks=checks,
         events=tuple(audit.decoded),
-        key_id=key_id,
+        key_id=audit.signed_by,
     )
 
 
@@ -192,12 +217,12 @@ def _with_event(audited: AuditedEvent, event: Recorded) -> AuditedEvent:
 
 
 _STEPS = (
-    check_hash_chain,
-    check_signature,
-    check_engine_version,
-    check_commitment,
-    check_deal,
-    check_decisions,
-    check_multiplier,
-    check_settlement,
+    (check_hash_chain, HASH_CHAIN),
+    (check_signature, SIGNATURE),
+    (check_engine_version, ENGINE_VERSION),
+    (check_commitment, COMMITMENT),
+    (check_deal, DEAL),
+    (check_decisions, DECISIONS),
+    (check_multiplier, MULTIPLIER),
+    (check_settlement, SETTLEMENT),
 )

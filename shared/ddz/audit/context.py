@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from ddz.adapters.store.contract import StreamSignature
+from ddz.adapters.store.keys import Keyring
 from ddz.audit.report import AuditedEvent, CheckResult
 from ddz.domain.hand import Event, HandState
 from ddz.domain.hand.events import HandSettled, HandStarted, PlayerEscaped
@@ -51,10 +52,10 @@ class Audit:
     """The audit of one stream as it goes: what each check found for the next one."""
 
     rows: Sequence[StoredRow]
-    key: bytes
+    keys: Keyring
     signatures: Sequence[StreamSignature]
-    key_id: str
     stream_id: str = ""
+    signed_by: str = ""  # the key id of the signature the signature check accepted
     passed: list[CheckResult] = field(default_factory=list)
     envelopes: list[envelope_pb2.EventEnvelope] = field(default_factory=list)
     decoded: list[AuditedEvent] = field(default_factory=list)

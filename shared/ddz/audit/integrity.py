@@ -1,4 +1,4 @@
-"""Checks 1 and 2: the record is what was stored (hash chain) and what the operator
+"""Checks 1 and 2: the record is what was stored (hash chain) and what the recorder
 signed (head signature). Everything later trusts these bytes."""
 
 from __future__ import annotations
@@ -6,17 +6,19 @@ from __future__ import annotations
 import hashlib
 from typing import NoReturn
 
+from cryptography.exceptions import InvalidSignature
 from google.protobuf.message import DecodeError
 
 from ddz.adapters.store import chain
 from ddz.audit.context import Audit, CheckFailed
 from ddz.audit.report import HASH_CHAIN, INCOMPLETE, SIGNATURE
 from ddz.domain.hand import CommandRejected
-from ddz.domain.hand.events import HandEnded, SeedRevealed
+from ddz.domain.hand.events import HandEnded, HandSettled, SeedRevealed
 from ddz.v1.envelope_pb2 import EventEnvelope
 
 HAND_END = SeedRevealed.TYPE
 HAND_ENDED = HandEnded.TYPE
+HAND_SETTLED = HandSettled.TYPE
 
 
 # --- 1. the hash chain -------------------------------------------------------------------
@@ -39,6 +41,8 @@ def check_hash_chain(audit: Audit) -> None:
             _broken_link(audit, version, expected_prev, seen)
         saw(row.event_id)
         data = row.envelope
+        if type(data) is not bytes:  # raw SQL can put text in SQLite's binary column
+            raise CheckFailed(HASH_CHAIN, f"event #{version}: the stored envelope is not bytes")
         # chain.chain_hash, inlined
         if sha256(fromhex(expected_prev) + data).hexdigest() != row.hash:
             raise CheckFailed(
@@ -115,31 +119,48 @@ def _not_ended(audit: Audit) -> str:
     )
 
 
-def check_signature(audit: Audit) -> None:
-    rows = audit.rows
-    last = _last_hand_event(audit)
-    ended = last >= 0 and rows[last].type == HAND_END
-    mine = [s for s in audit.signatures if s.key_id == audit.key_id]
-    if not mine:
-        if not ended:
-            raise CheckFailed(INCOMPLETE, _not_ended(audit))
-        ids = sorted({s.key_id for s in audit.signatures})
+def _unsigned_settlement(audit: Audit) -> None:
+    """A hand that settled has moved money: it must end signed, never merely "incomplete"
+    (its end may have been cut off together with its signature)."""
+    settled = next((row.stream_version for row in audit.rows if row.type == HAND_SETTLED), None)
+    if settled is not None:
         raise CheckFailed(
             SIGNATURE,
-            f"the finished hand has no head signature under key id {audit.key_id!r}"
-            + (f" (signed only under {', '.join(ids)})" if ids else ""),
+            f"the hand was settled at #{settled} but no valid signature covers its end "
+            f"({_not_ended(audit)})",
         )
-    for signature in mine:
+
+
+def _not_complete(audit: Audit) -> CheckFailed:
+    _unsigned_settlement(audit)
+    return CheckFailed(INCOMPLETE, _not_ended(audit))
+
+
+def check_signature(audit: Audit) -> None:
+    rows, keys = audit.rows, audit.keys
+    last = _last_hand_event(audit)
+    ended = last >= 0 and rows[last].type == HAND_END
+    held = [s for s in audit.signatures if keys.holds(s)]
+    if not held:
+        if not ended:
+            raise _not_complete(audit)
+        ids = sorted({f"{s.algorithm} {s.key_id}" for s in audit.signatures})
+        raise CheckFailed(
+            SIGNATURE,
+            f"the finished hand has no head signature under a key the auditor holds "
+            f"({keys.describe()})" + (f"; signed only under {', '.join(ids)}" if ids else ""),
+        )
+    for signature in held:
         where = f"the signature of head #{signature.head_version}"
-        if not chain.verify_head(
-            audit.key, audit.stream_id, signature.head_version, signature.head_hash,
-            signature.signature,
-        ):  # fmt: skip
+        try:
+            keys.verify(signature)
+        except InvalidSignature:
             raise CheckFailed(
                 SIGNATURE,
-                f"{where} does not verify under key id {audit.key_id!r} (signed with "
-                "another key, or the head it names was altered)",
-            )
+                f"{where} does not verify under {signature.algorithm} key id "
+                f"{signature.key_id!r} (signed with another key, or the head it names was "
+                "altered)",
+            ) from None
         if not 1 <= signature.head_version <= len(rows):
             raise CheckFailed(
                 SIGNATURE,
@@ -149,15 +170,19 @@ def check_signature(audit: Audit) -> None:
             raise CheckFailed(
                 SIGNATURE, f"{where}: event #{signature.head_version}'s hash is not the signed one"
             )
-    head = max(s.head_version for s in mine)
+    top = max(held, key=lambda s: s.head_version)
+    head = top.head_version
     if head < last + 1:
+        if not ended:
+            _unsigned_settlement(audit)
         raise CheckFailed(
             SIGNATURE,
             f"events #{head + 1}..#{last + 1} after the signed head #{head} are not "
             "covered by any signature",
         )
     if not ended:
-        raise CheckFailed(INCOMPLETE, _not_ended(audit))
+        raise _not_complete(audit)
+    audit.signed_by = top.key_id
     unsigned = len(rows) - head
     extra = f"; {unsigned} later refusal(s) unsigned" if unsigned else ""
-    audit.ok(SIGNATURE, f"head #{head} signed under key id {audit.key_id!r}{extra}")
+    audit.ok(SIGNATURE, f"head #{head} signed under {top.algorithm} key id {top.key_id!r}{extra}")

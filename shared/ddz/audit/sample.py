@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from ddz.adapters import codec
 from ddz.adapters.store import EventStore
+from ddz.adapters.store.contract import HeadSigner
 from ddz.domain.cards import NUM_RANKS, Rank
 from ddz.domain.hand import (
     Bid,
@@ -119,7 +120,7 @@ def record_hand(
     hand_id: str | None = None,
     room: RoomSettings | None = None,
     odds: Mischief = Mischief(),
-    key: bytes | None = None,
+    key: HeadSigner | bytes | None = None,
     key_id: str = "k1",
     balances: tuple[int, int, int] | None = None,
     client_seeds: Sequence[bytes] = (),
@@ -127,7 +128,9 @@ def record_hand(
     seats: tuple[SeatInfo, SeatInfo, SeatInfo] = SEATS,
     max_commands: int = 2000,
 ) -> str:
-    """Play and record one hand; returns its hand id. ``key``: sign the finished head."""
+    """Play and record one hand; returns its hand id. ``key``: sign the finished head
+    (a ``HeadSigner`` such as the recorder's Ed25519 key, or HMAC key bytes named
+    ``key_id``, as hands were signed before Ed25519)."""
     hand_id = hand_id or uuid.uuid4().hex
     stream_id = f"hand-{hand_id}"
     seed = rng.randbytes(32)

@@ -90,7 +90,7 @@ def _sqlite_hand_stream_ids(store: SqlEventStore) -> list[str]:
 _COLUMNS = (
     "event_id, stream_id, stream_version, type, type_version, payload, envelope, prev_hash, hash"
 )
-_SIGNATURE_COLUMNS = "stream_id, head_version, head_hash, signature, key_id"
+_SIGNATURE_COLUMNS = "stream_id, head_version, head_hash, signature, key_id, algorithm"
 _STREAM_VERSION = 2  # Row's index of stream_version
 
 
@@ -182,7 +182,11 @@ def _fetch(conn: Connection, query: _Query, ids: list[str]) -> Sequence[Sequence
 
 
 def _bytes(row: Sequence[Any]) -> tuple[Any, ...]:
-    """Drivers may hand binary columns back as memoryview; the audit compares bytes."""
+    """Drivers may hand binary columns back as memoryview; the audit compares bytes.
+    Anything else (text written into a binary column of SQLite by raw SQL) is kept as it
+    is, for the hash chain check to fail that hand alone."""
     values = list(row)
-    values[5], values[6] = bytes(values[5]), bytes(values[6])
+    for index in (5, 6):
+        if isinstance(values[index], memoryview | bytearray):
+            values[index] = bytes(values[index])
     return tuple(values)

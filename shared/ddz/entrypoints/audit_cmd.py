@@ -1,14 +1,17 @@
 """``ddz audit`` and ``ddz rebuild``: check hands in the event store.
 
     ddz audit HAND_ID [--at N] [--json]
-    ddz audit --all [--json] [--workers K] [--limit N]
+    ddz audit --all [--json] [--workers K] [--limit N] [--incomplete-after SECONDS]
     ddz rebuild [--json]
 
 The store is the one of the settings (``DDZ_DATABASE_URL``, else the SQLite file in
-``DDZ_DATA_DIR``); the head signatures are checked with the operator's key
-(``DDZ_AUDIT_KEY``, else ``<data dir>/audit.key``). Exit codes: 0 every check holds
+``DDZ_DATA_DIR``); the head signatures are checked with the public keyring
+(``DDZ_AUDIT_PUBLIC_KEYS``, else ``<data dir>/keys/audit-public.json``) and, for hands
+signed before Ed25519, the operator's HMAC key when it is there (``DDZ_AUDIT_KEY``, else
+``<data dir>/audit.key``; ``--public-only`` ignores it). Exit codes: 0 every check holds
 (``rebuild``: no difference), 1 a check failed (named on the last line) or the hand is
-incomplete (``rebuild``: differences), 2 bad input (unknown hand, no key, no store).
+incomplete (``--all``: any hand failed; incomplete ones are counted and the stale ones
+listed) (``rebuild``: differences), 2 bad input (unknown hand, no key, no store).
 What each check proves: docs/AUDIT.md.
 """
 
@@ -26,8 +29,10 @@ from rich.markup import escape
 from rich.table import Table
 
 from ddz.adapters.store import SqlEventStore, create_store
+from ddz.adapters.store.keys import Keyring
 from ddz.audit import NoSuchEvent, audit_hand
-from ddz.audit.bulk import AllReport, audit_all, default_workers
+from ddz.audit.bulk import DEFAULT_INCOMPLETE_AFTER, AllReport, audit_all, default_workers
+from ddz.audit.keys import NoAuditKeys, auditor_keyring
 from ddz.audit.rebuild import (
     NoProjection,
     compare,
@@ -37,7 +42,7 @@ from ddz.audit.rebuild import (
 )
 from ddz.audit.report import AuditReport
 from ddz.audit.source import load_hand
-from ddz.config import AUDIT_KEY_FILE, Settings
+from ddz.config import Settings
 from ddz.entrypoints.arguments import whole
 from ddz.entrypoints.cli import UsageError
 
@@ -58,6 +63,17 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     audit.add_argument("--all", action="store_true", help="audit every hand in the store")
     audit.add_argument("--workers", metavar="K", help="processes for --all (default: cores)")
     audit.add_argument("--limit", metavar="N", help="--all: only the oldest N hands")
+    audit.add_argument(
+        "--incomplete-after",
+        metavar="SECONDS",
+        help="--all: list hands incomplete this long after their last event "
+        f"(default {DEFAULT_INCOMPLETE_AFTER:.0f})",
+    )
+    audit.add_argument(
+        "--public-only",
+        action="store_true",
+        help="verify with the public keyring alone, never an HMAC key",
+    )
     audit.add_argument("--json", action="store_true", help="print one JSON object")
     audit.set_defaults(handler=run_audit)
 
@@ -78,19 +94,12 @@ def _optional_whole(text: str | None, name: str, high: int) -> int | None:
     return None if text is None else whole(text, name, high)
 
 
-def audit_key(settings: Settings) -> bytes:
-    """The operator's key: ``DDZ_AUDIT_KEY``, else the data directory's key file. Never
-    made up here: a new key would only make every signature fail."""
-    if settings.audit_key:
-        return settings.audit_key
-    path = settings.data_dir / AUDIT_KEY_FILE
-    if path.is_file():
-        key = path.read_text(encoding="ascii").strip().encode("ascii")
-        if key:
-            return key
-    raise UsageError(
-        f"no audit key: set DDZ_AUDIT_KEY to the operator's key (or keep it in {path})"
-    )
+def audit_keys(settings: Settings, *, public_only: bool = False) -> Keyring:
+    """The public keyring and, for older hands, the HMAC key (``ddz.audit.keys``)."""
+    try:
+        return auditor_keyring(settings, public_only=public_only)
+    except (NoAuditKeys, ValueError) as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _where(settings: Settings) -> str:
@@ -123,18 +132,28 @@ def run_audit(args: argparse.Namespace) -> int:
         raise UsageError("give one HAND_ID, or --all")
     if args.all and args.at is not None:
         raise UsageError("--at needs one HAND_ID, not --all")
-    if not args.all and (args.workers is not None or args.limit is not None):
-        raise UsageError("--workers and --limit go with --all")
+    if not args.all and (
+        args.workers is not None or args.limit is not None or args.incomplete_after is not None
+    ):
+        raise UsageError("--workers, --limit and --incomplete-after go with --all")
     at = _optional_whole(args.at, "--at", 10**9)
     workers = _optional_whole(args.workers, "--workers", MAX_WORKERS) or default_workers()
     limit = _optional_whole(args.limit, "--limit", 10**9)
-    key = audit_key(settings)
+    stale_after = (
+        None
+        if args.incomplete_after is None
+        else whole(args.incomplete_after, "--incomplete-after", 10**9, low=0)
+    )
+    keys = audit_keys(settings, public_only=args.public_only)
     if args.all:
-        return _audit_all(settings, key, workers, limit, args.json)
-    return _audit_one(settings, key, args.hand_id, at, args.json)
+        after = DEFAULT_INCOMPLETE_AFTER if stale_after is None else float(stale_after)
+        return _audit_all(settings, keys, workers, limit, after, args.json)
+    return _audit_one(settings, keys, args.hand_id, at, args.json)
 
 
-def _audit_one(settings: Settings, key: bytes, hand_id: str, at: int | None, as_json: bool) -> int:
+def _audit_one(
+    settings: Settings, keys: Keyring, hand_id: str, at: int | None, as_json: bool
+) -> int:
     store = open_store(settings)
     try:
         record = load_hand(store, hand_id)
@@ -142,7 +161,7 @@ def _audit_one(settings: Settings, key: bytes, hand_id: str, at: int | None, as_
         store.close()
     if record is None:
         raise UsageError(f"no hand {hand_id!r} in the event store at {_where(settings)}")
-    report = audit_hand(record.events, key, record.signatures, key_id=settings.audit_key_id)
+    report = audit_hand(record.events, keys, record.signatures)
     table = None
     if at is not None:
         try:
@@ -186,7 +205,12 @@ def _styled(line: str) -> str:
 
 
 def _audit_all(
-    settings: Settings, key: bytes, workers: int, limit: int | None, as_json: bool
+    settings: Settings,
+    keys: Keyring,
+    workers: int,
+    limit: int | None,
+    incomplete_after: float,
+    as_json: bool,
 ) -> int:
     open_store(settings).close()  # one clear error before any worker starts
     progress = None
@@ -197,8 +221,8 @@ def _audit_all(
             err.print(f"audited {done}/{total} hands", end="\r")
 
     report = audit_all(
-        settings.database_url, key, settings.audit_key_id,
-        workers=workers, limit=limit, on_progress=progress,
+        settings.database_url, keys,
+        workers=workers, limit=limit, on_progress=progress, incomplete_after=incomplete_after,
     )  # fmt: skip
     if as_json:
         print(json.dumps(report.to_json(), ensure_ascii=False))
@@ -237,6 +261,13 @@ def _print_all(report: AllReport) -> None:
             console.print(f"  … and {report.failed - 20} more (--json lists up to 1000)")
     else:
         console.print("[green]every finished hand audits clean[/]")
+    if report.stale:
+        console.print(
+            f"[yellow]{len(report.stale)} hand(s) incomplete for more than "
+            f"{report.incomplete_after:.0f} s:[/]"
+        )
+        for verdict in report.stale[:20]:
+            console.print(f"  {escape(verdict.hand_id)}: {escape(verdict.message)}")
 
 
 # --- ddz rebuild ---------------------------------------------------------------------------

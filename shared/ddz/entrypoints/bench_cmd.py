@@ -201,7 +201,9 @@ async def e2e(settings: Settings, stack: Stack | None, variant: str, hands: int,
             result.play_seconds = time.perf_counter() - started
             result.events = sum(r.events for r in results)
             deadline = time.monotonic() + DRAIN_TIMEOUT
-            while await _store_position(recorder) < start_position + result.events:
+            # Each hand is also one hand_assigned event on its table's stream.
+            stored_when_done = start_position + result.events + len(results)
+            while await _store_position(recorder) < stored_when_done:
                 if time.monotonic() > deadline:
                     break
                 await asyncio.sleep(0.01)

@@ -7,9 +7,10 @@ Talks to the table service like any client (gRPC, a token in the metadata). With
 when nothing answers there it starts a local stack for the session (NATS and the six
 services, data in ``DDZ_DATA_DIR``) and stops it on exit -- for two people at one table,
 run ``ddz up`` first so both ``ddz play`` find the same suite. The player's login is a
-player token signed with the operator key (``DDZ_OPERATOR_KEY``, else derived from the
-audit key of the data directory: a local stack and ``ddz play`` agree by themselves);
-``--token`` gives one issued elsewhere.
+player token (a JWT) that ``ddz play`` signs as the operator's login, with the login key
+(``DDZ_LOGIN_KEY``, default ``<data dir>/keys/login.key``, made on first use and its public
+key published in the JWKS the table service reads: a local stack and ``ddz play`` agree
+by themselves); ``--token`` gives one issued elsewhere (the operator's own login).
 """
 
 from __future__ import annotations

@@ -5,8 +5,15 @@ previous event's hash of the same stream as 32 raw bytes (32 zero bytes for the 
 event) and ``envelope`` the EventEnvelope bytes exactly as stored. Nothing is ever
 re-serialised: the chain covers the bytes that were published.
 
-A head signature is ``HMAC-SHA256(key, "ddz.v1/head\\n<stream_id>\\n<version>\\n<hash>")``
-in hex: it pins the whole chain up to ``version`` to the holder of the operator's key.
+A head signature covers the exact bytes of ``head_message``
+(``"ddz.v1/head\\n<stream_id>\\n<version>\\n<hash>"``) and pins the whole chain up to
+``version``. Heads are signed with Ed25519 (``ED25519``): the recorder alone holds the
+private key, and anyone holding the public key can verify without being able to forge.
+Hands recorded before that were signed with ``HMAC-SHA256`` (``HMAC_SHA256``), which
+verifies only with the operator's secret key; those signatures stay checkable as they were.
+
+Verifiers fail closed: they return nothing and raise ``InvalidSignature`` for any
+signature that is not exactly the right one.
 """
 
 from __future__ import annotations
@@ -15,10 +22,18 @@ import hashlib
 import hmac
 from collections.abc import Iterable
 
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+
 GENESIS_HASH = "0" * 64
 """``prev_hash`` of the first event of every stream."""
 
 SIGNATURE_DOMAIN = b"ddz.v1/head"
+
+ED25519 = "ed25519"
+"""Algorithm of the signatures made now: Ed25519 over ``head_message``, in hex."""
+HMAC_SHA256 = "hmac-sha256"
+"""Algorithm of the signatures made before Ed25519: HMAC-SHA256 over ``head_message``."""
 
 
 def chain_hash(prev_hash: str, envelope: bytes) -> str:
@@ -51,7 +66,7 @@ def head_message(stream_id: str, head_version: int, head_hash: str) -> bytes:
 
 
 def sign_head(key: bytes, stream_id: str, head_version: int, head_hash: str) -> str:
-    """HMAC-SHA256 hex signature of a stream's head."""
+    """HMAC-SHA256 hex signature of a stream's head (the signatures of older hands)."""
     if not key:
         raise ValueError("the audit key is empty")
     message = head_message(stream_id, head_version, head_hash)
@@ -63,3 +78,35 @@ def verify_head(
 ) -> bool:
     """Whether ``signature`` is the signature of this head under ``key`` (constant time)."""
     return hmac.compare_digest(sign_head(key, stream_id, head_version, head_hash), signature)
+
+
+def check_hmac_head(
+    key: bytes, stream_id: str, head_version: int, head_hash: str, signature: str
+) -> None:
+    """Returns only when ``signature`` is this head's HMAC under ``key``; else raises
+    ``InvalidSignature`` (the fail-closed form of ``verify_head``)."""
+    if not verify_head(key, stream_id, head_version, head_hash, signature):
+        raise InvalidSignature("the HMAC of the head does not match")
+
+
+def sign_head_ed25519(
+    private_key: Ed25519PrivateKey, stream_id: str, head_version: int, head_hash: str
+) -> str:
+    """Ed25519 signature of a stream's head, in hex (128 characters). Deterministic:
+    signing the same head again gives the same signature."""
+    return private_key.sign(head_message(stream_id, head_version, head_hash)).hex()
+
+
+def check_ed25519_head(
+    public_key: Ed25519PublicKey, stream_id: str, head_version: int, head_hash: str,
+    signature: str,
+) -> None:  # fmt: skip
+    """Returns only when ``signature`` is this head's Ed25519 signature by the holder of
+    ``public_key``; else raises ``InvalidSignature`` (a malformed signature too)."""
+    try:
+        raw = bytes.fromhex(signature)
+    except ValueError:
+        raise InvalidSignature("the signature is not hex") from None
+    if raw.hex() != signature:  # one spelling only: lower-case, no spaces
+        raise InvalidSignature("the signature is not in canonical hex")
+    public_key.verify(raw, head_message(stream_id, head_version, head_hash))

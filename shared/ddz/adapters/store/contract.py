@@ -13,7 +13,9 @@ import abc
 import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
+from ddz.adapters.store.chain import HMAC_SHA256
 from ddz.v1 import envelope_pb2
 
 
@@ -86,13 +88,26 @@ class StoredEvent:
 
 @dataclass(frozen=True, slots=True)
 class StreamSignature:
-    """A signed chain head: the stream up to ``head_version`` ends in ``head_hash``."""
+    """A signed chain head: the stream up to ``head_version`` ends in ``head_hash``,
+    signed with ``algorithm`` (``chain.ED25519``, or ``chain.HMAC_SHA256`` for hands
+    recorded before Ed25519) by the key named ``key_id``."""
 
     stream_id: str
     head_version: int
     head_hash: str
     signature: str
     key_id: str
+    algorithm: str = HMAC_SHA256
+
+
+class HeadSigner(Protocol):
+    """What a head is signed with (``ddz.adapters.store.keys``)."""
+
+    @property
+    def algorithm(self) -> str: ...
+    @property
+    def key_id(self) -> str: ...
+    def sign(self, stream_id: str, head_version: int, head_hash: str) -> str: ...
 
 
 class EventStore(abc.ABC):
@@ -139,11 +154,16 @@ class EventStore(abc.ABC):
         """Every stream id, in the order the streams were started."""
 
     @abc.abstractmethod
-    def sign_head(self, stream_id: str, key: bytes, key_id: str) -> StreamSignature:
-        """Sign the stream's current head with the operator's HMAC key and store it.
+    def sign_head(
+        self, stream_id: str, key: HeadSigner | bytes, key_id: str = ""
+    ) -> StreamSignature:
+        """Sign the stream's current head with ``key`` and store the signature.
 
-        Signing the same head again with the same key is a no-op returning the stored
-        signature. Raises ``UnknownStream`` for a stream without events.
+        ``key``: a ``HeadSigner`` (the recorder's Ed25519 key), or the bytes of an HMAC
+        key named ``key_id`` (how hands were signed before Ed25519; kept to make such
+        records). Signing the same head again with the same key is a no-op returning
+        the stored signature; under the same key id with another key, ``SignatureConflict``.
+        Raises ``UnknownStream`` for a stream without events.
         """
 
     @abc.abstractmethod

@@ -45,6 +45,8 @@ stream_signatures = sa.Table(
     sa.Column("head_hash", sa.String(64), nullable=False),
     sa.Column("signature", sa.String(128), nullable=False),
     sa.Column("key_id", sa.String(64), nullable=False),
+    # Added by revision 0002: rows from before it are HMAC signatures.
+    sa.Column("algorithm", sa.String(32), nullable=False, server_default="hmac-sha256"),
     sa.UniqueConstraint(
         "stream_id", "head_version", "key_id", name="uq_stream_signatures_head_key"
     ),

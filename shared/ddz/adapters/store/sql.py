@@ -32,6 +32,7 @@ from ddz.adapters.store import chain
 from ddz.adapters.store.contract import (
     DuplicateEventId,
     EventStore,
+    HeadSigner,
     InvalidEnvelope,
     SignatureConflict,
     StoredEvent,
@@ -39,6 +40,7 @@ from ddz.adapters.store.contract import (
     UnknownStream,
     VersionConflict,
 )
+from ddz.adapters.store.keys import HmacSigner
 from ddz.adapters.store.schema import events, stream_signatures
 from ddz.config import normalize_database_url
 from ddz.v1 import envelope_pb2
@@ -279,7 +281,11 @@ class SqlEventStore(EventStore):
         values[6] = occurred_at
         return StoredEvent(*values)
 
-    def sign_head(self, stream_id: str, key: bytes, key_id: str) -> StreamSignature:
+    def sign_head(
+        self, stream_id: str, key: HeadSigner | bytes, key_id: str = ""
+    ) -> StreamSignature:
+        signer = HmacSigner(key, key_id) if isinstance(key, bytes) else key
+        key_id = signer.key_id
         with self._writing() as conn:
             head = conn.execute(
                 sa.select(events.c.stream_version, events.c.hash)
@@ -293,16 +299,17 @@ class SqlEventStore(EventStore):
                 stream_id=stream_id,
                 head_version=head[0],
                 head_hash=head[1],
-                signature=chain.sign_head(key, stream_id, head[0], head[1]),
+                signature=signer.sign(stream_id, head[0], head[1]),
                 key_id=key_id,
+                algorithm=signer.algorithm,
             )
             existing = conn.execute(
-                sa.select(stream_signatures.c.signature).where(
+                sa.select(stream_signatures.c.signature, stream_signatures.c.algorithm).where(
                     stream_signatures.c.stream_id == stream_id,
                     stream_signatures.c.head_version == signature.head_version,
                     stream_signatures.c.key_id == key_id,
                 )
-            ).scalar()
+            ).first()
             if existing is None:
                 conn.execute(
                     sa.insert(stream_signatures),
@@ -312,9 +319,10 @@ class SqlEventStore(EventStore):
                         "head_hash": signature.head_hash,
                         "signature": signature.signature,
                         "key_id": key_id,
+                        "algorithm": signature.algorithm,
                     },
                 )
-            elif existing != signature.signature:
+            elif tuple(existing) != (signature.signature, signature.algorithm):
                 raise SignatureConflict(
                     f"head {signature.head_version} of {stream_id!r} is already signed under "
                     f"key id {key_id!r} with another key"
@@ -366,6 +374,7 @@ class SqlEventStore(EventStore):
                 stream_signatures.c.head_hash,
                 stream_signatures.c.signature,
                 stream_signatures.c.key_id,
+                stream_signatures.c.algorithm,
             )
             .where(stream_signatures.c.stream_id == stream_id)
             .order_by(stream_signatures.c.id)

@@ -1,0 +1,180 @@
+"""The Prometheus metrics of a service process, and the HTTP server that exposes them.
+
+One registry per process (``REGISTRY``): a service process serves it on its metrics
+address (``Settings.metrics_address``, ``DDZ_<NAME>_METRICS_PORT``). Services started
+in one process (the in-process test suites) share it, so every series that one service
+of several could write carries a label naming its writer (``service``, ``durable``,
+``feed``). docs/OPERATIONS.md ("Metrics") says what each means and what to alert on.
+
+Recording is cheap and never fails a call: a counter or histogram update is a dict
+lookup and an add under a lock. The consumer loops hand over the message's reply
+subject, which carries the delivery count and the consumer's pending count, rather
+than ``Msg.metadata``, whose timestamp parsing costs more than the message's handling.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from wsgiref.simple_server import WSGIServer
+
+import structlog
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+
+log = structlog.get_logger("ddz.metrics")
+
+REGISTRY = CollectorRegistry()
+"""Every metric of this process (not prometheus_client's global registry, which also
+holds the client's own process and GC collectors)."""
+
+LATENCY_BUCKETS = (
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0
+)  # fmt: skip
+"""Seconds: a rules decision takes about a millisecond, a slow store write seconds."""
+
+RPC_HANDLED = Counter(
+    "ddz_rpc_handled",
+    "gRPC calls finished, by service, method and final status code (refusals and "
+    "crashes included).",
+    ("service", "method", "code"),
+    registry=REGISTRY,
+)
+RPC_DURATION = Histogram(
+    "ddz_rpc_duration_seconds",
+    "Seconds from a gRPC call's start to its end, by service and method.",
+    ("service", "method"),
+    buckets=LATENCY_BUCKETS,
+    registry=REGISTRY,
+)
+EVENTS_PUBLISHED = Counter(
+    "ddz_events_published",
+    "Events stored on the bus by this process (duplicates not counted), by stream "
+    "category and event type.",
+    ("category", "type"),
+    registry=REGISTRY,
+)
+EVENTS_CONSUMED = Counter(
+    "ddz_events_consumed",
+    "Messages handed to a durable consumer's loop, redeliveries included.",
+    ("durable",),
+    registry=REGISTRY,
+)
+EVENTS_REDELIVERED = Counter(
+    "ddz_events_redelivered",
+    "Messages a durable consumer got again (delivered more than once).",
+    ("durable",),
+    registry=REGISTRY,
+)
+CONSUMER_PENDING = Gauge(
+    "ddz_consumer_pending",
+    "Messages of the stream the durable consumer has not been sent yet, as of its "
+    "last message: its lag.",
+    ("durable",),
+    registry=REGISTRY,
+)
+HANDS_IN_PLAY = Gauge(
+    "ddz_hands_in_play",
+    "Hands a hand feed follows that are not over, by feed (its durable consumer).",
+    ("feed",),
+    registry=REGISTRY,
+)
+DECISION_SECONDS = Histogram(
+    "ddz_decision_seconds",
+    "Seconds a bot move took from sending it to the rules service to its answer.",
+    buckets=LATENCY_BUCKETS,
+    registry=REGISTRY,
+)
+LEASES_HELD = Gauge(
+    "ddz_leases_held",
+    "Instance leases this process holds, by service.",
+    ("service",),
+    registry=REGISTRY,
+)
+
+
+def rpc_finished(service: str, method: str, code: str, seconds: float) -> None:
+    """One gRPC call ended with status ``code`` (a ``grpc.StatusCode`` name)."""
+    RPC_HANDLED.labels(service, method, code).inc()
+    RPC_DURATION.labels(service, method).observe(seconds)
+
+
+def event_published(subject: str) -> None:
+    """An event was stored on ``subject`` (``ddz.v1[.internal].<category>.<id>.<type>``)."""
+    tokens = subject.split(".")
+    if len(tokens) >= 5:
+        EVENTS_PUBLISHED.labels(tokens[-3], tokens[-1]).inc()
+
+
+def event_consumed(durable: str, reply: str | None) -> None:
+    """A message reached ``durable``'s loop; ``reply`` is its JetStream reply subject,
+    ``$JS.ACK.<stream>.<consumer>.<delivered>.<stream seq>.<consumer seq>.<time>.<pending>``
+    (with a domain and an account hash after ``ACK`` on newer servers)."""
+    EVENTS_CONSUMED.labels(durable).inc()
+    tokens = (reply or "").split(".")
+    if len(tokens) < 9:
+        return  # not a JetStream delivery (a test's hand-made message)
+    at = 0 if len(tokens) == 9 else 2
+    try:
+        delivered, pending = int(tokens[4 + at]), int(tokens[8 + at])
+    except ValueError:
+        return
+    if delivered > 1:
+        EVENTS_REDELIVERED.labels(durable).inc()
+    CONSUMER_PENDING.labels(durable).set(pending)
+
+
+def follow_hands(feed: str, count: Callable[[], int]) -> None:
+    """``ddz_hands_in_play{feed}`` reads ``count()`` at each scrape."""
+    HANDS_IN_PLAY.labels(feed).set_function(count)
+
+
+def unfollow_hands(feed: str) -> None:
+    """The feed stopped: its series goes (and the scrape no longer calls into it)."""
+    with contextlib.suppress(KeyError):
+        HANDS_IN_PLAY.remove(feed)
+
+
+def decision_took(seconds: float) -> None:
+    DECISION_SECONDS.observe(seconds)
+
+
+@dataclass
+class MetricsServer:
+    """The HTTP exposition server of this process's registry (``GET /metrics``)."""
+
+    host: str
+    port: int
+    _server: WSGIServer
+    _thread: threading.Thread
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    def stop(self) -> None:
+        """Stop serving and free the port (within the server's half-second poll)."""
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5.0)
+
+    def stop_soon(self) -> None:
+        """``stop`` on a thread of its own, not waited for (a service stopped in a test
+        process need not wait for the poll)."""
+        threading.Thread(target=self.stop, name="metrics-stop", daemon=True).start()
+
+
+def serve_metrics(service: str, address: str) -> MetricsServer:
+    """Serve ``REGISTRY`` at ``address`` (``host:port``; port 0: any free one) on a
+    daemon thread; ``OSError`` when the address cannot be bound."""
+    host, _, port = address.rpartition(":")
+    host = host.strip("[]") or "0.0.0.0"
+    try:
+        server, thread = start_http_server(int(port), addr=host, registry=REGISTRY)
+    except OSError as exc:
+        raise OSError(f"{service}: cannot serve metrics on {address}: {exc}") from None
+    bound = MetricsServer(host, int(server.server_port), server, thread)
+    shown = f"[{host}]" if ":" in host else host
+    log.info("metrics", service=service, address=f"{shown}:{bound.port}")
+    return bound

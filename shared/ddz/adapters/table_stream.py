@@ -1,0 +1,236 @@
+"""A table's stream on the bus: the table service writes it as its single writer and
+folds it back after a restart.
+
+A table is the stream ``table-<table_id>``; its events go to
+``ddz.v1.table.<table_id>.<type>`` (``table_opened``, ``hand_assigned``,
+``player_left``, ``table_closed``), each an ``EventEnvelope`` like a hand's, so the
+recorder stores them with the rest of ``ddz.v1.>``. Every publish carries
+``Nats-Expected-Last-Subject-Sequence`` over the table's filter
+(``ddz.v1.table.<id>.*``), the check of ``hand_stream``: a second writer starting from
+the same table gets a CONFLICT ``Refusal`` and has published nothing; a retry after a
+lost acknowledgement is recognised by its event id.
+
+The open tables are found without reading every table ever opened: the stream's
+subject counts (``table_opened`` minus ``table_closed`` subjects), then each open
+table's own events.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import nats.js.errors
+from google.protobuf.message import DecodeError, Message
+
+from ddz.adapters.bus import SUBJECT_ROOT, EventBus, stream_filter, stream_id_for, subject_for
+from ddz.adapters.codec import CodecError, parse_envelope
+from ddz.adapters.codec.envelope import CONTENT_TYPE, new_event_id
+from ddz.adapters.codec.values import (
+    _balances_to_pb,
+    balances_from_pb,
+    room_from_pb,
+    room_to_pb,
+    ruleset_from_pb,
+    ruleset_to_pb,
+    seat_from_pb,
+    seat_to_pb,
+)
+from ddz.adapters.hand_stream import HandConflict, _publish_checked
+from ddz.application.errors import Kind, Reason, Refusal
+from ddz.domain.table import (
+    HandAssigned,
+    PlayerLeft,
+    TableClosed,
+    TableEvent,
+    TableOpened,
+    TableState,
+    replay,
+)
+from ddz.v1 import envelope_pb2
+from ddz.v1 import table_events_pb2 as pb
+
+TABLE = "table"
+TYPE_VERSION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class TableCursor:
+    """Where a table's stream stands: events written, and the JetStream sequence of the
+    last (what the next publish expects)."""
+
+    version: int = 0
+    seq: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class TableHistory:
+    """A table folded from its stream, with the cursor to extend it."""
+
+    state: TableState
+    cursor: TableCursor
+
+
+def table_stream_id(table_id: str) -> str:
+    return stream_id_for(TABLE, table_id)
+
+
+# -- the events as protobuf ------------------------------------------------------------
+
+
+def encode(event: TableEvent) -> Message:
+    if isinstance(event, TableOpened):
+        return pb.TableOpened(
+            table_id=event.table_id, rules=ruleset_to_pb(event.rules),
+            room=room_to_pb(event.room), seats=[seat_to_pb(s) for s in event.seats],
+            room_id=event.room_id, balances=_balances_to_pb(event.balances),
+        )  # fmt: skip
+    if isinstance(event, HandAssigned):
+        return pb.HandAssigned(
+            hand_id=event.hand_id, first_bidder=event.first_bidder,
+            balances=_balances_to_pb(event.balances),
+        )  # fmt: skip
+    if isinstance(event, PlayerLeft):
+        return pb.PlayerLeft(
+            seat=event.seat, player_id=event.player_id, escaped_hand_id=event.escaped_hand_id
+        )
+    return pb.TableClosed(reason=event.reason)
+
+
+def _opened(m: pb.TableOpened) -> TableOpened:
+    seats = tuple(seat_from_pb(s) for s in m.seats)
+    if len(seats) != 3:
+        raise CodecError(f"a table has three seats, table_opened has {len(seats)}")
+    return TableOpened(
+        m.table_id, ruleset_from_pb(m.rules), room_from_pb(m.room),
+        (seats[0], seats[1], seats[2]), m.room_id, balances_from_pb(m),
+    )  # fmt: skip
+
+
+def _assigned(m: pb.HandAssigned) -> HandAssigned:
+    first = m.first_bidder if m.HasField("first_bidder") else None
+    return HandAssigned(m.hand_id, first, balances_from_pb(m))
+
+
+_DECODERS: dict[str, tuple[type[Message], object]] = {
+    TableOpened.TYPE: (pb.TableOpened, _opened),
+    HandAssigned.TYPE: (pb.HandAssigned, _assigned),
+    PlayerLeft.TYPE: (pb.PlayerLeft, lambda m: PlayerLeft(m.seat, m.player_id, m.escaped_hand_id)),
+    TableClosed.TYPE: (pb.TableClosed, lambda m: TableClosed(m.reason)),
+}
+
+
+def decode(event_type: str, type_version: int, payload: bytes) -> TableEvent:
+    """A table event from its envelope's fields; ``CodecError`` when it is none."""
+    known = _DECODERS.get(event_type)
+    if known is None or type_version != TYPE_VERSION:
+        raise CodecError(f"not a table event: {event_type} v{type_version}")
+    message_type, build = known
+    try:
+        message = message_type.FromString(payload)
+        event: TableEvent = build(message)  # type: ignore[operator]
+    except (DecodeError, ValueError) as exc:
+        raise CodecError(f"{event_type}: {exc}") from exc
+    return event
+
+
+def envelope_for(
+    table_id: str, version: int, event: TableEvent, *, producer: str, correlation_id: str = ""
+) -> envelope_pb2.EventEnvelope:
+    message = encode(event)
+    envelope = envelope_pb2.EventEnvelope(
+        event_id=new_event_id(),
+        stream_id=table_stream_id(table_id),
+        stream_version=version,
+        type=event.TYPE,
+        type_version=TYPE_VERSION,
+        correlation_id=correlation_id or table_stream_id(table_id),
+        producer=producer,
+        payload=message.SerializeToString(),
+        content_type=CONTENT_TYPE.format(message.DESCRIPTOR.full_name),
+    )
+    envelope.occurred_at.FromNanoseconds(time.time_ns())
+    return envelope
+
+
+def occurred_at(envelope: envelope_pb2.EventEnvelope) -> float:
+    """The envelope's time, Unix seconds."""
+    stamp: dt.datetime = envelope.occurred_at.ToDatetime(tzinfo=dt.UTC)
+    return stamp.timestamp()
+
+
+# -- the stream ------------------------------------------------------------------------
+
+
+class JetStreamTableLog:
+    """The tables' streams as the table service uses them."""
+
+    def __init__(self, bus: EventBus, producer: str = "table", timeout: float = 5.0) -> None:
+        self.bus = bus
+        self.producer = producer
+        self.timeout = timeout
+
+    async def append(
+        self, table_id: str, after: TableCursor, events: Sequence[TableEvent]
+    ) -> TableCursor:
+        """Publish ``events`` after ``after``; CONFLICT if another writer got there first."""
+        stream_id = table_stream_id(table_id)
+        cursor = after
+        for event in events:
+            envelope = envelope_for(table_id, cursor.version + 1, event, producer=self.producer)
+            try:
+                seq = await _publish_checked(
+                    self.bus, subject_for(stream_id, event.TYPE),
+                    envelope.SerializeToString(), envelope.event_id, cursor.seq,
+                    stream_filter(stream_id), self.timeout,
+                )  # fmt: skip
+            except HandConflict as exc:
+                if cursor.version == 0:  # the id is taken: by a table open or closed
+                    raise Refusal(
+                        Kind.EXISTS, Reason.INVALID_ARGUMENT, f"table {table_id!r} exists already"
+                    ) from None
+                raise Refusal.conflict(f"table {table_id}: {exc}") from None
+            cursor = TableCursor(cursor.version + 1, seq)
+        return cursor
+
+    async def read(self, table_id: str) -> TableHistory | None:
+        """The table folded from its stream (None: the bus has no such table)."""
+        subject_filter = stream_filter(table_stream_id(table_id))
+        events: list[TableEvent] = []
+        seq = last = 0
+        while True:
+            try:
+                msg = await self.bus.js.get_msg(
+                    self.bus.stream, seq + 1, subject=subject_filter, next=True
+                )
+            except nats.js.errors.NotFoundError:
+                break
+            envelope = parse_envelope(msg.data or b"")
+            events.append(decode(envelope.type, envelope.type_version, envelope.payload))
+            seq = last = int(msg.seq or 0)
+        if not events:
+            return None
+        return TableHistory(replay(events), TableCursor(len(events), last))
+
+    async def open_table_ids(self) -> list[str]:
+        """Tables opened and not closed, as the stream's subjects say (no events read)."""
+        opened = await self._ids_with(TableOpened.TYPE)
+        closed = set(await self._ids_with(TableClosed.TYPE))
+        return [table_id for table_id in opened if table_id not in closed]
+
+    async def open_tables(self) -> list[TableHistory]:
+        found = []
+        for table_id in await self.open_table_ids():
+            history = await self.read(table_id)
+            if history is not None and not history.state.closed:
+                found.append(history)
+        return found
+
+    async def _ids_with(self, event_type: str) -> list[str]:
+        info = await self.bus.js.stream_info(
+            self.bus.stream, subjects_filter=f"{SUBJECT_ROOT}.{TABLE}.*.{event_type}"
+        )
+        subjects = info.state.subjects or {}
+        return sorted(subject.split(".")[3] for subject in subjects)

@@ -1,0 +1,169 @@
+"""The bus on a three-node JetStream cluster on loopback (``start_nats_cluster``).
+
+- A stream created with three replicas has three; a service that starts later asking
+  for one (or for other limits) lowers nothing an operator set.
+- A client given every node's URL keeps publishing and reading after the node it was
+  connected to is killed (SIGKILL).
+- The core services (``DDZ_NATS_URL`` = the three nodes, ``DDZ_STREAM_REPLICAS=3``)
+  play hands to their end and settle them.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import nats.errors
+import nats.js.errors
+import pytest
+from audit_kit import play_hands, settled
+from ddz.adapters.bus import ALL_SUBJECTS, EventBus
+from ddz.adapters.nats_server import NatsCluster, start_nats_cluster
+from ddz.audit.sample import Mischief
+from nats.js.api import StreamConfig
+from suite_kit import CORE, eventually, running_suite, suite_settings
+from table_kit import settled_ledger
+
+CLUSTER_WAIT = 30.0  # seconds the cluster may take to place a stream or elect a leader
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[NatsCluster]:
+    with start_nats_cluster(tmp_path / "cluster", 3) as nodes:
+        yield nodes
+
+
+@pytest.fixture
+async def cluster_bus(cluster: NatsCluster) -> AsyncIterator[EventBus]:
+    bus = await EventBus.connect(cluster.url, name="pytest", stream=f"T{uuid.uuid4().hex[:8]}")
+    try:
+        yield bus
+    finally:
+        await bus.close()
+
+
+async def ensured(bus: EventBus, **options: object) -> bool:
+    """``ensure_stream`` once the cluster can place the stream (it may still be settling)."""
+    try:
+        await bus.ensure_stream(**options)  # type: ignore[arg-type]
+    except (nats.errors.Error, TimeoutError):
+        return False
+    return True
+
+
+async def test_a_stream_is_created_with_three_replicas_and_never_scaled_down(
+    cluster_bus: EventBus,
+) -> None:
+    bus = cluster_bus
+    assert await eventually(lambda: ensured(bus, replicas=3, max_age=7 * 24 * 3600.0),
+                            timeout=CLUSTER_WAIT)  # fmt: skip
+    info = await bus.js.stream_info(bus.stream)
+    assert info.config.num_replicas == 3
+    assert info.cluster is not None and len(info.cluster.replicas or []) == 2
+    # An operator shortens the retention and lengthens the duplicate window by hand.
+    await bus.js.update_stream(replace(info.config, max_age=3600.0, duplicate_window=300.0))
+
+    await bus.ensure_stream(replicas=1, max_age=None, duplicate_window=120.0)
+    after = (await bus.js.stream_info(bus.stream)).config
+    assert after.num_replicas == 3
+    assert after.max_age == 3600.0
+    assert after.duplicate_window == 300.0
+    assert after.allow_atomic
+    assert after.subjects == [ALL_SUBJECTS]
+
+
+async def test_an_existing_stream_gets_what_correctness_needs(cluster_bus: EventBus) -> None:
+    """A stream made by hand without our subjects, with a short duplicate window and
+    without atomic batches: those are raised, its replicas and limits kept."""
+    bus = cluster_bus
+    mine = StreamConfig(
+        name=bus.stream, subjects=["other.>"], num_replicas=3, duplicate_window=5.0,
+        max_msgs=1_000_000,
+    )  # fmt: skip
+
+    async def made() -> bool:
+        try:
+            await bus.js.add_stream(mine)
+        except (nats.errors.Error, TimeoutError):
+            return False
+        return True
+
+    assert await eventually(made, timeout=CLUSTER_WAIT)
+    await bus.ensure_stream(replicas=1, duplicate_window=120.0)
+    after = (await bus.js.stream_info(bus.stream)).config
+    assert after.subjects == ["other.>", ALL_SUBJECTS]
+    assert after.duplicate_window == 120.0
+    assert after.allow_atomic
+    assert (after.num_replicas, after.max_msgs) == (3, 1_000_000)
+    assert await bus.atomic_batches()
+
+
+async def test_a_client_of_every_node_survives_the_death_of_its_node(
+    cluster: NatsCluster, cluster_bus: EventBus
+) -> None:
+    bus = cluster_bus
+    assert await eventually(lambda: ensured(bus, replicas=3), timeout=CLUSTER_WAIT)
+    subject = "ddz.v1.table.t1.noted"
+    first = await bus.publish(subject, b"before", "e-before", timeout=10)
+
+    connected = bus.nc.connected_url
+    assert connected is not None
+    victim = next(node for node in cluster.nodes if node.port == connected.port)
+    os.kill(victim.process.pid, signal.SIGKILL)
+    victim.process.wait()
+
+    async def published() -> int:
+        try:
+            ack = await bus.publish(subject, b"after", "e-after", timeout=5)
+        except (nats.errors.Error, TimeoutError):
+            return 0
+        return ack.seq
+
+    seq = await eventually(published, timeout=CLUSTER_WAIT, every=0.2)
+    assert bus.nc.connected_url is not None and bus.nc.connected_url.port != victim.port
+    assert seq > first.seq
+
+    async def read_back() -> list[bytes]:
+        try:
+            messages = [await bus.js.get_msg(bus.stream, s) for s in (first.seq, seq)]
+        except (nats.errors.Error, TimeoutError):
+            return []
+        return [m.data or b"" for m in messages]
+
+    assert await eventually(read_back, timeout=CLUSTER_WAIT, every=0.2) == [b"before", b"after"]
+
+    # The node comes back where it was and catches up: three current replicas again.
+    cluster.restart(cluster.nodes.index(victim))
+
+    async def whole_again() -> bool:
+        info = await bus.js.stream_info(bus.stream)
+        peers = info.cluster.replicas if info.cluster is not None else None
+        return bool(peers) and len(peers or []) == 2 and all(p.current for p in peers or [])
+
+    assert await eventually(whole_again, timeout=CLUSTER_WAIT, every=0.2)
+
+
+async def test_the_core_services_play_hands_on_the_cluster(
+    cluster: NatsCluster, cluster_bus: EventBus, tmp_path: Path
+) -> None:
+    """The services create the ``DDZ`` stream themselves, with three replicas."""
+    # First the cluster is able to place a stream of three (a probe of its own).
+    assert await eventually(lambda: ensured(cluster_bus, replicas=3), timeout=CLUSTER_WAIT)
+    await cluster_bus.js.delete_stream(cluster_bus.stream)  # its subjects are DDZ's
+    settings = replace(suite_settings(tmp_path, cluster.url), stream_replicas=3)
+    bus = await EventBus.connect(cluster.url, name="pytest")
+    try:
+        async with running_suite(CORE, settings, bus) as suite:
+            info = await bus.js.stream_info(bus.stream)
+            assert info.config.num_replicas == 3
+            played = await play_hands(suite, "classic", 3, seed=11, odds=Mischief(refuse=0))
+            await settled(suite)
+            for hand in played:
+                ledger = await settled_ledger(suite, hand.hand_id)
+                assert ledger.hand_id == hand.hand_id
+    finally:
+        await bus.close()

@@ -1,0 +1,181 @@
+"""The stack's nats-server with the configuration ``ddz up`` writes (``nats_auth``):
+a stranger is refused, each service's user may do only what its service needs, and
+the whole suite still plays with every service on its own user."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from pathlib import Path
+
+import nats
+import nats.errors
+import nats.js.errors
+import pytest
+from ddz.adapters import nats_auth
+from ddz.adapters.bus import EventBus, stream_id_for, subject_for
+from ddz.adapters.nats_auth import connect_options
+from ddz.adapters.nats_server import NatsServer, start_nats_server
+from ddz.adapters.stack import Stack, settings_env
+from ddz.config import Settings
+from nats.aio.client import Client
+from nats.js.api import ConsumerConfig
+
+Connect = Callable[..., Awaitable[Client]]
+HAND_SETTLED = subject_for(stream_id_for("hand", "forged"), "hand_settled")
+VIOLATION = "permissions violation"
+WAIT = 10  # bound on waiting for the server's answer (never a timed assertion)
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("ddz-auth")
+
+
+@pytest.fixture(scope="module")
+def server(data_dir: Path) -> Iterator[NatsServer]:
+    config = nats_auth.write_config(data_dir)
+    with start_nats_server(data_dir / "jetstream", port=0, config_file=config) as running:
+        settings = dataclasses.replace(settings_for(data_dir), nats_url=running.url)
+        asyncio.run(nats_auth.provision_stream(settings))
+        yield running
+
+
+def settings_for(data_dir: Path) -> Settings:
+    return Settings.from_env({"DDZ_DATA_DIR": str(data_dir)})
+
+
+class Errors:
+    """What nats-py hands its ``error_cb``: a permission violation is reported there,
+    never raised by ``publish`` or ``subscribe``."""
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+        self.arrived = asyncio.Event()
+
+    async def callback(self, exc: Exception) -> None:
+        self.seen.append(str(exc))
+        self.arrived.set()
+
+    async def violation(self) -> str:
+        await asyncio.wait_for(self.arrived.wait(), WAIT)
+        return "\n".join(self.seen)
+
+
+@pytest.fixture
+async def connect(server: NatsServer, data_dir: Path) -> AsyncIterator[Connect]:
+    opened: list[Client] = []
+
+    async def as_user(name: str, errors: Errors | None = None) -> Client:
+        options = connect_options(settings_for(data_dir), name)
+        assert options["nkeys_seed"] == str(nats_auth.seed_path(data_dir, name))
+        nc = await nats.connect(
+            server.url, error_cb=(errors or Errors()).callback, max_reconnect_attempts=0, **options
+        )
+        opened.append(nc)
+        return nc
+
+    yield as_user
+    for nc in opened:
+        await nc.close()
+
+
+async def test_a_connection_without_credentials_is_refused(server: NatsServer) -> None:
+    errors = Errors()
+    with pytest.raises((nats.errors.Error, OSError)) as refused:
+        await nats.connect(
+            server.url, error_cb=errors.callback, allow_reconnect=False, connect_timeout=WAIT
+        )
+    seen = "\n".join([str(refused.value), *errors.seen]).lower()
+    assert "authorization violation" in seen
+
+
+async def test_settlement_cannot_forge_a_hand_settled(connect: Connect) -> None:
+    errors = Errors()
+    settlement = await connect("settlement", errors)
+    await settlement.publish(HAND_SETTLED, b'{"forged": true}')
+    await settlement.flush(WAIT)
+    seen = (await errors.violation()).lower()
+    assert VIOLATION in seen and "publish" in seen and HAND_SETTLED.lower() in seen
+    tools = await connect(nats_auth.TOOLS)
+    with pytest.raises(nats.js.errors.NotFoundError):
+        await tools.jetstream().get_last_msg("DDZ", HAND_SETTLED)  # JetStream kept none
+
+
+async def test_only_the_services_that_see_cards_may_subscribe_to_internal(
+    connect: Connect,
+) -> None:
+    bot_errors = Errors()
+    bot = await connect("bot", bot_errors)
+    await bot.subscribe("ddz.v1.internal.>")
+    await bot.flush(WAIT)  # the server answers SUB before this PING
+    settlement_errors = Errors()
+    settlement = await connect("settlement", settlement_errors)
+    await settlement.subscribe("ddz.v1.internal.>")
+    await settlement.flush(WAIT)
+    seen = (await settlement_errors.violation()).lower()
+    assert VIOLATION in seen and "subscription" in seen
+    await bot.flush(WAIT)
+    assert bot_errors.seen == []
+
+
+async def test_settlements_consumer_keeps_its_filter(connect: Connect) -> None:
+    errors = Errors()
+    js = (await connect("settlement", errors)).jetstream(timeout=2)
+    for config in (
+        ConsumerConfig(name="settlement", durable_name="settlement", filter_subject="ddz.v1.>"),
+        ConsumerConfig(durable_name="settlement", filter_subject="ddz.v1.internal.>"),
+    ):
+        with pytest.raises((nats.errors.Error, TimeoutError)):
+            await js.add_consumer("DDZ", config)
+    assert VIOLATION in (await errors.violation()).lower()
+
+
+async def test_no_user_reads_another_users_replies(connect: Connect) -> None:
+    errors = Errors()
+    bot = await connect("bot", errors)
+    await bot.subscribe("_INBOX.settlement.>")
+    await bot.flush(WAIT)
+    assert VIOLATION in (await errors.violation()).lower()
+
+
+async def test_settlement_may_not_make_or_change_the_stream(
+    server: NatsServer, data_dir: Path
+) -> None:
+    options = connect_options(settings_for(data_dir), "settlement")
+    bus = await EventBus.connect(server.url, max_reconnect_attempts=0, **options)
+    try:
+        info = await bus.js.stream_info("DDZ")  # looking is allowed
+        assert info.config.name == "DDZ"
+        with pytest.raises((nats.errors.Error, TimeoutError)):
+            await bus.js.delete_stream("DDZ")
+        assert (await bus.js.stream_info("DDZ")).config.name == "DDZ"
+    finally:
+        await bus.close()
+
+
+def test_every_service_plays_on_its_own_user(tmp_path: Path) -> None:
+    settings = settings_for(tmp_path)
+    with Stack(settings, ephemeral_ports=True, nats_port=0) as stack:
+        seeds = {name: nats_auth.seed_path(tmp_path, name) for name in stack.services}
+        assert all(seed.is_file() and seed.stat().st_mode & 0o077 == 0 for seed in seeds.values())
+        env = {k: v for k, v in os.environ.items() if not k.startswith("DDZ_")}
+        env.update(settings_env(stack.settings))
+        done = subprocess.run(
+            [sys.executable, "-m", "ddz.entrypoints.cli", "simulate", "--hands", "2", "--json"],
+            capture_output=True, text=True, timeout=120, env=env,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        data = json.loads(done.stdout)
+        assert data["hands"] == 2 and data["stored_events"] == data["events"] >= 2 * 5
+        assert not stack.failed()
+        nats_log = (tmp_path / "logs" / "nats-server.log").read_text(errors="replace")
+        assert "Violation" not in nats_log, nats_log[-3000:]
+        for name in stack.services:
+            log = stack.processes[name].log_tail(chars=1_000_000)
+            assert VIOLATION not in log.lower(), f"{name}: {log[-2000:]}"
