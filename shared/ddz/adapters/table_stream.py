@@ -18,7 +18,6 @@ table's own events.
 from __future__ import annotations
 
 import datetime as dt
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -27,7 +26,7 @@ from google.protobuf.message import DecodeError, Message
 
 from ddz.adapters.bus import SUBJECT_ROOT, EventBus, stream_filter, stream_id_for, subject_for
 from ddz.adapters.codec import CodecError, parse_envelope
-from ddz.adapters.codec.envelope import CONTENT_TYPE, new_event_id
+from ddz.adapters.codec.envelope import new_envelope
 from ddz.adapters.codec.values import (
     _balances_to_pb,
     balances_from_pb,
@@ -140,19 +139,12 @@ def envelope_for(
     table_id: str, version: int, event: TableEvent, *, producer: str, correlation_id: str = ""
 ) -> envelope_pb2.EventEnvelope:
     message = encode(event)
-    envelope = envelope_pb2.EventEnvelope(
-        event_id=new_event_id(),
-        stream_id=table_stream_id(table_id),
-        stream_version=version,
-        type=event.TYPE,
-        type_version=TYPE_VERSION,
-        correlation_id=correlation_id or table_stream_id(table_id),
-        producer=producer,
-        payload=message.SerializeToString(),
-        content_type=CONTENT_TYPE.format(message.DESCRIPTOR.full_name),
-    )
-    envelope.occurred_at.FromNanoseconds(time.time_ns())
-    return envelope
+    stream_id = table_stream_id(table_id)
+    return new_envelope(
+        stream_id, version, event.TYPE, TYPE_VERSION, message.SerializeToString(),
+        message.DESCRIPTOR.full_name,
+        causation_id="", correlation_id=correlation_id or stream_id, producer=producer,
+    )  # fmt: skip
 
 
 def occurred_at(envelope: envelope_pb2.EventEnvelope) -> float:

@@ -64,24 +64,48 @@ def envelope_and_bytes(
     """``envelope_for`` and the message it serialised (for a producer that also
     answers with the envelope: no second parse of its own bytes)."""
     type_, type_version, payload = encode_event(event)
+    envelope = new_envelope(
+        stream_id, version, type_, type_version, payload, message_name(type_),
+        causation_id=causation_id, correlation_id=correlation_id, producer=producer,
+        event_id=event_id, occurred_at=occurred_at,
+    )  # fmt: skip
+    data: bytes = envelope.SerializeToString()
+    return envelope, data
+
+
+def new_envelope(
+    stream_id: str,
+    version: int,
+    event_type: str,
+    type_version: int,
+    payload: bytes,
+    payload_message: str,
+    *,
+    causation_id: str,
+    correlation_id: str,
+    producer: str,
+    event_id: str | None = None,
+    occurred_at: dt.datetime | None = None,
+) -> envelope_pb2.EventEnvelope:
+    """The one envelope every stream's events travel in (hand and table streams alike);
+    ``payload_message`` is the full protobuf name of the payload's message."""
     envelope = envelope_pb2.EventEnvelope(
         event_id=event_id or new_event_id(),
         stream_id=stream_id,
         stream_version=version,
-        type=type_,
+        type=event_type,
         type_version=type_version,
         causation_id=causation_id,
         correlation_id=correlation_id,
         producer=producer,
         payload=payload,
-        content_type=CONTENT_TYPE.format(message_name(type_)),
+        content_type=CONTENT_TYPE.format(payload_message),
     )
     if occurred_at is None:
         envelope.occurred_at.FromNanoseconds(time.time_ns())
     else:
         envelope.occurred_at.FromDatetime(occurred_at)
-    data: bytes = envelope.SerializeToString()
-    return envelope, data
+    return envelope
 
 
 def parse_envelope(data: bytes) -> envelope_pb2.EventEnvelope:
