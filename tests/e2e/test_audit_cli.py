@@ -24,7 +24,7 @@ from ddz.adapters.service_db import upgrade_service_db
 from ddz.adapters.service_db.balances import BalanceProjection
 from ddz.adapters.store import chain as hash_chain
 from ddz.adapters.store import create_store
-from ddz.adapters.store.keys import Ed25519Signer, ensure_signing_key, signer_of
+from ddz.adapters.store.keys import ensure_signing_key, signer_of
 from ddz.adapters.store.schema import events, stream_signatures
 from ddz.audit import CHECKS
 from ddz.audit.sample import Mischief, record_hand
@@ -247,16 +247,6 @@ class PublicDir:
     poisoned: str  # a row whose envelope does not parse (hashes recomputed)
 
 
-@dataclass(frozen=True)
-class _Claiming:
-    signer: Ed25519Signer
-    key_id: str
-    algorithm: str = "ed25519"
-
-    def sign(self, stream_id: str, head_version: int, head_hash: str) -> str:
-        return self.signer.sign(stream_id, head_version, head_hash)
-
-
 @pytest.fixture(scope="module")
 def public_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PublicDir]:
     """Hands signed as the recorder signs them (its Ed25519 key made by the same code),
@@ -271,7 +261,8 @@ def public_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PublicDir]:
     genuine = [record_hand(store, rules[i % len(rules)], rng, key=recorder) for i in range(6)]
     # forged: a hand recorded elsewhere and signed by another key claiming the recorder's id
     elsewhere = create_store("sqlite:///:memory:", upgrade=True)
-    forger = _Claiming(signer_of(Ed25519PrivateKey.generate()), recorder.key_id)
+    # A forger's key, writing the recorder's key id beside its signatures.
+    forger = dataclasses.replace(signer_of(Ed25519PrivateKey.generate()), key_id=recorder.key_id)
     forged = record_hand(elsewhere, rules[0], rng, key=forger)
     poisoned = record_hand(elsewhere, rules[1], rng, key=recorder)
     copied = {}

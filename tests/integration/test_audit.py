@@ -564,7 +564,7 @@ def test_ed25519_heads_verify_with_the_public_keyring_alone_and_forgeries_fail(
     # the chain is consistent) and signs the new head with an Ed25519 key of their own:
     # claiming the recorder's key id, or a key id of their own.
     history = _swap_seed(decoded(source.read_stream(f"hand-{others[0]}")))
-    forge(store, f"hand-{others[0]}", history, _Claiming(forger, recorder.key_id))
+    forge(store, f"hand-{others[0]}", history, _claiming(forger, recorder.key_id))
     history = _swap_seed(decoded(source.read_stream(f"hand-{others[1]}")))
     forge(store, f"hand-{others[1]}", history, forger)
     claimed = _audit(store, others[0], key=public)  # type: ignore[arg-type]
@@ -578,16 +578,9 @@ def test_ed25519_heads_verify_with_the_public_keyring_alone_and_forgeries_fail(
     source.close()
 
 
-@dataclasses.dataclass(frozen=True)
-class _Claiming:
+def _claiming(forger: Ed25519Signer, key_id: str) -> Ed25519Signer:
     """A forger's Ed25519 key, writing someone else's key id beside its signatures."""
-
-    signer: Ed25519Signer
-    key_id: str
-    algorithm: str = "ed25519"
-
-    def sign(self, stream_id: str, head_version: int, head_hash: str) -> str:
-        return self.signer.sign(stream_id, head_version, head_hash)
+    return dataclasses.replace(forger, key_id=key_id)
 
 
 def test_a_settled_hand_signed_short_of_its_end_fails(
@@ -725,8 +718,9 @@ def test_hands_signed_before_the_switch_audit_as_they_did_after_the_migration(
     assert store.sign_head(stream_id, recorder) == new
     assert [s.algorithm for s in store.read_signatures(stream_id)] == ["hmac-sha256", "ed25519"]
     with pytest.raises(SignatureConflict):
-        store.sign_head(stream_id, _Claiming(signer_of(Ed25519PrivateKey.generate()),
-                                             recorder.key_id))  # fmt: skip
+        store.sign_head(
+            stream_id, _claiming(signer_of(Ed25519PrivateKey.generate()), recorder.key_id)
+        )
     assert _audit(store, hand_id, key=public).clean  # type: ignore[arg-type]
     assert _audit(store, hand_id).clean
     store.close()
