@@ -6,8 +6,11 @@
 The corpus: ``--hands`` finished hands, the four variants in equal shares, recorded
 as the services record them (``ddz.audit.sample.record_hand``: random players, about
 8% refused commands, disconnects, bean-room escapes; every decision appended as its
-envelopes, the head signed). It is written once to a SQLite file (``--corpus``, kept
-for later runs) and, with ``--postgres``, copied row for row (same bytes, same hashes)
+envelopes, each signed by its producer's key, the head signed). It is written once to a
+SQLite file (``--corpus``, kept for later runs, with the producers' public keyring
+beside it: ``<corpus>.event-keyring.json``, which every run audits with; a corpus
+without one is from before events were signed and is built again) and, with
+``--postgres``, copied row for row (same bytes, same hashes)
 into a fresh schema of that database (then ``VACUUM ANALYZE``d, as autovacuum keeps a
 live store), dropped afterwards.
 
@@ -38,29 +41,39 @@ from pathlib import Path
 import sqlalchemy as sa
 from ddz.adapters.store import create_store, make_engine
 from ddz.adapters.store.schema import events, stream_signatures
-from ddz.audit.sample import Mischief, record_hand
+from ddz.audit.sample import Mischief, SampleKeys, record_hand
 from ddz.domain.ruleset import VARIANTS
 
 KEY = "bench-audit-key"
 ODDS = Mischief(refuse=0.08, disconnect=0.02, escape=0.005)
 
 
+def keyring_of(corpus: Path) -> Path:
+    """The producers' public keyring the corpus's events are signed under."""
+    return corpus.with_suffix(".event-keyring.json")
+
+
 def build_corpus(path: Path, hands: int) -> None:
     """``hands`` hands into a new SQLite store at ``path`` (a temporary name first, so
-    an interrupted build is never taken for a corpus)."""
+    an interrupted build is never taken for a corpus), signed by producers' keys made
+    for it, whose public keyring is written beside it."""
     partial = path.with_suffix(".partial")
     for leftover in path.parent.glob(partial.name + "*"):
         leftover.unlink()
+    path.unlink(missing_ok=True)
+    keyring_of(path).unlink(missing_ok=True)
+    producers = SampleKeys.generate()
     store = create_store(f"sqlite:///{partial}", upgrade=True)
     rng = random.Random(f"bench-audit-{hands}")
     variants = sorted(VARIANTS)
     started = time.perf_counter()
     for index in range(hands):
         rules = VARIANTS[variants[index % len(variants)]]
-        record_hand(store, rules, rng, key=KEY.encode(), odds=ODDS)
+        record_hand(store, rules, rng, signers=producers, key=KEY.encode(), odds=ODDS)
         if (index + 1) % 100 == 0:
             print(f"  corpus: {index + 1}/{hands} hands", file=sys.stderr, flush=True)
     store.close()
+    producers.publish(keyring_of(path))
     partial.rename(path)
     print(f"  corpus built in {time.perf_counter() - started:.0f} s", file=sys.stderr)
 
@@ -116,9 +129,11 @@ class Run:
     report: dict[str, object]
 
 
-def audit_all(database_url: str, workers: int, limit: int | None = None) -> Run:
+def audit_all(database_url: str, keyring: Path, workers: int, limit: int | None = None) -> Run:
     env = {k: v for k, v in os.environ.items() if not k.startswith("DDZ_")}
-    env.update({"DDZ_DATABASE_URL": database_url, "DDZ_AUDIT_KEY": KEY})
+    env.update(
+        {"DDZ_DATABASE_URL": database_url, "DDZ_AUDIT_KEY": KEY, "DDZ_EVENT_KEYRING": str(keyring)}
+    )
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     done = subprocess.run(
         [sys.executable, "-m", "ddz.entrypoints.cli", "audit", "--all", "--json",
@@ -145,7 +160,7 @@ def main() -> None:
     args = parser.parse_args()
 
     corpus = args.corpus or Path(f"/tmp/ddz-bench-audit-{args.hands}.sqlite3")
-    if not corpus.exists():
+    if not (corpus.exists() and keyring_of(corpus).exists()):
         build_corpus(corpus, args.hands)
     stores = [("SQLite", f"sqlite:///{corpus}")]
     schema = ""
@@ -156,8 +171,8 @@ def main() -> None:
         rows = []
         for name, url in stores:
             # the command's fixed cost (interpreter, imports, pool): one hand's run
-            fixed = audit_all(url, args.workers, limit=1).cpu_seconds
-            runs = [audit_all(url, args.workers) for _ in range(args.runs)]
+            fixed = audit_all(url, keyring_of(corpus), args.workers, limit=1).cpu_seconds
+            runs = [audit_all(url, keyring_of(corpus), args.workers) for _ in range(args.runs)]
             first = runs[0].report
             assert first["clean"] == first["hands"] == args.hands, first
             rates = [r.hands_per_s for r in runs]

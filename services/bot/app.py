@@ -6,36 +6,52 @@ As it starts, once the feed follows the bus, it reads back the hands still in pl
 before it started is played.
 
 ``build(settings, player=..., partition=i, partitions=n)``: the player kind
-(``ddz.player_kinds``; default ``settings.bot_player``, the strong bot) and this instance's
-share of the hands (see ``autoplay`` on scaling out; one instance plays every hand by
-default).
+(``ddz.player_kinds``; default ``settings.bot_player``, the strong bot) and a static
+share of the hands (one instance plays every hand by default).
+
+Several instances (``DDZ_BOT_PARTITIONS`` > 1): the hands are shared by partition leases
+(``partitions.Partitions``). Each instance follows the bus with a consumer of its own
+that starts at the present (``bot-<holder>``, deleted by the server a minute after its
+instance is gone), folds only the hands of the partitions it holds, and reads a
+partition's unfinished hands from the bus when it takes it; so no instance replays the
+stream's history, and each bot turn is decided by the one holder of its hand's
+partition.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import zlib
 from collections.abc import Mapping, Sequence
 
 import grpc
+import structlog
 from ddz.adapters.bus import EventBus
-from ddz.adapters.grpc_client import make_channel
+from ddz.adapters.event_signing import event_keyring
 from ddz.adapters.grpc_server import full_service_name
 from ddz.adapters.hand_feed import Entry, HandFeed, HandFold
 from ddz.adapters.health import Check
+from ddz.adapters.lease import instance_id
+from ddz.adapters.routing import RoutedRules, rules_service
 from ddz.adapters.service_runner import connect_bus
 from ddz.config import Settings
 from ddz.player_kinds import make_player
-from ddz.v1 import bot_pb2, bot_pb2_grpc, rules_pb2_grpc
+from ddz.v1 import bot_pb2, bot_pb2_grpc
 
 from .autoplay import AutoPlay, in_partition
 from .clients import RulesClient
 from .handlers import GetStats, Suggest
 from .hands import FeedLookup, resume_hands
+from .partitions import Partitions, subject_token
 from .servicer import BotServicer
 from .watchdog import Watchdog
 
 NAME = "bot"
+INSTANCE_IDLE = 60.0
+"""Seconds after its last pull the server deletes an instance's own consumer."""
+
+log = structlog.get_logger("ddz.bot")
 
 
 class BotApp:
@@ -55,10 +71,16 @@ class BotApp:
         self.player_kind = player or settings.bot_player
         self.player = make_player(self.player_kind, max_ms=settings.bot_max_ms)
         self.partition = partition
-        self.partitions = partitions
+        self.partitions_n = partitions
         self.durable = NAME if partitions <= 1 else f"{NAME}-{partition}-of-{partitions}"
+        self.holder = instance_id(NAME)
+        self.partitions: Partitions | None = None
+        self.shared = settings.bot_partitions > 1  # hands shared by partition leases
+        if self.shared:
+            self.durable = f"{NAME}-{subject_token(self.holder)}"
+        self._taking: set[asyncio.Task[int]] = set()
         self.bus: EventBus | None = None
-        self.channel: grpc.aio.Channel | None = None
+        self.rules: RoutedRules | None = None
         self.autoplay: AutoPlay | None = None
         self.feed: HandFeed | None = None
         self.watchdog: Watchdog | None = None
@@ -67,15 +89,15 @@ class BotApp:
 
     async def start(self) -> None:
         self.bus = await connect_bus(self.settings, NAME)
-        self.channel = make_channel(self.settings, "rules")
-        stub = rules_pb2_grpc.RulesServiceStub(self.channel)  # type: ignore[no-untyped-call]
-        rules = RulesClient(stub, timeout=self.settings.rpc_timeout)
-        self.autoplay = AutoPlay(rules, self.player)
+        self.rules = rules_service(self.settings)  # each hand's moves to one instance
+        rules = RulesClient(self.rules, timeout=self.settings.rpc_timeout)
+        self.autoplay = AutoPlay(rules, self.player, owns=self._owns)
         self.feed = HandFeed(
             self.bus,
+            keyring=event_keyring(self.settings),  # every event folded is verified
             keep_ended=0,
             on_change=self._changed,
-            accept=lambda hand_id: in_partition(hand_id, self.partition, self.partitions),
+            accept=self._owns,
         )
         self.autoplay.attach(self.feed)
         self.watchdog = Watchdog(
@@ -87,9 +109,44 @@ class BotApp:
         self.servicer = BotServicer(
             Suggest(FeedLookup(self.feed), self.player), GetStats(self.autoplay, self.player_kind)
         )
-        await self.feed.follow(self.durable)
+        if not self.shared:
+            await self.feed.follow(self.durable)
+            self.watchdog.start()
+            self._resuming = asyncio.create_task(resume_hands(self.feed), name="bot:resume")
+            return
+        await self.feed.follow(self.durable, from_now=True, inactive_threshold=INSTANCE_IDLE)
         self.watchdog.start()
-        self._resuming = asyncio.create_task(resume_hands(self.feed), name="bot:resume")
+        self.partitions = Partitions(
+            self.bus, self.holder, self.settings.bot_partitions,
+            ttl=self.settings.lease_ttl, replicas=self.settings.stream_replicas,
+            on_taken=self._partition_taken, on_lost=self._partition_lost,
+        )  # fmt: skip
+        await self.partitions.start()
+
+    def _owns(self, hand_id: str) -> bool:
+        """This instance plays the hand (its static share, or its partition's lease)."""
+        if self.partitions is None:
+            return not self.shared and in_partition(hand_id, self.partition, self.partitions_n)
+        return self.partitions.holds(zlib.crc32(hand_id.encode()) % self.partitions.count)
+
+    async def _partition_taken(self, partition: int) -> None:
+        """Ours now: read its unfinished hands (in the background; events meanwhile are
+        folded as they come)."""
+        assert self.feed is not None and self.partitions is not None
+        count = self.partitions.count
+
+        def accept(hand_id: str) -> bool:
+            return zlib.crc32(hand_id.encode()) % count == partition
+
+        task = asyncio.create_task(resume_hands(self.feed, accept=accept), name="bot:take")
+        self._taking.add(task)
+        task.add_done_callback(self._taking.discard)
+
+    async def _partition_lost(self, partition: int) -> None:
+        """Another instance's now: its hands' folds dropped (``_owns`` already says no)."""
+        if self.feed is not None:
+            dropped = self.feed.drop_refused()
+            log.info("partition_left", partition=partition, hands=dropped)
 
     def _changed(self, fold: HandFold, applied: list[Entry]) -> None:
         if self.watchdog is not None:
@@ -98,16 +155,26 @@ class BotApp:
             self.autoplay.on_change(fold, applied)
 
     def checks(self) -> Mapping[str, Check]:
-        """NOT_SERVING while NATS or the hand feed is down."""
-        bus, feed = self.bus, self.feed
+        """NOT_SERVING while NATS or the hand feed is down (or the partition leases'
+        loop, when the hands are shared)."""
+        bus, feed, partitions = self.bus, self.feed, self.partitions
         assert bus is not None and feed is not None, "start() first"
-        return {"nats": lambda: bus.connected, "feed": lambda: feed.healthy}
+        checks: dict[str, Check] = {"nats": lambda: bus.connected, "feed": lambda: feed.healthy}
+        if partitions is not None:
+            checks["partitions"] = lambda: partitions.running
+        return checks
 
     def add_to_server(self, server: grpc.aio.Server) -> None:
         assert self.servicer is not None, "start() first"
         bot_pb2_grpc.add_BotServiceServicer_to_server(self.servicer, server)  # type: ignore[no-untyped-call]
 
     async def close(self) -> None:
+        for task in list(self._taking):
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        if self.partitions is not None:
+            await self.partitions.stop()  # released: the others take them at once
         if self._resuming is not None:
             self._resuming.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -120,8 +187,8 @@ class BotApp:
             await self.feed.close()  # finishes and acks its batch: before the connection closes
         if self.bus is not None:
             await self.bus.close()
-        if self.channel is not None:
-            await self.channel.close()
+        if self.rules is not None:
+            await self.rules.close()
 
 
 async def build(settings: Settings, **overrides: object) -> BotApp:

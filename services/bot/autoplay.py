@@ -10,9 +10,11 @@ Races are expected and harmless: a move sent on a stale version is refused as a
 CONFLICT (VERSION_CONFLICT) and is decided again once the feed has caught up; the
 rules never apply it twice. One task per hand acts at a time; moves of one hand never overlap.
 
-Partitions (``in_partition``): instance ``i`` of ``n`` would play only the hands whose id
-hashes to ``i``, on a durable consumer of its own; ``build(partition=i, partitions=n)``
-is the only way to ask for it, so a deployment runs one bot instance.
+Instances: with ``DDZ_BOT_PARTITIONS`` above 1 the hands are shared among the bot
+instances by partition leases (``partitions.Partitions``); ``owns`` says whether this
+instance plays a hand now, and is asked again right before each move. (The older
+static split, ``build(partition=i, partitions=n)``, plays the hands whose id hashes
+to ``i`` on a durable consumer of its own.)
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import contextlib
 import time
 import uuid
 import zlib
+from collections.abc import Callable
 from typing import Any
 
 import structlog
@@ -72,9 +75,12 @@ def in_partition(hand_id: str, partition: int, partitions: int) -> bool:
 
 
 class AutoPlay:
-    def __init__(self, rules: Rules, player: Player) -> None:
+    def __init__(
+        self, rules: Rules, player: Player, owns: Callable[[str], bool] = lambda _hand: True
+    ) -> None:
         self.moves = DecideBatcher(rules)
         self.player = player
+        self.owns = owns  # this instance plays the hand now (its partition's lease)
         self.stats = MoveStats()
         self.feed: Hands | None = None
         self._tasks: dict[str, asyncio.Task[None]] = {}
@@ -95,6 +101,8 @@ class AutoPlay:
 
     def kick(self, hand_id: str) -> None:
         """Make sure the hand's task looks at it (again)."""
+        if not self.owns(hand_id):
+            return
         task = self._tasks.get(hand_id)
         if task is not None:
             self._dirty.add(hand_id)
@@ -109,8 +117,8 @@ class AutoPlay:
                 self._dirty.discard(hand_id)
                 fold = self.feed.get(hand_id) if self.feed is not None else None
                 seat = None if fold is None else seat_to_act(fold.state)
-                if fold is None or seat is None:
-                    return
+                if fold is None or seat is None or not self.owns(hand_id):
+                    return  # (a hand whose partition went elsewhere: stop at once)
                 if self._stuck.get(hand_id) == fold.state.version:
                     return  # refused twice here: wait for the hand to move on
                 before = fold.version

@@ -15,8 +15,9 @@ from collections.abc import Sequence
 import grpc
 from ddz.adapters import codec
 from ddz.adapters.grpc_client import KIND_OF, ask, refusal_from
+from ddz.adapters.routing import RulesStub
 from ddz.application.errors import Kind, Reason, Refusal
-from ddz.v1 import rules_pb2, rules_pb2_grpc
+from ddz.v1 import rules_pb2
 
 from .ports import Move, Outcome
 
@@ -25,7 +26,7 @@ _CODES = {code.value[0]: code for code in grpc.StatusCode}
 
 
 class RulesClient:
-    def __init__(self, stub: rules_pb2_grpc.RulesServiceStub, timeout: float) -> None:
+    def __init__(self, stub: RulesStub, timeout: float) -> None:  # routing.rules_service
         self.stub = stub
         self.timeout = timeout
         self.batched = True

@@ -49,7 +49,7 @@ class FeedLookup:
         if fold is not None:
             return fold
         try:
-            return await read_fold(self.feed.bus, hand_id)
+            return await read_fold(self.feed.bus, hand_id, keyring=self.feed.keyring)
         except ValueError:  # not a hand id: no such hand
             return None
 
@@ -104,12 +104,19 @@ async def unfinished_hands(
     return [hand_id for hand_id in started if accept(hand_id)]
 
 
-async def resume_hands(feed: HandFeed, *, within: float = RESUME_WINDOW) -> int:
+async def resume_hands(
+    feed: HandFeed,
+    *,
+    within: float = RESUME_WINDOW,
+    accept: Callable[[str], bool] | None = None,
+) -> int:
     """Fold every unfinished hand of the last ``within`` seconds into ``feed`` (read
-    from JetStream), so its ``on_change`` sees any seat waiting on the bot. How many
+    from JetStream), so its ``on_change`` sees any seat waiting on the bot: those the
+    feed accepts, and of them those ``accept`` takes (a partition just taken). How many
     hands were read."""
+    wanted = feed.accept if accept is None else (lambda h: feed.accept(h) and accept(h))
     try:
-        hand_ids = await unfinished_hands(feed.bus, within=within, accept=feed.accept)
+        hand_ids = await unfinished_hands(feed.bus, within=within, accept=wanted)
     except (nats.errors.Error, TimeoutError) as exc:
         log.warning("resume_scan_failed", error=repr(exc))
         return 0

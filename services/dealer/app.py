@@ -1,5 +1,5 @@
-"""The dealer service, wired: the seed vault and the new hands' streams on the NATS
-bus, the ``Dealer`` use cases on them, and the servicer in front."""
+"""The dealer service, wired: the seed vault, the new hands' streams and the tables'
+records on the NATS bus, the ``Dealer`` use cases on them, and the servicer in front."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 
 import grpc
 from ddz.adapters.bus import EventBus
+from ddz.adapters.event_signing import ensure_signer, event_keyring
 from ddz.adapters.grpc_server import full_service_name
 from ddz.adapters.hand_stream import JetStreamHandLog
 from ddz.adapters.health import Check, database_reachable
@@ -20,6 +21,7 @@ from ddz.v1 import dealer_pb2, dealer_pb2_grpc
 from .handlers import Dealer
 from .seeds import SeedVault
 from .servicer import DealerServicer
+from .table_records import BusTableRecords
 
 NAME = "dealer"
 
@@ -36,7 +38,13 @@ class DealerApp:
     async def start(self) -> None:
         await asyncio.to_thread(upgrade_service_db, self.engine)
         self.bus = await connect_bus(self.settings, NAME)
-        dealer = Dealer(SeedVault(self.engine), JetStreamHandLog(self.bus), producer_name(NAME))
+        keyring = event_keyring(self.settings)  # the table's records are verified too
+        dealer = Dealer(
+            SeedVault(self.engine),
+            JetStreamHandLog(self.bus, ensure_signer(self.settings, NAME), keyring),
+            BusTableRecords(self.bus, keyring),
+            producer_name(NAME),
+        )  # fmt: skip
         self.servicer = DealerServicer(dealer)
 
     def checks(self) -> Mapping[str, Check]:

@@ -1,9 +1,15 @@
 """The dealer's use cases: deal a new hand, give a dealt hand's seed to the rules.
 
 No rules here: ``decide(HandState(), StartHand(...))`` deals (ddz-shuffle-v1 from the
-seed made here). The seed is stored *before* anything is published, so a restarted
-dealer still knows the seeds of hands in play; a hand whose first events cannot be
-published because it has events already gets its seed forgotten again.
+seed made here). The caller names the hand and its table; what the hand is played for
+(rule set, room settings, seats, first bidder, balances) is read from the table's
+stream, which the table service alone writes, and the hand must be the last one it
+assigned there: whoever reaches the dealer cannot choose a room's stakes or put
+players at a table they never sat at.
+
+The seed is stored *before* anything is published, so a restarted dealer still knows
+the seeds of hands in play; a hand whose first events cannot be published because it
+has events already gets its seed forgotten again.
 """
 
 from __future__ import annotations
@@ -15,14 +21,13 @@ from dataclasses import dataclass, field
 
 import structlog
 from ddz.application.errors import Kind, Reason, Refusal
-from ddz.domain.hand import HandState, Rejection, RejectReason, SeatInfo, StartHand, decide
+from ddz.domain.hand import HandState, Rejection, RejectReason, StartHand, decide
 from ddz.domain.hand.events import HandStarted
-from ddz.domain.ruleset import RuleSet
-from ddz.domain.settlement import RoomSettings
 from ddz.domain.shuffle import SEED_BYTES
+from ddz.domain.table import HandAssigned, TableOpened
 from ddz.v1 import envelope_pb2
 
-from .ports import HandStarts, SeedExists, SeedStore
+from .ports import HandStarts, SeedExists, SeedStore, TableRecords
 
 log = structlog.get_logger("ddz.dealer")
 
@@ -32,28 +37,26 @@ _DEAL_REASONS = {RejectReason.UNKNOWN_SEAT: Reason.UNKNOWN_SEAT}
 
 @dataclass(frozen=True, slots=True)
 class DealOrder:
-    """The hand a deal is asked for: a ``StartHand`` but for the seed, which only the
-    dealer makes."""
+    """What a caller may say of the hand it asks for: which hand of which table, the
+    players' public seeds and who plays open. Nothing that moves money: the rule set,
+    room settings, seats, first bidder and balances are the table's, as its stream
+    recorded them (``TableRecords``)."""
 
     hand_id: str
-    rules: RuleSet
-    room: RoomSettings
-    seats: tuple[SeatInfo, SeatInfo, SeatInfo]
-    first_bidder: int | None = None
+    table_id: str
     client_seeds: tuple[bytes, ...] = ()
-    balances: tuple[int, int, int] | None = None
     show_before_deal: frozenset[int] = field(default_factory=frozenset)
 
-    def start(self, seed: bytes) -> StartHand:
+    def start(self, seed: bytes, table: TableOpened, hand: HandAssigned) -> StartHand:
         return StartHand(
             hand_id=self.hand_id,
-            rules=self.rules,
-            room=self.room,
-            seats=self.seats,
+            rules=table.rules,
+            room=table.room,
+            seats=table.seats,
             seed=seed,
-            first_bidder=self.first_bidder,
+            first_bidder=hand.first_bidder,
             client_seeds=self.client_seeds,
-            balances=self.balances,
+            balances=hand.balances,
             show_before_deal=self.show_before_deal,
         )
 
@@ -79,17 +82,20 @@ class Dealer:
         self,
         seeds: SeedStore,
         hands: HandStarts,
+        tables: TableRecords,
         producer: str,
         make_seed: Callable[[], bytes] = fresh_seed,
     ) -> None:
         self.seeds = seeds
         self.hands = hands
+        self.tables = tables
         self.producer = producer
         self.make_seed = make_seed
 
     async def deal(self, order: DealOrder, request_id: str) -> Dealt:
+        table, hand = await self.assignment(order)
         seed = self.make_seed()
-        command = order.start(seed)
+        command = order.start(seed, table, hand)
         decision = decide(HandState(), command, seed)
         if isinstance(decision, Rejection):
             reason = _DEAL_REASONS.get(decision.code, Reason.INVALID_ARGUMENT)
@@ -116,8 +122,22 @@ class Dealer:
             ) from None
         started = decision[0]
         assert isinstance(started, HandStarted)  # what StartHand always decides first
-        log.info("hand_dealt", hand_id=hand_id, version=version, rules=command.rules.name)
+        log.info("hand_dealt", hand_id=hand_id, version=version, rules=command.rules.name,
+                 table_id=order.table_id, room_id=table.room_id)  # fmt: skip
         return Dealt(hand_id, started.commitment, version, public)
+
+    async def assignment(self, order: DealOrder) -> tuple[TableOpened, HandAssigned]:
+        """The table the hand is dealt at and the hand as the table assigned it."""
+        table = await self.tables.opened(order.table_id)
+        if table is None:
+            raise Refusal.not_found(Reason.UNKNOWN_TABLE, f"no table {order.table_id!r} was opened")
+        hand = await self.tables.last_assigned(order.table_id)
+        if hand is None or hand.hand_id != order.hand_id:
+            raise Refusal.precondition(
+                Reason.UNKNOWN_HAND,
+                f"hand {order.hand_id!r} is not the hand table {order.table_id!r} deals next",
+            )
+        return table, hand
 
     async def seed(self, hand_id: str) -> bytes:
         """The seed of a hand dealt here (only the rules service may ask)."""

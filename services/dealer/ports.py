@@ -2,6 +2,8 @@
 
 - ``SeedStore``: each hand's server seed, kept until the hand needs it.
 - ``HandStarts``: a new hand's stream; its first events, published once.
+- ``TableRecords``: what the table service recorded of a table (its stream): the rule
+  set, room settings, seats and balances a deal uses come from there, never the caller.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from ddz.domain.hand import Event
+from ddz.domain.table import HandAssigned, TableOpened
 from ddz.v1 import envelope_pb2
 
 
@@ -44,4 +47,16 @@ class HandStarts(Protocol):
         """Record ``events`` as versions 1..k of a new hand: the stream's version after
         them and the envelopes of the public ones. ``Refusal`` of kind CONFLICT when
         the hand has events already (nothing recorded then)."""
+        ...
+
+
+class TableRecords(Protocol):
+    """A table's stream (``table-<table_id>``), which the table service alone writes."""
+
+    async def opened(self, table_id: str) -> TableOpened | None:
+        """The table as it was opened (None: no such table)."""
+        ...
+
+    async def last_assigned(self, table_id: str) -> HandAssigned | None:
+        """The last hand assigned at the table (None: none yet)."""
         ...

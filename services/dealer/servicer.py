@@ -1,8 +1,9 @@
 """DealerService over gRPC: a Deal request to a ``DealOrder``, ``Dealer`` (handlers.py)
 deals, the answer back to a message; GetSeed likewise. Nothing else.
 
-A request that cannot be an order (not three seats, an unknown variant, a hand id no
-stream can have, ...) is INVALID_ARGUMENT; every other refusal is the use case's.
+A request that cannot be an order (a hand or table id no stream can have, too many
+client seeds, a field the request no longer has) is INVALID_ARGUMENT; every other
+refusal is the use case's.
 """
 
 from __future__ import annotations
@@ -12,11 +13,11 @@ from typing import Any, TypeAlias
 
 import grpc
 import structlog
-from ddz.adapters import codec, hand_stream
+from ddz.adapters import hand_stream
+from ddz.adapters.table_stream import table_stream_id
 from ddz.application.errors import Refusal
-from ddz.domain.ruleset import ruleset_for
-from ddz.domain.settlement import RoomSettings
 from ddz.v1 import dealer_pb2, dealer_pb2_grpc
+from google.protobuf.unknown_fields import UnknownFieldSet
 
 from .handlers import Dealer, DealOrder
 
@@ -52,18 +53,24 @@ MAX_CLIENT_SEEDS = 16
 MAX_CLIENT_SEED_BYTES = 256
 """Client seeds are recorded in ``hand_started``: bounded, so a deal's event stays small."""
 
+REMOVED_FIELDS = {3: "variant", 4: "rules", 5: "room", 6: "seats", 7: "first_bidder", 8: "balances"}
+"""The numbers ``DealRequest`` once gave what the dealer now reads from the table's
+stream (reserved in dealer.proto). A caller that still sends one is refused rather than
+dealt under other values than it asked for."""
+
 
 def deal_order(request: dealer_pb2.DealRequest) -> DealOrder:
     """The hand a Deal request asks for; INVALID_ARGUMENT when it cannot be one."""
     try:
+        unknown = {f.field_number for f in UnknownFieldSet(request)}
+        removed = [name for number, name in REMOVED_FIELDS.items() if number in unknown]
+        if removed:
+            raise ValueError(
+                f"Deal no longer takes {', '.join(removed)}: the rule set, room settings, "
+                "seats, first bidder and balances are the table's, read from its stream"
+            )
         hand_stream.hand_stream_id(request.hand_id)
-        if request.HasField("rules"):
-            rules = codec.ruleset_from_pb(request.rules)
-        else:
-            rules = ruleset_for(request.variant)
-        room = codec.room_from_pb(request.room) if request.HasField("room") else RoomSettings()
-        if len(request.seats) != 3:
-            raise ValueError(f"a hand has exactly three seats, got {len(request.seats)}")
+        table_stream_id(request.table_id)
         if len(request.client_seeds) > MAX_CLIENT_SEEDS or any(
             len(seed) > MAX_CLIENT_SEED_BYTES for seed in request.client_seeds
         ):
@@ -71,15 +78,10 @@ def deal_order(request: dealer_pb2.DealRequest) -> DealOrder:
                 f"at most {MAX_CLIENT_SEEDS} client seeds of at most {MAX_CLIENT_SEED_BYTES} "
                 "bytes each"
             )
-        seats = tuple(codec.seat_from_pb(s) for s in request.seats)
         return DealOrder(
             hand_id=request.hand_id,
-            rules=rules,
-            room=room,
-            seats=(seats[0], seats[1], seats[2]),
-            first_bidder=request.first_bidder if request.HasField("first_bidder") else None,
+            table_id=request.table_id,
             client_seeds=tuple(request.client_seeds),
-            balances=codec.balances_from_pb(request),
             show_before_deal=frozenset(request.show_before_deal),
         )
     except ValueError as exc:

@@ -1,21 +1,31 @@
 """The recorder service, wired: event store + durable consumer (``Record``) + servicers
-(``Reads``, ``Audits``)."""
+(``Reads``, ``Audits``).
+
+One writer per store: every instance serves reads and audits, but only the holder of
+the store's lease (``ddz.adapters.lease``, key ``recorder.<store>``) runs the consumer;
+the others stand by, SERVING, and the first to take the lease when its holder goes
+starts consuming (``StoreConsumer.start(take_over=True)``). A lone instance takes the
+lease as it starts (or, after a holder was killed, one ``DDZ_LEASE_TTL`` later).
+"""
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 from collections.abc import Mapping, Sequence
 
 import grpc
 import structlog
 from ddz.adapters.bus import EventBus
+from ddz.adapters.event_signing import event_keyring
 from ddz.adapters.grpc_server import full_service_name
 from ddz.adapters.health import Check, database_reachable
+from ddz.adapters.lease import Lease, instance_id
 from ddz.adapters.service_runner import connect_bus
 from ddz.adapters.store import SqlEventStore, create_store
 from ddz.adapters.store.keys import Ed25519Signer, Keyring, ensure_signing_key
 from ddz.audit.keys import NoAuditKeys, auditor_keyring
-from ddz.config import Settings
+from ddz.config import Settings, redacted_url
 from ddz.v1 import audit_pb2, audit_pb2_grpc, recorder_pb2, recorder_pb2_grpc
 
 from .audit_servicer import AuditServicer
@@ -41,6 +51,9 @@ class RecorderApp:
         self.store: SqlEventStore | None = None
         self.bus: EventBus | None = None
         self.consumer: StoreConsumer | None = None
+        self.lease: Lease | None = None
+        self.active = False  # this instance is the writer: its consumer runs
+        self.holder = instance_id(NAME)
         self.signer: Ed25519Signer | None = None
 
     async def start(self) -> None:
@@ -52,17 +65,45 @@ class RecorderApp:
         )
         self.store = await asyncio.to_thread(create_store, self.settings.database_url, upgrade=True)
         self.bus = await connect_bus(self.settings, NAME)
-        record = Record(self.store, sign_head=self._sign_head if self.sign_heads else None)
+        record = Record(
+            self.store, sign_head=self._sign_head if self.sign_heads else None,
+            keyring=event_keyring(self.settings),
+        )  # fmt: skip
         self.consumer = StoreConsumer(self.bus, record, self.durable)
-        await self.consumer.start()
+        self.lease = Lease(
+            self.bus, writer_lease(self.settings.database_url), self.holder,
+            service=NAME, ttl=self.settings.lease_ttl, replicas=self.settings.stream_replicas,
+            on_taken=self._write, on_lost=self._stand_by,
+        )  # fmt: skip
+        await self.lease.start()
+        if not self.active:
+            log.info("recorder_standby", lease=self.lease.name, holder=self.holder)
+
+    async def _write(self) -> None:
+        """The lease is ours: consume, taking over what a writer before us held."""
+        assert self.consumer is not None
+        await self.consumer.start(take_over=True)
+        self.active = True
+        log.info("recorder_writing", holder=self.holder, durable=self.durable)
+
+    async def _stand_by(self) -> None:
+        """The lease is lost: stop consuming at once (the batch in hand is finished;
+        storing it again after the next writer is a no-op in the store)."""
+        self.active = False
+        if self.consumer is not None:
+            await self.consumer.stop()
+        log.warning("recorder_standby", holder=self.holder, why="lease lost")
 
     def checks(self) -> Mapping[str, Check]:
-        bus, store, consumer = self.bus, self.store, self.consumer
+        """A standby is SERVING (it answers reads); the writer's consumer must run."""
+        bus, store, consumer, lease = self.bus, self.store, self.consumer, self.lease
         assert bus is not None and store is not None and consumer is not None, "start() first"
+        assert lease is not None
         return {
             "nats": lambda: bus.connected,
             "database": database_reachable(store.engine),
-            "consumer": lambda: consumer.healthy,
+            "consumer": lambda: not self.active or consumer.healthy,
+            "lease": lambda: lease.running,
         }
 
     def _sign_head(self, stream_id: str) -> None:
@@ -78,20 +119,32 @@ class RecorderApp:
         assert self.signer is not None
         # Public keys (the keyring, and this recorder's own key even if the keyring file
         # is elsewhere), plus the HMAC key of older hands when it is there.
-        keys = auditor_keyring_or_empty(self.settings).with_public(
-            {self.signer.key_id: self.signer.public_key}
+        keys = (
+            auditor_keyring_or_empty(self.settings)
+            .with_public({self.signer.key_id: self.signer.public_key})
+            .with_events(event_keyring(self.settings))  # every event: its producer's
         )
         audits = Audits(self.store, self.settings.database_url, keys)
         audit = AuditServicer(audits)
         audit_pb2_grpc.add_AuditServiceServicer_to_server(audit, server)  # type: ignore[no-untyped-call]
 
     async def close(self) -> None:
+        self.active = False
         if self.consumer is not None:
             await self.consumer.stop()
+        if self.lease is not None:
+            await self.lease.stop()  # after the consumer: the next writer starts after us
         if self.bus is not None:
             await self.bus.close()
         if self.store is not None:
             self.store.close()
+
+
+def writer_lease(database_url: str) -> str:
+    """The name of a store's writer lease: one writer per store, whatever the instance
+    (the URL without its credentials, hashed to a KV key)."""
+    digest = hashlib.sha256(redacted_url(database_url, keep_user=False).encode()).hexdigest()
+    return f"{NAME}.{digest[:16]}"
 
 
 def auditor_keyring_or_empty(settings: Settings) -> Keyring:

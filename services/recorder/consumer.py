@@ -15,6 +15,7 @@ import contextlib
 from dataclasses import dataclass, field
 
 import nats.errors
+import nats.js.errors
 import structlog
 from ddz.adapters import metrics
 from ddz.adapters.bus import ALL_SUBJECTS, DurablePull, EventBus
@@ -55,7 +56,12 @@ class StoreConsumer:
         running = self._task is not None and not self._task.done()
         return running and self._pull is not None and self._pull.healthy
 
-    async def start(self) -> None:
+    async def start(self, *, take_over: bool = False) -> None:
+        """Fetch and store. ``take_over``: this writer follows another that may have
+        died holding messages (the recorder's lease changed hands): the consumer is
+        made again from its acknowledged floor, so what the last writer had fetched
+        and not acknowledged comes at once instead of after ``ack_wait`` (what it had
+        acknowledged beyond the floor comes again too, and is a no-op in the store)."""
         config = ConsumerConfig(
             durable_name=self.durable,
             filter_subject=ALL_SUBJECTS,
@@ -65,9 +71,31 @@ class StoreConsumer:
             ack_wait=60.0,
             max_ack_pending=20_000,
         )
+        if take_over:
+            await self._restart_from_floor(config)
         pull = self._pull = await DurablePull.bind(self.bus, config, retry_delay=RETRY_DELAY)
         self._stopping.clear()
         self._task = asyncio.create_task(self._run(pull), name=f"durable:{self.durable}")
+
+    async def _restart_from_floor(self, config: ConsumerConfig) -> None:
+        js, stream = self.bus.js, self.bus.stream
+        try:
+            info = await js.consumer_info(stream, self.durable)
+        except nats.js.errors.NotFoundError:
+            return  # none yet: made from the start of the stream
+        floor = info.ack_floor.stream_seq if info.ack_floor is not None else 0
+        if not info.num_ack_pending:
+            return  # nothing held by anyone: the consumer goes on as it is
+        await js.delete_consumer(stream, self.durable)
+        if floor:
+            config.deliver_policy = DeliverPolicy.BY_START_SEQUENCE
+            config.opt_start_seq = floor + 1
+        log.info("consumer_taken_over", durable=self.durable, resume_at=(floor or 0) + 1,
+                 unacked=info.num_ack_pending)  # fmt: skip
+
+    @property
+    def running(self) -> bool:
+        return self._task is not None and not self._task.done()
 
     async def stop(self) -> None:
         """Finish the batch in hand, then stop fetching (unacked messages are redelivered)."""
@@ -92,6 +120,8 @@ class StoreConsumer:
                 if not messages:
                     continue
                 await self._handle(messages)
+                if self.bus.nc.is_closed:
+                    return  # the connection went with the batch's replies
                 if len(messages) < self.batch and self.linger > 0:
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(self._stopping.wait(), self.linger)
@@ -112,6 +142,16 @@ class StoreConsumer:
 
 
 async def _settle(msg: Msg, outcome: Outcome) -> None:
+    """Tell the bus; a reply the connection can no longer carry is not an error here:
+    JetStream delivers the message again after ``ack_wait`` (or at once to the next
+    writer, which takes the consumer over), and storing it again is a no-op."""
+    try:
+        await _reply(msg, outcome)
+    except nats.errors.Error as exc:
+        log.warning("ack_not_sent", error=type(exc).__name__)
+
+
+async def _reply(msg: Msg, outcome: Outcome) -> None:
     if outcome.verdict is Verdict.STORED:
         await msg.ack()
     elif outcome.verdict is Verdict.RETRY:

@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from enum import Enum
 
 import structlog
-from ddz.adapters.codec import CodecError, parse_envelope
+from ddz.adapters.codec import CodecError
+from ddz.adapters.event_signing import BadEvent, EventKeyring
 from ddz.adapters.store import (
     DuplicateEventId,
     EventStore,
@@ -80,9 +81,16 @@ class Record:
     bottleneck of the whole suite at full speed); ``sign_head(stream_id)`` signs a
     stream's head once its hand's last event is stored."""
 
-    def __init__(self, store: EventStore, sign_head: Callable[[str], None] | None = None) -> None:
+    def __init__(
+        self,
+        store: EventStore,
+        sign_head: Callable[[str], None] | None = None,
+        *,
+        keyring: EventKeyring,
+    ) -> None:
         self.store = store
         self.sign_head = sign_head
+        self.keyring = keyring  # nothing is stored that its producer did not sign
         self.stored = 0  # events written (not counting redeliveries)
 
     async def __call__(self, arrived: Sequence[bytes]) -> list[Outcome]:
@@ -91,7 +99,12 @@ class Record:
         streams: dict[str, list[_Arrival]] = {}
         for index, data in enumerate(arrived):
             try:
-                envelope = parse_envelope(data)
+                envelope = self.keyring.open(data)
+            except BadEvent as exc:  # refused: kept on the bus as evidence, never stored
+                outcomes[index] = Outcome(
+                    Verdict.REFUSED, exc.stream_id, exc.version, f"{exc.why}: {exc}"
+                )
+                continue
             except CodecError:
                 outcomes[index] = Outcome(Verdict.REFUSED, why="not an EventEnvelope")
                 continue

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 
 import grpc
 from ddz.adapters.bus import EventBus
+from ddz.adapters.event_signing import ensure_signer, event_keyring
 from ddz.adapters.grpc_client import make_channel
 from ddz.adapters.grpc_server import full_service_name
 from ddz.adapters.hand_stream import JetStreamHandLog
@@ -38,7 +39,9 @@ class RulesApp:
         self.channel = make_channel(self.settings, "dealer")
         dealer = dealer_pb2_grpc.DealerServiceStub(self.channel)  # type: ignore[no-untyped-call]
         rules = Rules(
-            JetStreamHandLog(self.bus),
+            JetStreamHandLog(
+                self.bus, ensure_signer(self.settings, NAME), event_keyring(self.settings)
+            ),
             DealerSeeds(dealer),
             HandCache(CACHE_SIZE),
             KeyedLocks(),

@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 
 import grpc
 from ddz.adapters.bus import EventBus
+from ddz.adapters.event_signing import event_keyring
 from ddz.adapters.grpc_server import full_service_name
 from ddz.adapters.health import Check, database_reachable
 from ddz.adapters.service_db import upgrade_service_db
@@ -38,7 +39,10 @@ class SettlementApp:
     async def start(self) -> None:
         await asyncio.to_thread(upgrade_service_db, self.engine)
         self.bus = await connect_bus(self.settings, NAME)
-        apply = ApplySettled(self.projection, BusStartedHands(self.bus), SqlEventStore(self.engine))
+        apply = ApplySettled(
+            self.projection, BusStartedHands(self.bus), SqlEventStore(self.engine),
+            event_keyring(self.settings),
+        )  # fmt: skip
         self.consumer = SettlementConsumer(self.bus, apply)
         await self.consumer.start(self.durable)
 

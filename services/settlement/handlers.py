@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING
 
 import structlog
 from ddz.adapters.bus import stream_parts
-from ddz.adapters.codec import CodecError, decode_envelope
+from ddz.adapters.codec import CodecError
+from ddz.adapters.event_signing import BadEvent, EventKeyring
 from ddz.application.errors import Reason, Refusal
 from ddz.domain.hand.events import HandSettled, HandStarted
 
@@ -31,16 +32,28 @@ MAX_PAGE = 1000
 
 
 class ApplySettled:
-    def __init__(self, ledgers: Ledgers, started: StartedHands, store: Streams) -> None:
+    """Credits only what its producer signed: the ``hand_settled`` and the
+    ``hand_started`` naming the players are both verified with ``keyring``
+    (``ddz.adapters.event_signing``); a forged one is refused (terminated), never
+    applied."""
+
+    def __init__(
+        self, ledgers: Ledgers, started: StartedHands, store: Streams, keyring: EventKeyring
+    ) -> None:
         self.ledgers = ledgers
         self.started = started
         self.store = store
+        self.keyring = keyring
         self.applied = 0  # hands applied (not counting redeliveries)
 
     async def __call__(self, data: bytes, subject: str) -> bool:
         """Apply the ``hand_settled`` envelope ``data`` (delivered on ``subject``);
         False when it was applied before."""
-        envelope, event = decode_envelope(data)
+        try:
+            envelope, event = self.keyring.decode(data)
+        except BadEvent as exc:
+            log.error("event_refused", subject=subject, why=exc.why, reason=str(exc))
+            raise Refusal.invalid(f"{subject}: {exc}") from None
         if not isinstance(event, HandSettled):
             raise Refusal.invalid(f"{envelope.type} on {subject}: expected {HandSettled.TYPE}")
         _, hand_id = stream_parts(envelope.stream_id)
@@ -64,7 +77,10 @@ class ApplySettled:
                 Reason.UNKNOWN_HAND, f"{stream_id}: HandStarted not found yet"
             )
         try:
-            _, started = decode_envelope(data)
+            _, started = self.keyring.decode(data)
+        except BadEvent as exc:  # forged players: nobody is credited on its word
+            log.error("event_refused", stream_id=stream_id, why=exc.why, reason=str(exc))
+            raise Refusal.invalid(f"{stream_id}: {exc}") from None
         except CodecError as exc:  # e.g. a newer dealer's event: readable after an upgrade
             raise Refusal.precondition(
                 Reason.INVALID_ARGUMENT, f"{stream_id}: its hand_started cannot be read: {exc}"

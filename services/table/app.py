@@ -13,10 +13,12 @@ from collections.abc import Mapping, Sequence
 import grpc
 import structlog
 from ddz.adapters.bus import EventBus
+from ddz.adapters.event_signing import ensure_signer, event_keyring
 from ddz.adapters.grpc_client import make_channel
 from ddz.adapters.grpc_server import full_service_name
 from ddz.adapters.hand_feed import HandFeed, HandFold
 from ddz.adapters.health import Check
+from ddz.adapters.routing import RoutedRules, rules_service
 from ddz.adapters.service_runner import connect_bus
 from ddz.adapters.table_stream import JetStreamTableLog, occurred_at
 from ddz.adapters.tokens import table_token_key, verification_keys
@@ -24,7 +26,6 @@ from ddz.config import Settings
 from ddz.v1 import (
     bot_pb2_grpc,
     dealer_pb2_grpc,
-    rules_pb2_grpc,
     settlement_pb2_grpc,
     table_pb2,
     table_pb2_grpc,
@@ -34,6 +35,7 @@ from .clients import BotClient, DealerClient, RulesClient, SettlementClient
 from .clock import TurnClock
 from .credentials import SignedTokens
 from .handlers import TableHandlers
+from .limits import Limits
 from .rooms import load_rooms
 from .servicer import TableServicer
 from .tables import Tables
@@ -59,6 +61,7 @@ class TableApp:
         self.feed: HandFeed | None = None
         self.clock: TurnClock | None = None
         self.channels: list[grpc.aio.Channel] = []
+        self.rules: RoutedRules | None = None
         self.handlers: TableHandlers | None = None
         self.servicer: TableServicer | None = None
 
@@ -69,25 +72,32 @@ class TableApp:
 
     async def start(self) -> None:
         self.bus = await connect_bus(self.settings, NAME)
+        self.rules = rules_service(self.settings)  # each hand's calls to one instance
+        keyring = event_keyring(self.settings)  # every event folded or read is verified
         self.feed = HandFeed(
-            self.bus, keep_log=True, keep_ended=KEEP_ENDED, on_change=self._changed
-        )
+            self.bus, keyring=keyring, keep_log=True, keep_ended=KEEP_ENDED,
+            on_change=self._changed,
+        )  # fmt: skip
         self.handlers = TableHandlers(
             tables=self.tables,
             hands=self.feed,
             rooms=self.rooms,
             dealer=DealerClient(dealer_pb2_grpc.DealerServiceStub(self._channel("dealer"))),  # type: ignore[no-untyped-call]
-            rules=RulesClient(rules_pb2_grpc.RulesServiceStub(self._channel("rules"))),  # type: ignore[no-untyped-call]
+            rules=RulesClient(self.rules),
             bot=BotClient(bot_pb2_grpc.BotServiceStub(self._channel("bot"))),  # type: ignore[no-untyped-call]
             settlement=SettlementClient(
                 settlement_pb2_grpc.SettlementServiceStub(self._channel("settlement"))  # type: ignore[no-untyped-call]
             ),
-            tokens=SignedTokens(self.keys, self.table_key),
+            tokens=SignedTokens(self.keys, self.table_key, self.settings.seat_token_ttl),
             ready_wait=self.settings.turn_timeout,
+            limits=Limits.of(self.settings),
         )
         self.servicer = TableServicer(self.handlers)
         self.clock = TurnClock(self.settings.turn_timeout, self.handlers.disconnect)
-        await self._rebuild(JetStreamTableLog(self.bus, producer=NAME))
+        table_log = JetStreamTableLog(
+            self.bus, producer=NAME, keyring=keyring, signer=ensure_signer(self.settings, NAME)
+        )
+        await self._rebuild(table_log)
         await self.feed.follow(NAME)
 
     async def _rebuild(self, table_log: JetStreamTableLog) -> None:
@@ -141,6 +151,8 @@ class TableApp:
             await self.bus.close()
         for channel in self.channels:
             await channel.close()
+        if self.rules is not None:
+            await self.rules.close()
 
 
 async def build(settings: Settings) -> TableApp:

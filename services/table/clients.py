@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ddz.adapters import codec
 from ddz.adapters.grpc_client import ask
+from ddz.adapters.routing import RulesStub
 from ddz.domain.hand import SeatCommand
 from ddz.v1 import (
     bot_pb2,
@@ -12,7 +13,6 @@ from ddz.v1 import (
     dealer_pb2,
     dealer_pb2_grpc,
     rules_pb2,
-    rules_pb2_grpc,
     settlement_pb2,
     settlement_pb2_grpc,
     table_pb2,
@@ -26,27 +26,21 @@ class DealerClient:
         self.stub = stub
 
     async def deal(self, order: DealOrder) -> Dealt:
+        # The hand and its table only: the dealer reads the rules, room, seats, first
+        # bidder and balances from the table's stream (hand_assigned is recorded first).
         request = dealer_pb2.DealRequest(
             hand_id=order.hand_id,
             table_id=order.table_id,
-            variant=order.rules.name,
-            rules=codec.ruleset_to_pb(order.rules),
-            room=codec.room_to_pb(order.room),
-            seats=[codec.seat_to_pb(seat) for seat in order.seats],
             client_seeds=list(order.client_seeds),
             show_before_deal=list(order.show_before_deal),
             request_id=order.request_id,
         )
-        if order.first_bidder is not None:
-            request.first_bidder = order.first_bidder
-        if order.balances is not None:
-            request.balances.values.extend(order.balances)
         answer: dealer_pb2.DealResponse = await ask("dealer", self.stub.Deal, request)
         return Dealt(answer.commitment, int(answer.version), list(answer.events))
 
 
 class RulesClient:
-    def __init__(self, stub: rules_pb2_grpc.RulesServiceStub) -> None:
+    def __init__(self, stub: RulesStub) -> None:  # each hand's calls to its instance
         self.stub = stub
 
     async def decide(

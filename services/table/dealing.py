@@ -111,7 +111,9 @@ class Dealing:
             balances, client_seeds, show_before_deal, request_id(),
         )  # fmt: skip
         # Known as this table's before its first event can arrive (turn deadlines), and
-        # on the table's stream before the dealer deals it (a restart knows it).
+        # on the table's stream before the dealer deals it (a restart knows it; and the
+        # dealer deals under the rules, room, seats and balances recorded there, never
+        # under the order's: ``order`` names the hand, the table and the seeds).
         self.floor.tables.add_hand(table, hand_id, first_bidder, balances)
         try:
             await self.floor.tables.recorded(table)

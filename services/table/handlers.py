@@ -10,12 +10,18 @@ do what, ``seating`` and ``presence`` keep rooms and streams. Everything refused
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+
+import structlog
 from ddz.adapters.hand_feed import HandFold
 
 from .auth import Gate
 from .dealing import Dealing
 from .floor import Floor
 from .joining import Joining
+from .limits import Limits, RateLimits, StreamSlots
+from .lobby import Seat
 from .moves import Moves
 from .ports import Bot, Dealer, Hands, Rules, Settlement, Tokens
 from .presence import Presence
@@ -23,6 +29,8 @@ from .rooms import Rooms
 from .seating import Seating
 from .tables import Table, Tables
 from .watching import Watching
+
+log = structlog.get_logger("ddz.table")
 
 
 class TableHandlers:
@@ -38,20 +46,32 @@ class TableHandlers:
         settlement: Settlement,
         tokens: Tokens,
         ready_wait: float,
+        limits: Limits | None = None,
+        keep_closed: float | None = None,
     ) -> None:
+        # A closed table is forgotten this long after its last hand is over: meanwhile
+        # the others at it are told why it closed (NextHand, GetTable). Default: as long
+        # as NextHand waits for them (the ready wait).
+        self.keep_closed = ready_wait if keep_closed is None else keep_closed
+        self.limits = limits or Limits(RateLimits({}), StreamSlots(4))  # {}: none limited
         self.floor = Floor(tables, hands)
         self.gate = Gate(tokens, tables)
         self.dealing = Dealing(self.floor, dealer, self.gate)
-        self.moves = Moves(self.floor, rules, self.gate)
+        self.moves = Moves(self.floor, rules, self.gate, self.limits.calls)
         self.seating = Seating(
             rooms, tables, deal=self._deal, escape=self.moves.escape,
             hand_over=self.dealing.hand_over, ready_wait=ready_wait,
         )  # fmt: skip
         self.presence = Presence(on_drop=self.moves.dropped, on_back=self.moves.back)
         self.joining = Joining(
-            rooms, self.seating, self.floor, self.dealing, self.gate, settlement, tokens
+            rooms, self.seating, self.floor, self.dealing, self.gate, settlement, tokens,
+            self.limits.calls,
+        )  # fmt: skip
+        self.watching = Watching(
+            self.floor, self.moves, self.gate, self.presence, bot, self.limits.streams
         )
-        self.watching = Watching(self.floor, self.moves, self.gate, self.presence, bot)
+        self._evictions: dict[str, asyncio.Task[None]] = {}
+        tables.on_closed = self.table_closed
 
     async def _deal(self, table: Table) -> tuple[str, int | None]:
         """A room table's next hand (the caller holds ``table.lock``)."""
@@ -63,10 +83,53 @@ class TableHandlers:
         await self.moves.disconnect(hand_id, seat, expected_version)
 
     def hand_changed(self, fold: HandFold) -> None:
-        """The feed's news (from the app): an ended hand needs no presence any more."""
+        """The feed's news (from the app): an ended hand needs no presence any more,
+        and a closed table whose last hand it was is done."""
         if fold.over:
             self.presence.hand_over(fold.hand_id)
+            table = self.floor.tables.table_of(fold.hand_id)
+            if table is not None and table.closed and table.last_hand_id == fold.hand_id:
+                self.table_closed(table)
+
+    # -- forgetting what is done -----------------------------------------------------------
+
+    def table_closed(self, table: Table) -> None:
+        """The table deals no more hands: forget it ``keep_closed`` s after its last
+        hand is over and its events are written (``_evict``), so nothing of a closed
+        table stays in memory."""
+        if table.table_id not in self._evictions:
+            task = asyncio.ensure_future(self._evict(table))
+            self._evictions[table.table_id] = task
+            task.add_done_callback(lambda _t: self._evictions.pop(table.table_id, None))
+
+    async def _evict(self, table: Table) -> None:
+        tables = self.floor.tables
+        try:
+            with contextlib.suppress(Exception):  # a failed write is logged by the registry
+                await tables.recorded(table)
+            if tables.get(table.table_id) is not table or not await self.dealing.hand_over(table):
+                return  # the hand in play ends later: hand_changed comes back here
+            await asyncio.sleep(self.keep_closed)
+            with contextlib.suppress(Exception):
+                await tables.recorded(table)
+            if not tables.evict(table):
+                return
+        except Exception:
+            log.exception("table_not_evicted", table_id=table.table_id)
+            return
+        lobby = self.seating.lobby
+        for number, seat in enumerate(table.seats):
+            if lobby.place_of(seat.player_id) == Seat(table.table_id, number):
+                lobby.release(seat.player_id)
+        for hand_id in table.hand_ids:
+            self.presence.hand_over(hand_id)
+            self.floor.hands.forget(hand_id)
+        log.info("table_evicted", table_id=table.table_id, hands=len(table.hand_ids))
 
     async def close(self) -> None:
+        for task in list(self._evictions.values()):
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
         await self.presence.close()
         await self.seating.close()

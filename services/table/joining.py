@@ -13,6 +13,7 @@ from ddz.domain.ruleset import Scoring
 from .auth import Gate
 from .dealing import Dealing, Shown
 from .floor import Floor
+from .limits import RateLimits
 from .lobby import Seat
 from .ports import Caller, SeatPass, Settlement, Tokens
 from .rooms import Room, Rooms
@@ -41,10 +42,17 @@ class Joined:
     rejoined: bool
 
 
+@dataclass(frozen=True, slots=True)
+class Refreshed:
+    table_id: str
+    seat: int
+    seat_pass: SeatPass
+
+
 class Joining:
     def __init__(
         self, rooms: Rooms, seating: Seating, floor: Floor, dealing: Dealing, gate: Gate,
-        settlement: Settlement, tokens: Tokens,
+        settlement: Settlement, tokens: Tokens, limits: RateLimits | None = None,
     ) -> None:  # fmt: skip
         self.rooms = rooms
         self.seating = seating
@@ -53,6 +61,7 @@ class Joining:
         self.gate = gate
         self.settlement = settlement
         self.tokens = tokens
+        self.limits = limits or RateLimits({})
 
     def list_rooms(self) -> list[RoomShown]:
         lobby, tables = self.seating.lobby, self.floor.tables
@@ -63,7 +72,9 @@ class Joining:
 
     async def join_room(self, token: str | None, room_id: str, asked: str) -> Joined:
         """Seat the player (``asked``: whom an operator joins) at a table of the room."""
-        player_id = self._who_joins(self.gate.caller(token), asked)
+        caller = self.gate.caller(token)
+        player_id = self._who_joins(caller, asked)
+        self.limits.spend("join", caller)
         room = self.rooms.get(room_id)
         if room is None:
             known = ", ".join(r.room_id for r in self.rooms.rooms)
@@ -120,6 +131,31 @@ class Joining:
         log.info("player_seated", room=room.room_id, table_id=table.table_id, seat=seat.seat,
                  player=player_id, rejoined=rejoined)  # fmt: skip
         return Joined(room, self.dealing.shown(table), seat.seat, seat_pass, balance, rejoined)
+
+    def refresh(self, token: str | None) -> Refreshed:
+        """A new seat token for the seat the caller's seat token holds, while the seat
+        is still theirs: the table is known here (open, or closed with its last hand in
+        play) and they have not left it. What revokes a seat token is on the table's
+        stream (``player_left``, ``table_closed``), so a restart revokes the same ones."""
+        caller = self.gate.caller(token)
+        if caller.kind != "seat" or caller.seat is None:
+            raise Refusal.denied("RefreshSeatToken takes a seat token (a player token "
+                                 "gets one from JoinRoom)")  # fmt: skip
+        table = self.floor.tables.get(caller.table_id)
+        if table is None:
+            raise Refusal.denied(f"seat token revoked: table {caller.table_id} is closed")
+        seat = caller.seat
+        if not 0 <= seat < len(table.seats) or table.seats[seat].player_id != caller.player_id:
+            raise Refusal.denied(f"seat {seat} of table {table.table_id} is not "
+                                 f"{caller.player_id}'s")  # fmt: skip
+        if table.left.get(seat) == caller.player_id:
+            raise Refusal.denied(f"seat token revoked: {caller.player_id} has left table "
+                                 f"{table.table_id}")  # fmt: skip
+        self.limits.spend("join", caller)
+        seat_pass = self.tokens.seat_pass(caller.player_id, table.table_id, seat)
+        log.info("seat_token_refreshed", table_id=table.table_id, seat=seat,
+                 player=caller.player_id)  # fmt: skip
+        return Refreshed(table.table_id, seat, seat_pass)
 
     async def leave_room(self, token: str | None, room_id: str, asked: str) -> Left:
         """Take the player (``asked``: whom an operator takes out) out of the queue or off

@@ -30,6 +30,7 @@ from ddz.domain.hand import (
 
 from .auth import Gate
 from .floor import Floor, check_seat
+from .limits import Limited, RateLimits
 from .ports import Envelope, Rules
 from .tables import Table
 
@@ -86,19 +87,27 @@ class Moved:
 
 
 class Moves:
-    def __init__(self, floor: Floor, rules: Rules, gate: Gate) -> None:
+    def __init__(
+        self, floor: Floor, rules: Rules, gate: Gate, limits: RateLimits | None = None
+    ) -> None:
         self.floor = floor
         self.rules = rules
         self.gate = gate
+        self.limits = limits or RateLimits({})
 
     async def seat_call(
-        self, token: str | None, hand_id: str, seat: int, *, comes_back: bool = False
-    ) -> HandFold:
+        self, token: str | None, hand_id: str, seat: int, *, comes_back: bool = False,
+        limited: Limited | None = None,
+    ) -> HandFold:  # fmt: skip
         """The hand, once the caller may act for ``seat`` and read its cards. With
-        ``comes_back``, a call of the seat's own player ends their disconnect."""
+        ``comes_back``, a call of the seat's own player ends their disconnect; a
+        ``limited`` call spends from the player's bucket of that kind (after the checks:
+        a call refused anyway costs the player nothing)."""
         fold = await self.floor.hand(hand_id)
         check_seat(seat)
         caller = self.gate.seat(token, fold, seat)
+        if limited is not None:
+            self.limits.spend(limited, caller)
         if comes_back and not caller.operator:
             await self.back(hand_id, seat)
         return fold
@@ -108,7 +117,7 @@ class Moves:
     ) -> Moved:
         """Send the seat's command; wait up to ``budget`` s for the view to include it."""
         seat = command.seat
-        fold = await self.seat_call(token, hand_id, seat)
+        fold = await self.seat_call(token, hand_id, seat, limited="move")
         if seat in fold.state.disconnected and not fold.state.seats[seat].is_bot:
             await self._reconnect(fold, seat)  # also when an operator's tool plays it
         answer = await self.rules.decide(hand_id, command, request_id=request_id())

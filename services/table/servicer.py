@@ -113,6 +113,15 @@ class TableServicer(table_pb2_grpc.TableServiceServicer):
             response.seat = left.seat
         return response
 
+    async def RefreshSeatToken(
+        self, request: table_pb2.RefreshSeatTokenRequest, context: Context
+    ) -> table_pb2.RefreshSeatTokenResponse:
+        refreshed = self.joining.refresh(token_of(context))
+        return table_pb2.RefreshSeatTokenResponse(
+            token=refreshed.seat_pass.token, token_expires=refreshed.seat_pass.expires,
+            table_id=refreshed.table_id, seat=refreshed.seat,
+        )  # fmt: skip
+
     async def NextHand(
         self, request: table_pb2.NextHandRequest, context: Context
     ) -> table_pb2.NextHandResponse:

@@ -135,6 +135,9 @@ class Tables:
         self.log = log  # None: in memory only (the unit tests)
         self._tables: dict[str, Table] = {}
         self._by_hand: dict[str, Table] = {}
+        # Told when a table closes (its ``table_closed`` recorded): the service then
+        # forgets it once its last hand is over (``evict``).
+        self.on_closed: Callable[[Table], None] | None = None
 
     def open(
         self,
@@ -183,7 +186,18 @@ class Tables:
         if self._tables.get(table.table_id) is table:
             del self._tables[table.table_id]
         for hand_id in table.hand_ids:
-            self._by_hand.pop(hand_id, None)
+            if self._by_hand.get(hand_id) is table:
+                del self._by_hand[hand_id]
+
+    def evict(self, table: Table) -> bool:
+        """Forget a closed table whose events are all written (its stream keeps them):
+        from now on its id and its hands' ids name no table here, so its seat tokens
+        are refused -- as after a restart, which restores no closed table."""
+        if not table.closed or (table.writing is not None and not table.writing.done()):
+            return False
+        known = self._tables.get(table.table_id) is table
+        self.forget(table)
+        return known
 
     async def recorded(self, table: Table) -> None:
         """Wait until the table's events so far are on its stream (a failed write is an
@@ -232,6 +246,8 @@ class Tables:
         table.close(reason)
         if table.state is None or not table.state.closed:
             self._record(table, TableClosed(table.closed_reason))
+            if self.on_closed is not None:
+                self.on_closed(table)
 
     def get(self, table_id: str) -> Table | None:
         return self._tables.get(table_id)

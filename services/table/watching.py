@@ -13,6 +13,7 @@ from ddz.v1 import table_pb2
 
 from .auth import Gate
 from .floor import Floor, check_seat
+from .limits import StreamSlots
 from .moves import Moves, Seen
 from .ports import Bot, Caller, Envelope
 from .presence import Presence
@@ -45,13 +46,15 @@ def visible_event(entry: Entry, seat: int) -> Envelope | None:
 
 class Watching:
     def __init__(
-        self, floor: Floor, moves: Moves, gate: Gate, presence: Presence, bot: Bot
-    ) -> None:
+        self, floor: Floor, moves: Moves, gate: Gate, presence: Presence, bot: Bot,
+        streams: StreamSlots | None = None,
+    ) -> None:  # fmt: skip
         self.floor = floor
         self.moves = moves
         self.gate = gate
         self.presence = presence
         self.bot = bot
+        self.streams = streams or StreamSlots(4)
 
     async def view(self, token: str | None, hand_id: str, seat: int, min_version: int,
                    budget: float) -> Seen:  # fmt: skip
@@ -64,22 +67,30 @@ class Watching:
     async def watch(
         self, token: str | None, hand_id: str, seat: int, *, after: int, events_only: bool
     ) -> AsyncGenerator[Update, None]:
-        """The seat's updates after position ``after``, until the hand is over."""
+        """The seat's updates after position ``after``, until the hand is over. A
+        player has at most ``streams.per_seat`` of them open on a seat at once."""
         fold = await self.floor.hand(hand_id)
         check_seat(seat)
         caller = self.gate.seat(token, fold, seat)
+        counted = not caller.operator
+        if counted:
+            self.streams.take(fold.hand_id, seat)  # TOO_MANY_STREAMS when none is free
         # The player's own stream is their presence at the seat (an operator's is not).
-        present = not caller.operator and self.moves.person_in_play(fold, seat)
-        if present:
-            await self.presence.opened(fold.hand_id, seat)
-        finished = False
+        present = counted and self.moves.person_in_play(fold, seat)
         try:
-            async for update in self._updates(fold, seat, after, events_only):
-                yield update
-            finished = True
-        finally:
             if present:
-                self.presence.closed(fold.hand_id, seat, dropped=not finished)
+                await self.presence.opened(fold.hand_id, seat)
+            finished = False
+            try:
+                async for update in self._updates(fold, seat, after, events_only):
+                    yield update
+                finished = True
+            finally:
+                if present:
+                    self.presence.closed(fold.hand_id, seat, dropped=not finished)
+        finally:
+            if counted:
+                self.streams.give_back(fold.hand_id, seat)
 
     async def _updates(
         self, fold: HandFold, seat: int, after: int, events_only: bool
@@ -108,7 +119,7 @@ class Watching:
             await fold.wait_for(position + 1, timeout=STREAM_WAIT)
 
     async def suggest(self, token: str | None, hand_id: str, seat: int) -> table_pb2.SuggestedMove:
-        fold = await self.moves.seat_call(token, hand_id, seat, comes_back=True)
+        fold = await self.moves.seat_call(token, hand_id, seat, comes_back=True, limited="move")
         return await self.bot.suggest(fold.hand_id, seat, fold.version)
 
     async def hint(

@@ -57,6 +57,14 @@ DEFAULT_STREAM_MAX_AGE = 7 * 24 * 3600.0
 """Seconds an event stays on the bus by default (``DDZ_STREAM_MAX_AGE``): readers of an
 older hand go to the recorder's store."""
 MAX_STREAM_REPLICAS = 5  # JetStream's own limit
+OPERATOR = "operator"
+"""The identity of the project's own tools (``ddz audit``, ``simulate``, ``bench``...)
+to the services: their certificate's name (``ddz.adapters.certs``)."""
+TLS_DIR = "tls"
+"""Where under the data dir each identity's certificate and key are by default."""
+DEFAULT_MAX_CONCURRENT_RPCS = 2000
+"""Calls in flight one server takes at once (``DDZ_MAX_CONCURRENT_RPCS``); more are
+refused RESOURCE_EXHAUSTED. Each watching seat holds one stream open."""
 
 
 def nats_servers(url: str) -> tuple[str, ...]:
@@ -120,6 +128,10 @@ class Settings:
     data_dir: Path = Path(".ddz")
     database_url: str = ""
     nats_url: str = ""
+    # How often the nats-server ``ddz up`` starts syncs JetStream files to disk
+    # (``DDZ_NATS_SYNC``): "" = the server's default (every 2 minutes), "always", or a
+    # duration such as "1s" (docs/OPERATIONS.md, "What a crash can lose").
+    nats_sync: str = ""
     # Who this process is to NATS (none set: no credentials, or the service's own seed
     # under ``<data dir>/nats/``, see ``ddz.adapters.nats_auth``) and TLS to NATS.
     nats_creds_file: Path | None = None
@@ -137,6 +149,9 @@ class Settings:
     listen: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     # ``DDZ_<NAME>_METRICS_PORT`` of the services that set one (``metrics_address``).
     metrics_ports: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+    # ``DDZ_<NAME>_PROBE_PORT`` of the services that set one: a plaintext listener with the
+    # health service alone, for probes that cannot speak TLS (``probe_address``).
+    probe_ports: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
     log_level: str = "INFO"
     log_format: LogFormat = "auto"
     log_to_file: bool = False
@@ -161,6 +176,29 @@ class Settings:
     stream_replicas: int = 1  # 3 on a cluster of three
     stream_max_age: float | None = DEFAULT_STREAM_MAX_AGE  # seconds; None: no limit
     stream_max_bytes: int | None = None  # None: no limit
+    # Instances (ddz.adapters.lease; docs/ARCHITECTURE.md "Instances").
+    lease_ttl: float = 10.0  # DDZ_LEASE_TTL: seconds a dead holder's lease outlives it
+    bot_partitions: int = 1  # DDZ_BOT_PARTITIONS: >1 shares the hands among bot instances
+    # gRPC over TLS (ddz.adapters.certs; docs/SECURITY.md "gRPC"). Unset paths are under
+    # <data dir>/tls/: ca.crt, <identity>.crt, <identity>.key.
+    tls_ca_file: Path | None = None  # DDZ_TLS_CA: the CA bundle this process trusts
+    tls_cert_file: Path | None = None  # DDZ_TLS_CERT: this process's own certificate
+    tls_key_file: Path | None = None  # DDZ_TLS_KEY: and its private key
+    insecure: bool = False  # DDZ_INSECURE: plaintext gRPC, for local development only
+    # Who this process is to the services it calls: a service's name (set by the
+    # service runner, ``as_identity``), else the operator's tools. Not read from env.
+    identity: str = OPERATOR
+    max_concurrent_rpcs: int = DEFAULT_MAX_CONCURRENT_RPCS  # DDZ_MAX_CONCURRENT_RPCS
+    # The table service's abuse limits and seat tokens (docs/SECURITY.md "Abuse limits").
+    seat_token_ttl: float = 15 * 60.0  # DDZ_SEAT_TOKEN_TTL: seconds a seat token lasts
+    join_rate: float = 1.0  # DDZ_JOIN_RATE: a player's JoinRoom/RefreshSeatToken per second
+    join_burst: int = 10  # DDZ_JOIN_BURST: ...and how many at once
+    move_rate: float = 20.0  # DDZ_MOVE_RATE: a player's moves and hints per second
+    move_burst: int = 100  # DDZ_MOVE_BURST: ...and how many at once
+    seat_streams: int = 4  # DDZ_SEAT_STREAMS: WatchHand streams open at once per seat
+    # Signed events (ddz.adapters.event_signing; docs/SECURITY.md "Signed events").
+    event_signing_key_file: Path | None = None  # DDZ_EVENT_SIGNING_KEY: this producer's key
+    event_keyring_file: Path | None = None  # DDZ_EVENT_KEYRING: the producers' public keys
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -185,12 +223,17 @@ class Settings:
             service: _int(env, f"DDZ_{service.upper()}_PORT", default, low=0, high=65535)
             for service, default in SERVICE_PORTS.items()
         }
-        addresses = _targets(env, "ADDR")
+        addresses = _targets(env, "ADDR", several=True)
         listen = _targets(env, "LISTEN")
         metrics_ports = {
             service: _int(env, f"DDZ_{service.upper()}_METRICS_PORT", 0, low=0, high=65535)
             for service in SERVICE_PORTS
             if env.get(f"DDZ_{service.upper()}_METRICS_PORT", "").strip()
+        }
+        probe_ports = {
+            service: _int(env, f"DDZ_{service.upper()}_PROBE_PORT", 0, low=0, high=65535)
+            for service in SERVICE_PORTS
+            if env.get(f"DDZ_{service.upper()}_PROBE_PORT", "").strip()
         }
         log_level = env.get("DDZ_LOG_LEVEL", "INFO").strip().upper() or "INFO"
         if log_level not in LOG_LEVELS:
@@ -207,6 +250,12 @@ class Settings:
             raise ValueError(
                 f"DDZ_BOT_PLAYER must be one of {', '.join(PLAYER_KINDS)}, got {bot_player!r}"
             )
+        nats_sync = env.get("DDZ_NATS_SYNC", "").strip().lower()
+        if nats_sync and not re.fullmatch(r"always|[1-9][0-9]*(ms|s|m|h)", nats_sync):
+            raise ValueError(
+                "DDZ_NATS_SYNC must be 'always' or a duration such as 1s or 500ms, "
+                f"got {nats_sync!r}"
+            )
         audit_key_id = env.get("DDZ_AUDIT_KEY_ID", "k1").strip() or "k1"
         if not audit_key_id.isascii() or not audit_key_id.isprintable():
             raise ValueError("DDZ_AUDIT_KEY_ID must be printable ASCII")
@@ -214,6 +263,7 @@ class Settings:
             data_dir=data_dir,
             database_url=normalize_database_url(database_url),
             nats_url=nats_url,
+            nats_sync=nats_sync,
             nats_creds_file=_path(env, "DDZ_NATS_CREDS"),
             nats_nkey_seed_file=_path(env, "DDZ_NATS_NKEY_SEED"),
             nats_user=env.get("DDZ_NATS_USER", "").strip(),
@@ -226,6 +276,7 @@ class Settings:
             addresses=MappingProxyType(addresses),
             listen=MappingProxyType(listen),
             metrics_ports=MappingProxyType(metrics_ports),
+            probe_ports=MappingProxyType(probe_ports),
             log_level=log_level,
             log_format=log_format,  # checked against LOG_FORMATS above
             log_to_file=_bool(env, "DDZ_LOG_TO_FILE", False),
@@ -251,6 +302,23 @@ class Settings:
             stream_replicas=_int(env, "DDZ_STREAM_REPLICAS", 1, low=1, high=MAX_STREAM_REPLICAS),
             stream_max_age=_limit(env, "DDZ_STREAM_MAX_AGE", DEFAULT_STREAM_MAX_AGE, float),
             stream_max_bytes=_limit(env, "DDZ_STREAM_MAX_BYTES", None, int),
+            lease_ttl=_float(env, "DDZ_LEASE_TTL", 10.0),
+            bot_partitions=_int(env, "DDZ_BOT_PARTITIONS", 1, low=1, high=1024),
+            tls_ca_file=_path(env, "DDZ_TLS_CA"),
+            tls_cert_file=_path(env, "DDZ_TLS_CERT"),
+            tls_key_file=_path(env, "DDZ_TLS_KEY"),
+            insecure=_bool(env, "DDZ_INSECURE", False),
+            max_concurrent_rpcs=_int(
+                env, "DDZ_MAX_CONCURRENT_RPCS", DEFAULT_MAX_CONCURRENT_RPCS, low=1, high=1_000_000
+            ),
+            seat_token_ttl=_float(env, "DDZ_SEAT_TOKEN_TTL", 15 * 60.0),
+            join_rate=_float(env, "DDZ_JOIN_RATE", 1.0),
+            join_burst=_int(env, "DDZ_JOIN_BURST", 10, low=1, high=1_000_000),
+            move_rate=_float(env, "DDZ_MOVE_RATE", 20.0),
+            move_burst=_int(env, "DDZ_MOVE_BURST", 100, low=1, high=1_000_000),
+            seat_streams=_int(env, "DDZ_SEAT_STREAMS", 4, low=1, high=1000),
+            event_signing_key_file=_path(env, "DDZ_EVENT_SIGNING_KEY"),
+            event_keyring_file=_path(env, "DDZ_EVENT_KEYRING"),
         )
 
     def __repr__(self) -> str:
@@ -281,6 +349,12 @@ class Settings:
         host = "127.0.0.1" if self.host in WILDCARD_HOSTS else self.host
         return f"{host}:{port}"
 
+    def targets(self, service: str) -> tuple[str, ...]:
+        """The instances of ``service`` clients may dial: ``address`` split at its commas
+        (``DDZ_RULES_ADDR=10.0.0.1:50052,10.0.0.2:50052``). An entry may itself name
+        several (``dns:///rules:50052``); ``ddz.adapters.routing`` resolves it."""
+        return tuple(self.address(service).split(","))
+
     def listen_address(self, service: str, port: int | None = None) -> str:
         """Where ``service`` listens: ``DDZ_<NAME>_LISTEN``, else ``DDZ_HOST`` and the
         service's port; ``port`` (0: any free one) replaces the port of either."""
@@ -305,9 +379,34 @@ class Settings:
         (``listen_address``) and its ``metrics_port``."""
         return self.listen_address(service, self.metrics_port(service))
 
+    def probe_address(self, service: str) -> str | None:
+        """Where ``service`` answers health checks in plaintext (``DDZ_<NAME>_PROBE_PORT``),
+        or None: no such listener (the default; health is on the TLS port as always)."""
+        port = self.probe_ports.get(service)
+        return None if port is None else self.listen_address(service, port)
+
     def with_addresses(self, **targets: str) -> Settings:
         """A copy in which clients dial the given services at the given targets."""
         return replace(self, addresses=MappingProxyType({**self.addresses, **targets}))
+
+    def as_identity(self, identity: str) -> Settings:
+        """A copy that calls other services as ``identity`` (a service's own clients)."""
+        return replace(self, identity=identity)
+
+    @property
+    def tls_ca_path(self) -> Path:
+        """The CA bundle gRPC peers are checked against (``DDZ_TLS_CA``)."""
+        return self.tls_ca_file or self.data_dir / TLS_DIR / "ca.crt"
+
+    @property
+    def tls_cert_path(self) -> Path:
+        """This process's certificate (``DDZ_TLS_CERT``, else its identity's)."""
+        return self.tls_cert_file or self.data_dir / TLS_DIR / f"{self.identity}.crt"
+
+    @property
+    def tls_key_path(self) -> Path:
+        """This process's private key (``DDZ_TLS_KEY``, else its identity's)."""
+        return self.tls_key_file or self.data_dir / TLS_DIR / f"{self.identity}.key"
 
     @property
     def nats_servers(self) -> tuple[str, ...]:
@@ -332,6 +431,16 @@ class Settings:
     def audit_public_keys_path(self) -> Path:
         """The keyring auditors verify heads with (``DDZ_AUDIT_PUBLIC_KEYS``): public."""
         return self.audit_public_keys_file or self.data_dir / "keys" / "audit-public.json"
+
+    def event_signing_key_path(self, producer: str) -> Path:
+        """The Ed25519 key ``producer`` signs its events with (``DDZ_EVENT_SIGNING_KEY``,
+        else ``<data dir>/keys/events/<producer>.key``)."""
+        return self.event_signing_key_file or self.data_dir / "keys" / "events" / f"{producer}.key"
+
+    @property
+    def event_keyring_path(self) -> Path:
+        """The producers' public keys consumers verify events with (``DDZ_EVENT_KEYRING``)."""
+        return self.event_keyring_file or self.data_dir / "keys" / "event-keyring.json"
 
     def require_audit_key(self) -> bytes:
         """The HMAC key that signed chain heads before Ed25519 (``ddz.audit.keys`` reads
@@ -360,20 +469,24 @@ class Settings:
         return key
 
 
-def _targets(env: Mapping[str, str], suffix: str) -> dict[str, str]:
-    """``DDZ_<NAME>_<suffix>`` of every service that has one."""
+def _targets(env: Mapping[str, str], suffix: str, *, several: bool = False) -> dict[str, str]:
+    """``DDZ_<NAME>_<suffix>`` of every service that has one; ``several``: a comma list
+    of targets is allowed (the instances of a service, ``Settings.targets``)."""
     found = {}
     for service in SERVICE_PORTS:
         name = f"DDZ_{service.upper()}_{suffix}"
         raw = env.get(name, "").strip()
         if not raw:
             continue
-        if any(c.isspace() for c in raw) or ":" not in raw:
-            raise ValueError(
-                f"{name} must be host:port or a gRPC target such as dns:///{service}:"
-                f"{SERVICE_PORTS[service]}, got {raw!r}"
-            )
-        found[service] = raw
+        parts = [part.strip() for part in raw.split(",")] if several else [raw]
+        or_several = " (or several, separated by commas)" if several else ""
+        for part in parts:
+            if any(c.isspace() for c in part) or ":" not in part:
+                raise ValueError(
+                    f"{name} must be host:port or a gRPC target such as dns:///{service}:"
+                    f"{SERVICE_PORTS[service]}{or_several}, got {raw!r}"
+                )
+        found[service] = ",".join(parts)
     return found
 
 

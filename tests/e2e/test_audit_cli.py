@@ -27,12 +27,13 @@ from ddz.adapters.store import create_store
 from ddz.adapters.store.keys import ensure_signing_key, signer_of
 from ddz.adapters.store.schema import events, stream_signatures
 from ddz.audit import CHECKS
-from ddz.audit.sample import Mischief, record_hand
+from ddz.audit.sample import Mischief, SampleKeys, record_hand
 from ddz.config import Settings
 from ddz.domain.hand.events import HandSettled, HandStarted
 from ddz.domain.ruleset import VARIANTS
 
 KEY = "operator-key-for-the-e2e-test"
+PRODUCERS = SampleKeys.generate()  # the producers' keys the sample hands are signed with
 
 
 @dataclass(frozen=True)
@@ -64,16 +65,23 @@ def _project_balances(url: str) -> None:
 def store_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StoreDir]:
     data = tmp_path_factory.mktemp("ddz-data")
     url = f"sqlite:///{data / 'ddz.sqlite3'}"
+    # The producers' public keyring where the services keep it: <data dir>/keys/.
+    PRODUCERS.publish(Settings.from_env({"DDZ_DATA_DIR": str(data)}).event_keyring_path)
     store = create_store(url, upgrade=True)
     rng = random.Random(77)
     clean = {
-        variant: record_hand(store, rules, rng, key=KEY.encode(), odds=Mischief(refuse=0.1))
+        variant: record_hand(
+            store, rules, rng, signers=PRODUCERS, key=KEY.encode(), odds=Mischief(refuse=0.1)
+        )
         for variant, rules in VARIANTS.items()
     }
-    # A hand someone with the database's password wrote in, signing it with a key of
-    # their own (the store's own code cannot do that; raw SQL can).
+    # A hand someone with the database's password wrote in, signing its head with a key
+    # of their own (the store's own code cannot do that; raw SQL can). Its events are
+    # the producers' own (copied off the bus, say): only the head is forged.
     elsewhere = create_store("sqlite:///:memory:", upgrade=True)
-    tampered = record_hand(elsewhere, VARIANTS["classic"], rng, key=b"not the operator's key")
+    tampered = record_hand(
+        elsewhere, VARIANTS["classic"], rng, signers=PRODUCERS, key=b"not the operator's key"
+    )
     rows = [dataclasses.asdict(e) for e in elsewhere.read_stream(f"hand-{tampered}")]
     (signature,) = elsewhere.read_signatures(f"hand-{tampered}")
     elsewhere.close()
@@ -92,8 +100,10 @@ def store_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StoreDir]:
     yield StoreDir(data, clean, tampered)
 
 
-def ddz(data: Path, *args: str, key: str | None = KEY) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DDZ_")}
+def ddz(
+    data: Path, *args: str, key: str | None = KEY, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("DDZ_")}, **(env or {})}
     env["DDZ_DATA_DIR"] = str(data)
     if key is not None:
         env["DDZ_AUDIT_KEY"] = key
@@ -212,6 +222,31 @@ def test_rebuild_equals_the_live_balances_and_names_any_difference(
     assert human.returncode == 1 and "alice" in human.stdout and "1 difference" in human.stdout
 
 
+def test_without_the_producers_keyring_every_hand_fails_producer_signature(
+    store_dir: StoreDir, tmp_path: Path
+) -> None:
+    """An auditor handed the store and the head keys but not the producers' keyring
+    cannot tell who made the events: the audit fails, saying what is missing."""
+    copy = tmp_path / "data"
+    shutil.copytree(store_dir.data, copy)
+    (copy / "keys" / "event-keyring.json").unlink()
+    hand_id = store_dir.clean["classic"]
+    done = ddz(copy, "audit", hand_id)
+    assert done.returncode == 1, done.stdout + done.stderr
+    last = done.stdout.strip().splitlines()[-1]
+    assert last.startswith(f"{hand_id}: producer_signature check failed: no event keyring")
+    assert "DDZ_EVENT_KEYRING" in last
+    every = ddz(copy, "audit", "--all", "--json")
+    assert every.returncode == 1, every.stderr
+    report = json.loads(every.stdout)
+    assert report["failed_by_check"]["producer_signature"] == report["hands"] == report["failed"]
+    # The keyring given by its variable, from anywhere, is as good as the file.
+    elsewhere = tmp_path / "producers.json"
+    PRODUCERS.publish(elsewhere)
+    found = ddz(copy, "audit", hand_id, env={"DDZ_EVENT_KEYRING": str(elsewhere)})
+    assert found.returncode == 0, found.stdout[-2000:] + found.stderr
+
+
 def test_the_key_file_in_the_data_dir_is_used_without_the_variable(
     store_dir: StoreDir, tmp_path: Path
 ) -> None:
@@ -255,16 +290,20 @@ def public_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PublicDir]:
     data = tmp_path_factory.mktemp("ddz-public")
     settings = Settings.from_env({"DDZ_DATA_DIR": str(data)})
     recorder = ensure_signing_key(settings.audit_signing_key_path, settings.audit_public_keys_path)
+    PRODUCERS.publish(settings.event_keyring_path)  # their public keys; the private ones: here
     store = create_store(settings.database_url, upgrade=True)
     rng = random.Random(78)
     rules = [VARIANTS[name] for name in sorted(VARIANTS)]
-    genuine = [record_hand(store, rules[i % len(rules)], rng, key=recorder) for i in range(6)]
+    genuine = [
+        record_hand(store, rules[i % len(rules)], rng, signers=PRODUCERS, key=recorder)
+        for i in range(6)
+    ]
     # forged: a hand recorded elsewhere and signed by another key claiming the recorder's id
     elsewhere = create_store("sqlite:///:memory:", upgrade=True)
     # A forger's key, writing the recorder's key id beside its signatures.
     forger = dataclasses.replace(signer_of(Ed25519PrivateKey.generate()), key_id=recorder.key_id)
-    forged = record_hand(elsewhere, rules[0], rng, key=forger)
-    poisoned = record_hand(elsewhere, rules[1], rng, key=recorder)
+    forged = record_hand(elsewhere, rules[0], rng, signers=PRODUCERS, key=forger)
+    poisoned = record_hand(elsewhere, rules[1], rng, signers=PRODUCERS, key=recorder)
     copied = {}
     for hand_id in (forged, poisoned):
         rows = [dataclasses.asdict(e) for e in elsewhere.read_stream(f"hand-{hand_id}")]
@@ -286,8 +325,9 @@ def public_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PublicDir]:
                 conn.execute(sa.insert(stream_signatures), dataclasses.asdict(signature))
     store.close()
     settings.audit_signing_key_path.rename(tmp_path_factory.mktemp("vault") / "audit-signing.key")
-    assert [p.name for p in (data / "keys").iterdir()] == ["audit-public.json"]
-    assert not (data / "audit.key").exists()
+    public = {p.name for p in (data / "keys").iterdir() if not p.name.startswith(".")}
+    assert public == {"audit-public.json", "event-keyring.json"}  # the lock file aside
+    assert not list(data.rglob("*.key")) and not (data / "audit.key").exists()
     yield PublicDir(data, genuine, forged, poisoned)
 
 

@@ -74,7 +74,7 @@ def ensure_running(stack: Stack, name: str) -> None:
     if not stack.processes[name].running():
         start_again(stack, name)
     deadline = time.monotonic() + 60
-    while health_status(stack.settings.address(name), timeout=0.5) != SERVING:
+    while health_status(stack.settings.address(name), 0.5, settings=stack.settings) != SERVING:
         assert time.monotonic() < deadline, (
             f"{name} is not back:\n{stack.processes[name].log_lines()}"
         )

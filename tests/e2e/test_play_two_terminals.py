@@ -29,10 +29,9 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-import grpc
 import pytest
 from ddz.adapters import codec
-from ddz.adapters.stack import Stack
+from ddz.adapters.stack import Stack, blocking_channel
 from ddz.adapters.store import create_store
 from ddz.client.screen import AWAY
 from ddz.config import Settings
@@ -266,7 +265,7 @@ def assert_never_shown(hands: set[str], transcript: str, whose: str) -> None:
 def ledger_of(stack: Stack, player_id: str) -> settlement_pb2.SettledHand:
     """The player's one settled hand, from the settlement service (it settles from the
     bus, so it may lag the screens a little)."""
-    with grpc.insecure_channel(stack.settings.address("settlement")) as channel:
+    with blocking_channel(stack.settings.address("settlement"), stack.settings) as channel:
         settlement = settlement_pb2_grpc.SettlementServiceStub(channel)  # type: ignore[no-untyped-call]
         deadline = time.monotonic() + WAIT
         while time.monotonic() < deadline:

@@ -21,6 +21,7 @@ import pytest
 from ddz.adapters import codec, hand_stream, nats_auth
 from ddz.adapters.bus import EventBus
 from ddz.adapters.driver import Driver
+from ddz.adapters.event_signing import event_keyring
 from ddz.adapters.nats_auth import connect_options
 from ddz.adapters.stack import Stack, free_port, settings_env
 from ddz.config import SERVICE_PORTS, Settings
@@ -69,7 +70,9 @@ async def _play_every_variant(stack: Stack) -> None:
                 assert sum(result.deltas) + result.system == 0
                 assert await driver.stored_events([result]) == result.events
                 stored = await driver.read_hand(result.hand_id)
-                on_bus, _cursor = await hand_stream.read(bus, result.hand_id)
+                on_bus, _cursor = await hand_stream.read(
+                    bus, result.hand_id, keyring=event_keyring(settings)
+                )
                 # In order, exactly once, byte for byte what was published.
                 versions = [codec.parse_envelope(e.envelope).stream_version for e in stored]
                 assert versions == list(range(1, result.events + 1))

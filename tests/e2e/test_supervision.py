@@ -145,7 +145,7 @@ class Up:
         return code
 
     def serving(self, name: str) -> bool:
-        return health_status(self.addresses[name], timeout=1.0) == SERVING
+        return health_status(self.addresses[name], timeout=1.0, settings=self.settings) == SERVING
 
     def close(self) -> None:
         if self.process.poll() is None:

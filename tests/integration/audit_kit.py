@@ -23,12 +23,14 @@ from ddz.adapters import codec
 from ddz.adapters.bus import EventBus, subject_for
 from ddz.adapters.hand_stream import hand_stream_id
 from ddz.audit.sample import Mischief, mischief
+from ddz.config import Settings
 from ddz.domain.hand import (
     CommandRejected,
     Disconnect,
     Escape,
     HandState,
     Phase,
+    SeatInfo,
     evolve,
     view_for,
 )
@@ -39,9 +41,9 @@ from ddz.domain.settlement import RoomSettings
 from ddz.v1 import (
     dealer_pb2,
     envelope_pb2,
-    hand_events_pb2,
     rules_pb2,
 )
+from deal_kit import assigned
 from suite_kit import Suite, consumers_idle, eventually
 
 PLAYERS = ("alice", "bob", "carol", "dave", "erin")
@@ -64,23 +66,23 @@ def room_for(variant: str, rng: random.Random) -> RoomSettings:
     return RoomSettings()
 
 
-def deal_request(hand_id: str, variant: str, rng: random.Random) -> dealer_pb2.DealRequest:
+async def deal_request(
+    bus: EventBus, settings: Settings, hand_id: str, variant: str, rng: random.Random
+) -> dealer_pb2.DealRequest:
+    """A varied hand of the variant, assigned at a table of its own (``deal_kit``)."""
     players = rng.sample(PLAYERS, 3)
-    request = dealer_pb2.DealRequest(
-        hand_id=hand_id,
-        table_id="audit",
-        variant=variant,
-        seats=[hand_events_pb2.SeatInfo(player_id=p, is_bot=rng.random() < 0.3) for p in players],
-        room=codec.room_to_pb(room_for(variant, rng)),
-        client_seeds=[rng.randbytes(8) for _ in range(rng.randrange(3))],
-    )
-    if rng.random() < 0.5:
-        request.first_bidder = rng.randrange(3)
+    seats = [SeatInfo(p, is_bot=rng.random() < 0.3) for p in players]
+    room = room_for(variant, rng)
+    client_seeds = [rng.randbytes(8) for _ in range(rng.randrange(3))]
+    first_bidder = rng.randrange(3) if rng.random() < 0.5 else None
+    balances = None
     if ruleset_for(variant).scoring is Scoring.BEANS and rng.random() < 0.5:
-        request.balances.values.extend(rng.randrange(0, 3000) for _ in range(3))
-    if ruleset_for(variant).show_cards and rng.random() < 0.1:
-        request.show_before_deal.append(rng.randrange(3))
-    return request
+        balances = (rng.randrange(0, 3000), rng.randrange(0, 3000), rng.randrange(0, 3000))
+    shown = [rng.randrange(3)] if ruleset_for(variant).show_cards and rng.random() < 0.1 else []
+    return await assigned(
+        bus, settings, hand_id, variant, room=room, seats=seats, first_bidder=first_bidder,
+        balances=balances, client_seeds=client_seeds, show_before_deal=shown,
+    )  # fmt: skip
 
 
 @dataclass
@@ -126,7 +128,9 @@ async def play_hand(
     """Deal and play one hand to its end (or only ``stop_after`` commands)."""
     hand_id = f"{variant}-{uuid.uuid4().hex[:12]}"
     played = Played(hand_id, variant)
-    dealt = await suite.dealer.Deal(deal_request(hand_id, variant, rng))
+    dealt = await suite.dealer.Deal(
+        await deal_request(suite.bus, suite.settings, hand_id, variant, rng)
+    )
     state = await with_hidden_deal(suite.bus, hand_id, HandState(), dealt.events)
     player = RandomPlayer(rng)
     rules = suite.rules

@@ -6,6 +6,12 @@ loopback ports, each after the services it calls, each dialling the others where
 were bound), over the test's nats-server. Clients reach them only through gRPC, on
 channels the suite opens from its settings (``make_channel(settings, name)``) and closes
 at the end, as any client would.
+
+Over TLS, as in production: ``suite_settings`` makes the data dir's CA and certificates
+(``ensure_certificates``, as ``ddz up`` does), and each stub of an internal service
+calls every RPC with the certificate of a caller that has the right to it
+(``ddz.adapters.rights``): the operator's where it may, else the service that makes
+that call (the dealer's ``Deal`` as the table, ``GetSeed`` as the rules).
 """
 
 from __future__ import annotations
@@ -16,15 +22,17 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar, cast
 
 import grpc
 from ddz.adapters.bus import EventBus
+from ddz.adapters.certs import ensure_certificates
 from ddz.adapters.grpc_client import make_channel
+from ddz.adapters.rights import RIGHTS
 from ddz.adapters.service_runner import START_ORDER, RunningService, start_services
 from ddz.adapters.stack import settings_env
 from ddz.adapters.tokens import bearer_channel, operator_token, player_token
-from ddz.config import Settings
+from ddz.config import OPERATOR, Settings
 from ddz.v1 import (
     audit_pb2_grpc,
     bot_pb2_grpc,
@@ -129,7 +137,29 @@ def suite_settings(
     }
     if max_message_bytes is not None:
         env["DDZ_MAX_MESSAGE_BYTES"] = str(max_message_bytes)
-    return Settings.from_env(env)
+    settings = Settings.from_env(env)
+    ensure_certificates(settings.data_dir)
+    return settings
+
+
+def caller_of(method: str) -> str:
+    """Who a test calls ``method`` (``package.Service/Method``) as: the operator when it
+    has the right, else the first service that has (the one that makes that call)."""
+    right = RIGHTS[method]
+    if right.anyone or OPERATOR in right.callers:
+        return OPERATOR
+    return sorted(right.callers)[0]
+
+
+class AsCaller:
+    """A stub of an internal service whose each RPC goes out as ``caller_of`` it."""
+
+    def __init__(self, suite: Suite, stub: type, name: str, full_name: str) -> None:
+        self._suite, self._stub, self._name, self._full_name = suite, stub, name, full_name
+
+    def __getattr__(self, method: str) -> Any:
+        caller = caller_of(f"{self._full_name}/{method}")
+        return getattr(self._stub(self._suite.channel(self._name, caller)), method)
 
 
 @dataclass
@@ -148,37 +178,46 @@ class Suite:
     _channels: dict[str, grpc.aio.Channel] = field(default_factory=dict)
     _clients: list[grpc.aio.Channel] = field(default_factory=list)
     _others: list[RunningService] = field(default_factory=list)
+    _views: list[Suite] = field(default_factory=list)
 
-    def channel(self, name: str) -> grpc.aio.Channel:
-        """One channel per service where it is bound now (restarted: a new channel)."""
-        address = self.settings.address(name)
-        if address not in self._channels:
-            self._channels[address] = make_channel(self.settings, name)
-        return self._channels[address]
+    def channel(self, name: str, identity: str = OPERATOR) -> grpc.aio.Channel:
+        """One channel per service where it is bound now (restarted: a new channel) and
+        per identity it is called as (its certificate)."""
+        key = f"{identity}@{self.settings.address(name)}"
+        if key not in self._channels:
+            self._channels[key] = make_channel(self.settings.as_identity(identity), name)
+        return self._channels[key]
+
+    def _as_caller(self, stub: type[T], name: str, full_name: str) -> T:
+        return cast(T, AsCaller(self, stub, name, full_name))
 
     @property
     def dealer(self) -> dealer_pb2_grpc.DealerServiceStub:
-        return dealer_pb2_grpc.DealerServiceStub(self.channel("dealer"))
+        return self._as_caller(dealer_pb2_grpc.DealerServiceStub, "dealer",
+                               "ddz.v1.DealerService")  # fmt: skip
 
     @property
     def rules(self) -> rules_pb2_grpc.RulesServiceStub:
-        return rules_pb2_grpc.RulesServiceStub(self.channel("rules"))
+        return self._as_caller(rules_pb2_grpc.RulesServiceStub, "rules", "ddz.v1.RulesService")
 
     @property
     def recorder(self) -> recorder_pb2_grpc.RecorderServiceStub:
-        return recorder_pb2_grpc.RecorderServiceStub(self.channel("recorder"))
+        return self._as_caller(recorder_pb2_grpc.RecorderServiceStub, "recorder",
+                               "ddz.v1.RecorderService")  # fmt: skip
 
     @property
     def audit(self) -> audit_pb2_grpc.AuditServiceStub:
-        return audit_pb2_grpc.AuditServiceStub(self.channel("recorder"))
+        return self._as_caller(audit_pb2_grpc.AuditServiceStub, "recorder",
+                               "ddz.v1.AuditService")  # fmt: skip
 
     @property
     def settlement(self) -> settlement_pb2_grpc.SettlementServiceStub:
-        return settlement_pb2_grpc.SettlementServiceStub(self.channel("settlement"))
+        return self._as_caller(settlement_pb2_grpc.SettlementServiceStub, "settlement",
+                               "ddz.v1.SettlementService")  # fmt: skip
 
     @property
     def bot(self) -> bot_pb2_grpc.BotServiceStub:
-        return bot_pb2_grpc.BotServiceStub(self.channel("bot"))  # type: ignore[no-untyped-call]
+        return self._as_caller(bot_pb2_grpc.BotServiceStub, "bot", "ddz.v1.BotService")
 
     @property
     def table(self) -> table_pb2_grpc.TableServiceStub:
@@ -222,6 +261,15 @@ class Suite:
         self._clients.append(channel)
         return channel
 
+    async def another(self, name: str) -> Suite:
+        """A second instance of ``name`` beside the first, as ``start_another``; the
+        suite's clients of it (``.rules`` of the answer: that instance's stub)."""
+        running, settings = await start_services((name,), self.settings)
+        self._others.append(running[name])
+        view = Suite(settings, self.bus, {})
+        self._views.append(view)
+        return view
+
     def env(self) -> dict[str, str]:
         """The environment a ``ddz`` command needs to reach this suite and its store."""
         env = {k: v for k, v in os.environ.items() if not k.startswith("DDZ_")}
@@ -229,6 +277,8 @@ class Suite:
         return env
 
     async def close(self, grace: float = 0.2) -> None:
+        for view in self._views:
+            await view.close(grace)
         for channel in [*self._channels.values(), *self._clients]:
             await channel.close()
         for service in [*reversed(self._others), *reversed(self.running.values())]:

@@ -16,7 +16,7 @@ from typing import Any
 
 import grpc
 from ddz.adapters import codec, hand_stream
-from ddz.adapters.bus import EventBus
+from ddz.adapters.event_signing import event_keyring
 from ddz.adapters.grpc_client import error_reason
 from ddz.adapters.hand_stream import hand_stream_id
 from ddz.domain.cards import Card
@@ -187,9 +187,11 @@ def typed(update: table_pb2.WatchHandResponse, name: str) -> bool:
     return update.HasField("event") and update.event.type == name
 
 
-async def true_states(bus: EventBus, hand_id: str) -> dict[int, HandState]:
+async def true_states(suite: Suite, hand_id: str) -> dict[int, HandState]:
     """The hand's real state at every stream version, from every event on the bus."""
-    read, _cursor = await hand_stream.read(bus, hand_id)
+    read, _cursor = await hand_stream.read(
+        suite.bus, hand_id, keyring=event_keyring(suite.settings)
+    )
     states: dict[int, HandState] = {0: HandState()}
     state = HandState()
     for item in read:
@@ -237,10 +239,10 @@ def secret_cards(state: HandState, seat: int) -> set[Card]:
 
 
 async def check_updates(
-    bus: EventBus, hand_id: str, seat: int, updates: list[table_pb2.WatchHandResponse]
+    suite: Suite, hand_id: str, seat: int, updates: list[table_pb2.WatchHandResponse]
 ) -> None:
     """No update holds a hidden card; the view's own cards are the seat's real cards."""
-    states = await true_states(bus, hand_id)
+    states = await true_states(suite, hand_id)
     assert [u.position for u in updates] == list(range(1, len(updates) + 1))
     for update in updates:
         state = states[update.position]

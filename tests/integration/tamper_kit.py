@@ -8,7 +8,10 @@ Two kinds of tamperer:
   tampering does;
 - an insider with the key, who rewrites history consistently: the altered envelopes
   are appended through the store (which re-chains them) and the new head is signed.
-  Only the checks of the hand's content can catch that one.
+  Holding the producers' keys too (``forge(..., seal=keys.seal)``), they sign every
+  event again, and only the checks of the hand's content can catch that one; without
+  them (``seal=None``) the altered events keep signatures that no longer verify, and
+  ``producer_signature`` catches it.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from typing import Any
 import sqlalchemy as sa
 from ddz.adapters import codec
 from ddz.adapters.store import SqlEventStore, StoredEvent, StreamSignature, chain
+from ddz.adapters.store.contract import HeadSigner
 from ddz.adapters.store.schema import events, stream_signatures
 from ddz.domain.hand import Recorded
 from ddz.v1 import envelope_pb2
@@ -89,11 +93,16 @@ def forge(
     store: SqlEventStore,
     stream_id: str,
     history: Sequence[tuple[envelope_pb2.EventEnvelope, Recorded]],
-    key: bytes,
+    key: HeadSigner | bytes,
     key_id: str = "k1",
+    *,
+    seal: Callable[[envelope_pb2.EventEnvelope], bytes] | None,
 ) -> None:
     """Append ``history`` as the stream (versions renumbered 1..n, event ids kept unless
-    repeated) through the store, which re-chains it, and sign the head with ``key``."""
+    repeated) through the store, which re-chains it, and sign the head with ``key``.
+    ``seal``: how the forger signs each event again with the producers' keys they hold
+    (``SampleKeys.seal``: each by the producer that signed it); None: they hold none, and
+    each event keeps the signature it had."""
     envelopes = []
     seen: set[str] = set()
     for version, (envelope, event) in enumerate(history, start=1):
@@ -102,7 +111,7 @@ def forge(
         if new.event_id in seen:
             new.event_id = codec.new_event_id()
         seen.add(new.event_id)
-        envelopes.append(new.SerializeToString())
+        envelopes.append(new.SerializeToString() if seal is None else seal(new))
     store.append(stream_id, 0, envelopes)
     store.sign_head(stream_id, key, key_id)
 

@@ -8,8 +8,9 @@
     (marked ``slow``; ``.ci/run`` runs it too).
 (b) Tampering is caught, each kind by the check that proves what it broke
     (``tamper_kit``): a database writer without the key breaks the hash chain or the
-    signature; an insider with the key who rewrites history consistently is caught by
-    the commitment, deal, decisions, multiplier or settlement check.
+    signature; an insider with the recorder's key but no producer's key breaks the
+    producer signatures; an insider with every key who rewrites history consistently
+    is caught by the commitment, deal, decisions, multiplier or settlement check.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import pytest
 import sqlalchemy as sa
 from audit_kit import play_hand, play_hands, settled
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from ddz.adapters.event_signing import event_keyring
 from ddz.adapters.store import (
     SignatureConflict,
     SqlEventStore,
@@ -41,7 +43,7 @@ from ddz.adapters.store.schema import events
 from ddz.audit import CHECKS, AuditReport, Verdict, audit_hand
 from ddz.audit.bulk import audit_all
 from ddz.audit.rebuild import compare, live_balances, rebuild_balances, settled_hands
-from ddz.audit.sample import Mischief, record_hand
+from ddz.audit.sample import Mischief, SampleKeys, record_hand
 from ddz.audit.source import load_hand
 from ddz.domain.cards import Rank, card_counts
 from ddz.domain.hand import (
@@ -68,7 +70,7 @@ from ddz.domain.multipliers import MultiplierBreakdown
 from ddz.domain.ruleset import CLASSIC, VARIANTS, ruleset_for
 from ddz.domain.settlement import LedgerLine
 from ddz.domain.shuffle import in_deck_order
-from ddz.v1 import audit_pb2
+from ddz.v1 import audit_pb2, envelope_pb2
 from suite_kit import AUDIT_KEY, Suite
 from tamper_kit import (
     decoded,
@@ -81,6 +83,7 @@ from tamper_kit import (
 )
 
 KEY = AUDIT_KEY.encode()
+PRODUCERS = SampleKeys.generate()  # the dealer's and rules service's keys of sample hands
 BEAN_VARIANTS = {name for name, rules in VARIANTS.items() if rules.scoring.value == "beans"}
 CI_HANDS_PER_VARIANT = 25
 ISSUE_HANDS_PER_VARIANT = 1000
@@ -112,8 +115,10 @@ async def _corpus_audits_clean(suite: Suite, hands_per_variant: int, workers: in
     total = hands_per_variant * len(VARIANTS)
     url = suite.settings.database_url
 
-    # Only the public keyring: what anyone may be handed (the recorder signs with Ed25519).
+    # Only the public keyrings: what anyone may be handed (the recorder signs heads with
+    # Ed25519, the producers their events).
     public = Keyring(public=read_public_keys(suite.settings.audit_public_keys_path))
+    public = public.with_events(event_keyring(suite.settings))
     report = audit_all(url, public, workers=workers)
     assert report.failures == []
     assert (report.hands, report.clean, report.failed, report.incomplete) == (total, total, 0, 0)
@@ -172,7 +177,7 @@ async def test_a_hand_in_play_is_incomplete_and_unknown_hands_are_not_found(
     answer = await core_suite.audit.AuditHand(audit_pb2.AuditHandRequest(hand_id=live.hand_id))
     assert answer.verdict == audit_pb2.AUDIT_VERDICT_INCOMPLETE
     assert answer.failed_check == "incomplete"
-    assert [c.name for c in answer.checks] == ["hash_chain", "incomplete"]
+    assert [c.name for c in answer.checks] == ["hash_chain", "producer_signature", "incomplete"]
     every = await core_suite.audit.AuditAll(audit_pb2.AuditAllRequest(limit=10))
     assert (every.hands, every.clean, every.incomplete) == (2, 1, 1)
     first = await core_suite.audit.AuditAll(audit_pb2.AuditAllRequest(limit=1))
@@ -198,7 +203,9 @@ def originals() -> Iterator[tuple[SqlEventStore, dict[str, list[str]]]]:
     for variant, rules in VARIANTS.items():
         hands[variant] = []
         while len(hands[variant]) < 7:
-            hand_id = record_hand(source, rules, rng, key=KEY, odds=Mischief(refuse=0.1))
+            hand_id = record_hand(
+                source, rules, rng, signers=PRODUCERS, key=KEY, odds=Mischief(refuse=0.1)
+            )
             kinds = {type(e) for _, e in decoded(source.read_stream(f"hand-{hand_id}"))}
             if {CommandRejected, Passed, PlayMade} <= kinds:  # material for every case
                 hands[variant].append(hand_id)
@@ -343,10 +350,16 @@ FORGED: dict[str, tuple[str, Callable[[History], History], str | None]] = {
 }
 
 
-def _audit(store: SqlEventStore, hand_id: str, key: bytes = KEY) -> AuditReport:
+def _keys(key: bytes | Keyring = KEY) -> Keyring:
+    """``key`` (HMAC bytes named k1, or a keyring) and the sample producers' keyring."""
+    keys = Keyring.of_hmac(key, "k1") if isinstance(key, bytes) else key
+    return keys.with_events(PRODUCERS.keyring)
+
+
+def _audit(store: SqlEventStore, hand_id: str, key: bytes | Keyring = KEY) -> AuditReport:
     record = load_hand(store, hand_id)
     assert record is not None
-    return audit_hand(record.events, key, record.signatures)
+    return audit_hand(record.events, _keys(key), record.signatures)
 
 
 def test_tampering_is_caught_by_the_right_check(
@@ -402,20 +415,39 @@ def test_tampering_is_caught_by_the_right_check(
     # settled (money moved), so it must end signed: a failure, saying it had ended.
     raw("the revealed seed and the signature removed", "signature", lambda rows: (rows[:-1], []))
 
-    # -- an insider with the key: re-chained and re-signed -----------------------------------
+    # -- an insider with every key: re-chained, each event and the head re-signed ------------
     for name, (check, rewrite, variant) in FORGED.items():
         hand_id = take(variant)
         stream_id = f"hand-{hand_id}"
-        forge(store, stream_id, rewrite(decoded(source.read_stream(stream_id))), KEY)
+        history = rewrite(decoded(source.read_stream(stream_id)))
+        forge(store, stream_id, history, KEY, seal=PRODUCERS.seal)
         expected[name], audited[name] = check, hand_id
+
+    # -- an insider with the recorder's key but no producer's, or only the dealer's ---------
+    def dealer_signs_settlements(envelope: envelope_pb2.EventEnvelope) -> bytes:
+        return PRODUCERS.seal(envelope, "dealer" if envelope.type == HandSettled.TYPE else None)
+
+    for name, seal in (
+        ("a settlement line altered without the producers' keys", None),
+        ("a settlement line altered and signed by the dealer", dealer_signs_settlements),
+    ):
+        hand_id = take()
+        stream_id = f"hand-{hand_id}"
+        history = _charge_a_seat_ten_more(decoded(source.read_stream(stream_id)))
+        forge(store, stream_id, history, KEY, seal=seal)
+        expected[name], audited[name] = "producer_signature", hand_id
 
     found = {name: _audit(store, hand_id).failed_check for name, hand_id in audited.items()}
     assert found == expected
     refused = _audit(store, audited["an unknown engine version"]).message
     assert "engine version '0.9'" in refused and "audit it with a build" in refused
+    unsigned = _audit(store, audited["a settlement line altered without the producers' keys"])
+    assert "hand_settled" in unsigned.message and "does not verify" in unsigned.message
+    by_dealer = _audit(store, audited["a settlement line altered and signed by the dealer"])
+    assert "signed by 'dealer', which may not sign it" in by_dealer.message
     # The same hands through ``--all``: counted by the check that failed.
     url = store.engine.url.render_as_string(hide_password=False)
-    everything = audit_all(url, KEY, "k1")
+    everything = audit_all(url, _keys())
     counts = {check: 0 for check in CHECKS}
     for check in expected.values():
         if check in counts:
@@ -427,7 +459,7 @@ def test_tampering_is_caught_by_the_right_check(
                       if expected[name] not in (None, "incomplete")}  # fmt: skip
     # Worker processes (each reading its batches in bulk) find the same, listed in the
     # same order as one process does.
-    parallel = audit_all(url, KEY, "k1", workers=2, batch=5)
+    parallel = audit_all(url, _keys(), workers=2, batch=5)
     assert parallel.workers == 2
     assert _without_timing(parallel.to_json()) == _without_timing(everything.to_json())
     cut = _audit(store, audited["the revealed seed and the signature removed"]).message
@@ -446,7 +478,7 @@ def test_a_payload_byte_changed_in_any_event_breaks_the_hash_chain(
         stream_id = f"hand-{by_variant[variant][0]}"
         rows = rows_of(source.read_stream(stream_id))
         signatures = source.read_signatures(stream_id)
-        assert audit_hand(_as_rows(rows), KEY, signatures).clean
+        assert audit_hand(_as_rows(rows), _keys(), signatures).clean
         for index in range(len(rows)):
             for offset in (0, len(rows[index]["payload"]) // 2, -1):
                 tampered = [
@@ -454,7 +486,7 @@ def test_a_payload_byte_changed_in_any_event_breaks_the_hash_chain(
                     flip_payload_byte(rows[index], offset),
                     *rows[index + 1 :],
                 ]
-                report = audit_hand(_as_rows(tampered), KEY, signatures)
+                report = audit_hand(_as_rows(tampered), _keys(), signatures)
                 assert report.failed_check == "hash_chain", (variant, index, report.message)
                 assert f"event #{index + 1} " in report.message
 
@@ -484,7 +516,9 @@ def test_the_audit_replays_under_the_recorded_rule_set_not_the_variants_default(
     assert own.name == "classic" and own != ruleset_for("classic")
     rng = random.Random(8)
     for _ in range(20):
-        hand_id = record_hand(store, own, rng, key=KEY, odds=Mischief(refuse=0, show=0.4))
+        hand_id = record_hand(
+            store, own, rng, signers=PRODUCERS, key=KEY, odds=Mischief(refuse=0, show=0.4)
+        )
         history = decoded(store.read_stream(f"hand-{hand_id}"))
         shows = [i for i, (_, e) in enumerate(history) if isinstance(e, CardsShown)]
         if shows:
@@ -540,9 +574,10 @@ def _signed_store(signer: Ed25519Signer, hands: int, seed: int) -> tuple[SqlEven
     rng = random.Random(seed)
     names = sorted(VARIANTS)
     ids = [
-        record_hand(store, VARIANTS[names[i % len(names)]], rng, key=signer, odds=Mischief(0.05))
+        record_hand(store, VARIANTS[names[i % len(names)]], rng, signers=PRODUCERS, key=signer,
+                    odds=Mischief(0.05))
         for i in range(hands)
-    ]
+    ]  # fmt: skip
     return store, ids
 
 
@@ -555,22 +590,24 @@ def test_ed25519_heads_verify_with_the_public_keyring_alone_and_forgeries_fail(
     )
     public = Keyring(public={recorder.key_id: recorder.public_key})
     source, (genuine, *others) = _signed_store(recorder, 3, seed=11)
-    report = _audit(source, genuine, key=public)  # type: ignore[arg-type]
+    report = _audit(source, genuine, key=public)
     assert report.clean, report.message
     assert report.key_id == recorder.key_id
-    assert report.checks[1].detail.startswith("head #")
-    assert "ed25519" in report.checks[1].detail
-    # Someone with the database's password rewrites a hand (its seed, so the rest of
-    # the chain is consistent) and signs the new head with an Ed25519 key of their own:
+    assert report.checks[2].detail.startswith("head #")
+    assert "ed25519" in report.checks[2].detail
+    # Someone with the database's password and the producers' keys, but not the
+    # recorder's, rewrites a hand (its seed, so the rest of the chain is consistent, each
+    # event signed again) and signs the new head with an Ed25519 key of their own:
     # claiming the recorder's key id, or a key id of their own.
     history = _swap_seed(decoded(source.read_stream(f"hand-{others[0]}")))
-    forge(store, f"hand-{others[0]}", history, _claiming(forger, recorder.key_id))
+    forge(store, f"hand-{others[0]}", history, _claiming(forger, recorder.key_id),
+          seal=PRODUCERS.seal)  # fmt: skip
     history = _swap_seed(decoded(source.read_stream(f"hand-{others[1]}")))
-    forge(store, f"hand-{others[1]}", history, forger)
-    claimed = _audit(store, others[0], key=public)  # type: ignore[arg-type]
+    forge(store, f"hand-{others[1]}", history, forger, seal=PRODUCERS.seal)
+    claimed = _audit(store, others[0], key=public)
     assert claimed.failed_check == "signature"
     assert "does not verify under ed25519 key id" in claimed.message
-    own = _audit(store, others[1], key=public)  # type: ignore[arg-type]
+    own = _audit(store, others[1], key=public)
     assert own.failed_check == "signature"
     assert f"signed only under ed25519 {forger.key_id}" in own.message
     # The HMAC key alone does not vouch for Ed25519 heads.
@@ -605,7 +642,7 @@ def test_one_poisoned_hand_is_one_failure_among_passes(store: SqlEventStore) -> 
     which stores whatever type it is given) does a row whose envelope was written as
     text; the other hands audit clean, in one process or in workers."""
     recorder = signer_of(Ed25519PrivateKey.generate())
-    public = Keyring(public={recorder.key_id: recorder.public_key})
+    public = _keys(Keyring(public={recorder.key_id: recorder.public_key}))
     source, ids = _signed_store(recorder, 5, seed=12)
     genuine, garbage, text = [ids[0], ids[3], ids[4]], ids[1], ids[2]
     for hand_id in genuine:
@@ -642,7 +679,7 @@ def test_one_poisoned_hand_is_one_failure_among_passes(store: SqlEventStore) -> 
 
 def test_hands_left_incomplete_too_long_are_listed(store: SqlEventStore) -> None:
     recorder = signer_of(Ed25519PrivateKey.generate())
-    public = Keyring(public={recorder.key_id: recorder.public_key})
+    public = _keys(Keyring(public={recorder.key_id: recorder.public_key}))
     source, (done, cut) = _signed_store(recorder, 2, seed=13)
     for hand_id, keep in ((done, None), (cut, 6)):
         stream_id = f"hand-{hand_id}"
@@ -677,8 +714,8 @@ def test_a_check_that_crashes_fails_that_hand_only(
     report = _audit(source, by_variant["classic"][0])
     assert report.failed_check == "deal"
     assert "could not run on this record (KeyError" in report.message
-    assert [c.name for c in report.checks] == ["hash_chain", "signature", "engine_version",
-                                               "commitment", "deal"]  # fmt: skip
+    assert [c.name for c in report.checks] == ["hash_chain", "producer_signature", "signature",
+                                               "engine_version", "commitment", "deal"]  # fmt: skip
 
 
 def test_hands_signed_before_the_switch_audit_as_they_did_after_the_migration(
@@ -711,7 +748,7 @@ def test_hands_signed_before_the_switch_audit_as_they_did_after_the_migration(
     assert _audit(store, hand_id).clean  # with the HMAC key, as before
     recorder = signer_of(Ed25519PrivateKey.generate())
     public = Keyring(public={recorder.key_id: recorder.public_key})
-    assert _audit(store, hand_id, key=public).failed_check == "signature"  # type: ignore[arg-type]
+    assert _audit(store, hand_id, key=public).failed_check == "signature"
     # the recorder's Ed25519 signature: stored with its algorithm, idempotent
     new = store.sign_head(stream_id, recorder)
     assert (new.algorithm, new.key_id) == ("ed25519", recorder.key_id)
@@ -721,6 +758,6 @@ def test_hands_signed_before_the_switch_audit_as_they_did_after_the_migration(
         store.sign_head(
             stream_id, _claiming(signer_of(Ed25519PrivateKey.generate()), recorder.key_id)
         )
-    assert _audit(store, hand_id, key=public).clean  # type: ignore[arg-type]
+    assert _audit(store, hand_id, key=public).clean
     assert _audit(store, hand_id).clean
     store.close()

@@ -31,6 +31,7 @@ from ddz.domain.hand import (
 )
 from ddz.domain.ruleset import CLASSIC
 from ddz.domain.settlement import RoomSettings
+from signing_kit import DEALER, KEYRING, RULES
 from suite_kit import eventually
 
 MAX_AGE = 1.0  # seconds an event stays on the test's stream
@@ -58,7 +59,14 @@ async def deal(bus: EventBus, hand_id: str) -> tuple[HandCursor, list[bytes]]:
     events = decide(HandState(), StartHand(hand_id, CLASSIC, RoomSettings(), people, bytes(32)))
     assert isinstance(events, list)
     cursor, published = await hand_stream.publish(
-        bus, hand_id, HandCursor(), events, causation_id="t", correlation_id="t", producer="t"
+        bus,
+        hand_id,
+        HandCursor(),
+        events,
+        causation_id="t",
+        correlation_id="t",
+        producer="t",
+        signer=DEALER,
     )
     return cursor, [p.envelope for p in published]
 
@@ -73,12 +81,12 @@ async def test_a_hand_past_the_retention_is_read_from_the_store(
     bus = aging_bus
     cursor, envelopes = await deal(bus, "old")
     store.append("hand-old", 0, envelopes)  # as the recorder stores them
-    fresh, _ = await hand_stream.read(bus, "old")
+    fresh, _ = await hand_stream.read(bus, "old", keyring=KEYRING)
     assert await eventually(lambda: aged_out(bus), timeout=20.0, every=0.2)
 
     # Nothing of it on the bus: without the store it is no hand at all, with it whole.
-    assert await hand_stream.read(bus, "old") == ([], HandCursor())
-    archived, _ = await hand_stream.read(bus, "old", StoreArchive(store))
+    assert await hand_stream.read(bus, "old", keyring=KEYRING) == ([], HandCursor())
+    archived, _ = await hand_stream.read(bus, "old", StoreArchive(store), keyring=KEYRING)
     assert [e.data for e in archived] == [e.data for e in fresh]
 
     # One more event after the first aged out: the bus has the hand's tail only.
@@ -87,14 +95,21 @@ async def test_a_hand_past_the_retention_is_read_from_the_store(
     assert isinstance(more, list)
     bus_cursor = HandCursor(version=cursor.version)  # what is left of its sequences: none
     _, published = await hand_stream.publish(
-        bus, "old", bus_cursor, more, causation_id="t", correlation_id="t", producer="t"
+        bus,
+        "old",
+        bus_cursor,
+        more,
+        causation_id="t",
+        correlation_id="t",
+        producer="t",
+        signer=DEALER,
     )
     with pytest.raises(HandAgedOut) as refused:
-        await hand_stream.read(bus, "old")
+        await hand_stream.read(bus, "old", keyring=KEYRING)
     assert refused.value.kind is Kind.NOT_FOUND and refused.value.reason is Reason.UNKNOWN_HAND
     assert "older than the bus keeps" in refused.value.message
 
-    whole, whole_cursor = await hand_stream.read(bus, "old", StoreArchive(store))
+    whole, whole_cursor = await hand_stream.read(bus, "old", StoreArchive(store), keyring=KEYRING)
     assert [e.envelope.stream_version for e in whole] == list(range(1, len(envelopes) + 2))
     assert whole[-1].data == published[0].envelope and whole[-1].seq == published[0].seq
     assert whole_cursor.version == len(envelopes) + 1
@@ -102,8 +117,8 @@ async def test_a_hand_past_the_retention_is_read_from_the_store(
 
     # The hand feed: its load refuses without the store and reads with it.
     with pytest.raises(HandAgedOut):
-        await HandFeed(bus).load("old")
-    fold = await HandFeed(bus, archive=StoreArchive(store)).load("old")
+        await HandFeed(bus, keyring=KEYRING).load("old")
+    fold = await HandFeed(bus, keyring=KEYRING, archive=StoreArchive(store)).load("old")
     assert fold is not None and fold.version == len(envelopes) + 1
 
 
@@ -120,9 +135,9 @@ async def test_a_feed_that_meets_a_tail_of_an_aged_out_hand_passes_it_by(
     assert isinstance(more, list)
     await hand_stream.publish(
         bus, "tail", HandCursor(version=cursor.version), more,
-        causation_id="t", correlation_id="t", producer="t",
+        causation_id="t", correlation_id="t", producer="t", signer=RULES,
     )  # fmt: skip
-    feed = HandFeed(bus)
+    feed = HandFeed(bus, keyring=KEYRING)
     try:
         await feed.follow("tail-reader")
         assert await eventually(lambda: _idle(bus, "tail-reader"), timeout=20.0)

@@ -216,7 +216,7 @@ async def test_a_dropped_player_is_played_by_the_bot_and_takes_the_seat_back(
     assert audited.returncode == 0, audited.stdout[-2000:] + audited.stderr
     assert re.search(rf"seat {seat} ann disconnected; the bot plays \(first", audited.stdout)
     assert re.search(rf"seat {seat} ann reconnected", audited.stdout)
-    states = await true_states(bus, hand_id)
+    states = await true_states(suite, hand_id)
     assert states[final.version].escapee == seat
 
 
@@ -272,7 +272,7 @@ async def test_bean_escapes_settle_by_section_10_3(suite: Suite, bus: EventBus) 
     ben_stub = suite.table_as(first[1].token)
     watcher = Watcher(ben_stub, hand_id, first[1].seat).start()
     await watcher.until(lambda u: u.view.phase != 0 and len(u.view.cards) > 0)
-    before = await true_states(bus, hand_id)
+    before = await true_states(suite, hand_id)
     state = before[max(before)]
     left = await suite.table_as(ann.token).LeaveRoom(table_pb2.LeaveRoomRequest(room_id="laizi"))
     assert left.escaped_hand_id == hand_id
@@ -319,7 +319,7 @@ async def test_bean_escapes_settle_by_section_10_3(suite: Suite, bus: EventBus) 
     # Another seat's view may reach the play first: wait for seat 0's own to get there.
     playing = await watchers[0].until(lambda u: u.HasField("view") and u.view.phase == PLAYING)
     landlord = playing.view.landlord
-    states = await true_states(bus, hand_id)
+    states = await true_states(suite, hand_id)
     state = states[max(states)]
     assert state.landlord == landlord and state.plays_made == (0, 0, 0)
     balances = [10000 + 0] * 3

@@ -5,6 +5,7 @@ a tiny RecorderService over a real SQLite store."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import io
 import json
 import os
@@ -20,7 +21,8 @@ from typing import Any
 import grpc
 import pytest
 import structlog
-from ddz.adapters.grpc_client import error_info, error_reason, make_channel
+from ddz.adapters.certs import ensure_certificates
+from ddz.adapters.grpc_client import channel_credentials, error_info, error_reason, make_channel
 from ddz.adapters.grpc_server import RunningServer, full_service_name, serve, start_server
 from ddz.adapters.logging import configure_logging
 from ddz.adapters.store import SqlEventStore, create_store
@@ -68,6 +70,12 @@ class TinyRecorder(recorder_pb2_grpc.RecorderServiceServicer):
         )
 
 
+def tls(settings: Settings) -> grpc.ChannelCredentials:
+    credentials = channel_credentials(settings)
+    assert credentials is not None
+    return credentials
+
+
 def envelope(stream_id: str, version: int) -> bytes:
     return EventEnvelope(
         event_id=str(uuid.uuid4()), stream_id=stream_id, stream_version=version, type="T"
@@ -76,6 +84,7 @@ def envelope(stream_id: str, version: int) -> bytes:
 
 @pytest.fixture
 def settings(tmp_path: Path) -> Settings:
+    ensure_certificates(tmp_path)  # TLS as everywhere: the CA and certificates, as ddz up
     return Settings(data_dir=tmp_path, host="127.0.0.1", rpc_timeout=5.0, log_level="DEBUG")
 
 
@@ -149,10 +158,11 @@ async def test_a_refusal_carries_a_reason_the_client_can_read(channel: grpc.aio.
 
 
 async def test_oversized_request_is_refused_and_the_server_keeps_serving(
-    server: RunningServer, channel: grpc.aio.Channel
+    settings: Settings, server: RunningServer, channel: grpc.aio.Channel
 ) -> None:
     # A raw channel: ours would refuse to send it before it leaves the client.
-    async with grpc.aio.insecure_channel(f"127.0.0.1:{server.port}") as raw:
+    raw_channel = grpc.aio.secure_channel(f"127.0.0.1:{server.port}", tls(settings))
+    async with raw_channel as raw:
         stub = recorder_pb2_grpc.RecorderServiceStub(raw)
         huge = recorder_pb2.ReadStreamRequest(stream_id="x" * (2 * 1024 * 1024))
         with pytest.raises(grpc.aio.AioRpcError) as caught:
@@ -179,7 +189,7 @@ async def test_unexpected_error_is_internal_without_leaking_details(
 async def test_every_call_gets_the_default_deadline(
     settings: Settings, server: RunningServer
 ) -> None:
-    hurried = Settings(host=settings.host, rpc_timeout=0.2)
+    hurried = dataclasses.replace(settings, rpc_timeout=0.2)
     async with make_channel(hurried, target=f"127.0.0.1:{server.port}") as chan:
         stub = recorder_pb2_grpc.RecorderServiceStub(chan)
         with pytest.raises(grpc.aio.AioRpcError) as caught:
@@ -250,7 +260,7 @@ async def test_graceful_stop_finishes_calls_in_flight(
         stop.set()
         await asyncio.sleep(0.2)
         # No new calls once stopping (asked on a raw channel: ours wait for the server).
-        async with grpc.aio.insecure_channel(f"127.0.0.1:{running.port}") as raw:
+        async with grpc.aio.secure_channel(f"127.0.0.1:{running.port}", tls(settings)) as raw:
             with pytest.raises(grpc.aio.AioRpcError) as refused:
                 await recorder_pb2_grpc.RecorderServiceStub(raw).ReadStream(
                     recorder_pb2.ReadStreamRequest(stream_id="hand-1"), timeout=1
@@ -278,6 +288,7 @@ SIGTERM_SCRIPT = textwrap.dedent(
 
 
 def test_sigterm_stops_the_process_cleanly(tmp_path: Path) -> None:
+    ensure_certificates(tmp_path, ["tiny"])
     env = {**os.environ, "DDZ_DATA_DIR": str(tmp_path), "DDZ_LOG_FORMAT": "json"}
     process = subprocess.Popen(
         [sys.executable, "-c", SIGTERM_SCRIPT],

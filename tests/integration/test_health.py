@@ -24,21 +24,21 @@ import pytest
 import sqlalchemy as sa
 import structlog
 from ddz.adapters.bus import EventBus, subject_for
+from ddz.adapters.event_signing import EventSigner, ensure_signer
 from ddz.adapters.grpc_client import make_channel
 from ddz.adapters.health import HealthWatch
 from ddz.adapters.nats_server import NatsServer, start_nats_server
 from ddz.adapters.service_runner import RunningService, start_services
-from ddz.config import Settings
+from ddz.config import OPERATOR, Settings
 from ddz.v1 import (
-    dealer_pb2,
     dealer_pb2_grpc,
     envelope_pb2,
-    hand_events_pb2,
     recorder_pb2,
     recorder_pb2_grpc,
     settlement_pb2,
     settlement_pb2_grpc,
 )
+from deal_kit import assigned
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1._async import HealthServicer
 from suite_kit import eventually, suite_settings
@@ -143,10 +143,12 @@ class Services:
     running: dict[str, RunningService]
     channels: dict[str, grpc.aio.Channel] = field(default_factory=dict)
 
-    def channel(self, name: str) -> grpc.aio.Channel:
-        if name not in self.channels:
-            self.channels[name] = make_channel(self.settings, name)
-        return self.channels[name]
+    def channel(self, name: str, identity: str = OPERATOR) -> grpc.aio.Channel:
+        """A channel to ``name`` as ``identity`` (its certificate: rights are by caller)."""
+        key = f"{identity}@{name}"
+        if key not in self.channels:
+            self.channels[key] = make_channel(self.settings.as_identity(identity), name)
+        return self.channels[key]
 
     async def statuses(self, name: str) -> set[int]:
         """The health status of "" and each of ``name``'s services."""
@@ -183,11 +185,13 @@ async def services(names: tuple[str, ...], settings: Settings) -> AsyncIterator[
 async def deal(started: Services, player: str = "alice") -> tuple[str, int]:
     """A new hand dealt; its id and how many events it has."""
     hand_id = "health-" + uuid.uuid4().hex[:8]
-    dealer = dealer_pb2_grpc.DealerServiceStub(started.channel("dealer"))  # type: ignore[no-untyped-call]
-    seats = [hand_events_pb2.SeatInfo(player_id=p) for p in (player, "bob", "carol")]
-    dealt = await dealer.Deal(
-        dealer_pb2.DealRequest(hand_id=hand_id, table_id="t1", variant="classic", seats=seats)
-    )
+    dealer = dealer_pb2_grpc.DealerServiceStub(started.channel("dealer", "table"))  # type: ignore[no-untyped-call]
+    bus = await EventBus.connect(started.settings.nats_url, name="pytest")
+    try:
+        request = await assigned(bus, started.settings, hand_id, seats=(player, "bob", "carol"))
+    finally:
+        await bus.close()
+    dealt = await dealer.Deal(request)
     return hand_id, dealt.version
 
 
@@ -305,12 +309,15 @@ class Proxy:
             writer.transport.abort()
 
 
-def envelope(stream_id: str, version: int) -> tuple[str, bytes, str]:
-    """A subject, envelope bytes and event id of ``stream_id``'s ``version``-th event."""
+def envelope(stream_id: str, version: int, signer: EventSigner) -> tuple[str, bytes, str]:
+    """A subject, envelope bytes and event id of ``stream_id``'s ``version``-th event,
+    signed by ``signer`` (the recorder stores nothing its producer did not sign)."""
     event_id = str(uuid.uuid4())
-    data = envelope_pb2.EventEnvelope(
-        event_id=event_id, stream_id=stream_id, stream_version=version, type="note"
-    ).SerializeToString()
+    data = signer.seal(
+        envelope_pb2.EventEnvelope(
+            event_id=event_id, stream_id=stream_id, stream_version=version, type="note"
+        )
+    )
     return subject_for(stream_id, "note"), data, event_id
 
 
@@ -337,14 +344,15 @@ async def test_a_database_outage_is_not_serving_and_what_came_meanwhile_is_store
     try:
         async with services(ON_THE_DATABASE, settings) as started:
             await started.wait_until(SERVING, *ON_THE_DATABASE)
-            stream_id = f"note-{uuid.uuid4().hex[:8]}"
-            await bus.publish(*envelope(stream_id, 1))
+            stream_id = f"table-note{uuid.uuid4().hex[:8]}"  # a table's: the table key signs
+            table = ensure_signer(settings, "table")
+            await bus.publish(*envelope(stream_id, 1, table))
             await eventually(lambda: stored_all(started, stream_id, 1), timeout=WAIT)
 
             await proxy.cut()
             await started.wait_until(NOT_SERVING, *ON_THE_DATABASE)
             for version in (2, 3):  # nak'ed and retried while the database is away
-                await bus.publish(*envelope(stream_id, version))
+                await bus.publish(*envelope(stream_id, version, table))
 
             await proxy.restore()
             await started.wait_until(SERVING, *ON_THE_DATABASE)

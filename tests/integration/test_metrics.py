@@ -20,16 +20,17 @@ import pytest
 from audit_kit import settled
 from ddz.adapters import codec
 from ddz.adapters.bus import subject_for
+from ddz.adapters.certs import ensure_certificates
 from ddz.adapters.grpc_client import make_channel
 from ddz.adapters.grpc_server import full_service_name, start_server
 from ddz.adapters.hand_stream import hand_stream_id
 from ddz.adapters.metrics import serve_metrics
 from ddz.application.errors import Reason, Refusal
-from ddz.config import Settings
-from ddz.domain.hand import Pass
+from ddz.config import OPERATOR, Settings
+from ddz.domain.hand import Pass, SeatInfo
 from ddz.domain.hand.events import HandSettled
-from ddz.domain.settlement import RoomSettings
-from ddz.v1 import dealer_pb2, hand_events_pb2, recorder_pb2, recorder_pb2_grpc, rules_pb2
+from ddz.v1 import recorder_pb2, recorder_pb2_grpc, rules_pb2
+from deal_kit import assigned
 from prometheus_client.parser import text_string_to_metric_families
 from suite_kit import Suite, eventually
 
@@ -87,14 +88,10 @@ async def test_each_service_counts_its_calls_events_and_refusals(suite: Suite) -
 
     # Three bot seats: the bot service plays the hand out through RulesService.Decide.
     hand_id = f"metrics-{uuid.uuid4().hex[:12]}"
+    bots = [SeatInfo(p, is_bot=True) for p in PLAYERS[:3]]
     await suite.dealer.Deal(
-        dealer_pb2.DealRequest(
-            hand_id=hand_id,
-            table_id="metrics",
-            variant="classic",
-            seats=[hand_events_pb2.SeatInfo(player_id=p, is_bot=True) for p in PLAYERS[:3]],
-            room=codec.room_to_pb(RoomSettings()),
-            client_seeds=[rng.randbytes(8)],
+        await assigned(
+            suite.bus, suite.settings, hand_id, seats=bots, client_seeds=[rng.randbytes(8)]
         )
     )
     assert await eventually(lambda: hand_settled(suite, hand_id), timeout=60.0, every=0.1)
@@ -158,6 +155,7 @@ class Faulty(recorder_pb2_grpc.RecorderServiceServicer):
 async def test_refusals_and_crashes_count_with_their_codes(tmp_path: Path) -> None:
     settings = Settings(data_dir=tmp_path, host="127.0.0.1")
     service = f"faulty-{uuid.uuid4().hex[:6]}"  # a series of its own in this process
+    ensure_certificates(tmp_path, [service, OPERATOR])  # its certificate, and the caller's
     recorder = full_service_name(recorder_pb2, "RecorderService")
     running = await start_server(
         service,

@@ -25,6 +25,7 @@ import nats.errors
 import pytest
 from ddz.adapters import codec, hand_stream
 from ddz.adapters.bus import ALL_SUBJECTS, EventBus
+from ddz.adapters.event_signing import event_keyring
 from ddz.adapters.hand_feed import HandFeed
 from ddz.adapters.hand_stream import HandCursor
 from ddz.adapters.nats_server import NatsServer, start_nats_server
@@ -41,9 +42,11 @@ from ddz.domain.hand import (
 from ddz.domain.hand.events import CardsDealt, HandStarted, PlayerDisconnected, SeedRevealed
 from ddz.domain.ruleset import CLASSIC
 from ddz.domain.settlement import RoomSettings
-from ddz.v1 import dealer_pb2, hand_events_pb2, rules_pb2
+from ddz.v1 import hand_events_pb2, rules_pb2
+from deal_kit import assigned
 from nats.aio.msg import Msg
 from nats.js.api import AckPolicy, ConsumerConfig
+from signing_kit import DEALER, KEYRING
 from suite_kit import Suite, consumers_idle, eventually
 
 BOT = "bot"  # the bot service's durable consumer
@@ -60,23 +63,23 @@ def seats(*bots: bool) -> list[hand_events_pb2.SeatInfo]:
 
 async def deal(suite: Suite, *bots: bool, first_bidder: int | None = None) -> str:
     hand_id = "lost-" + uuid.uuid4().hex[:10]
-    request = dealer_pb2.DealRequest(
-        hand_id=hand_id, table_id="t-none", variant="classic", seats=seats(*bots)
+    request = await assigned(
+        suite.bus, suite.settings, hand_id, seats=seats(*bots), first_bidder=first_bidder
     )
-    if first_bidder is not None:
-        request.first_bidder = first_bidder
     await suite.dealer.Deal(request)
     return hand_id
 
 
-async def events_of(bus: EventBus, hand_id: str) -> list[object]:
-    read, _cursor = await hand_stream.read(bus, hand_id)
+async def events_of(suite: Suite, hand_id: str) -> list[object]:
+    read, _cursor = await hand_stream.read(
+        suite.bus, hand_id, keyring=event_keyring(suite.settings)
+    )
     return [item.event for item in read]
 
 
-async def played_out(bus: EventBus, hand_id: str) -> list[object] | None:
+async def played_out(suite: Suite, hand_id: str) -> list[object] | None:
     """The hand's events once its last one (the seed's reveal) is in."""
-    events = await events_of(bus, hand_id)
+    events = await events_of(suite, hand_id)
     return events if events and isinstance(events[-1], SeedRevealed) else None
 
 
@@ -123,12 +126,13 @@ async def test_an_event_delivered_but_never_acked_is_delivered_again(
     await bot_stopped_with_its_consumer(greedy)
     hand_id = await deal(greedy, True, True, True)
     taken = await take_from_the_bot(nats_server.url, ack=False)
-    assert {codec.parse_envelope(m.data).stream_id for m in taken} == {f"hand-{hand_id}"}
+    streams = {codec.parse_envelope(m.data).stream_id for m in taken}
+    assert {s for s in streams if not s.startswith("table-")} == {f"hand-{hand_id}"}
     info = await greedy.bus.js.consumer_info(greedy.bus.stream, BOT)
     assert info.num_ack_pending == len(taken)  # delivered, never acknowledged
 
     await greedy.start("bot")
-    await eventually(lambda: played_out(greedy.bus, hand_id), timeout=PLAY_WAIT)
+    await eventually(lambda: played_out(greedy, hand_id), timeout=PLAY_WAIT)
     # What the dead bot was sent came again to the new one, which acked it.
     await eventually(lambda: consumers_idle(greedy.bus, BOT), timeout=PLAY_WAIT)
 
@@ -148,7 +152,7 @@ async def test_a_bot_started_while_a_hand_waits_on_it_plays_the_hand(
     assert await consumers_idle(greedy.bus, BOT)  # nothing will be delivered again
 
     await greedy.start("bot")
-    events = await eventually(lambda: played_out(greedy.bus, hand_id), timeout=PLAY_WAIT)
+    events = await eventually(lambda: played_out(greedy, hand_id), timeout=PLAY_WAIT)
     assert replay(hand_events(events)).phase is Phase.ENDED
 
 
@@ -160,7 +164,7 @@ async def test_the_watchdog_disconnects_a_person_nobody_sees_and_the_bot_finishe
     await greedy.start("bot")
     # Dealt without a table: no turn clock. Seat 0, a person, bids first and never does.
     hand_id = await deal(greedy, False, True, True, first_bidder=0)
-    events = await eventually(lambda: played_out(greedy.bus, hand_id), timeout=PLAY_WAIT)
+    events = await eventually(lambda: played_out(greedy, hand_id), timeout=PLAY_WAIT)
     after_deal = [e for e in events if not isinstance(e, HandStarted | CardsDealt)]
     # Nobody had moved: the first thing after the deal is seat 0 dropped, then the bot
     # plays the hand out (the person never comes back).
@@ -172,7 +176,7 @@ async def test_the_feed_creates_its_consumer_again_when_the_server_lost_it(
     greedy: Suite, nats_server: NatsServer
 ) -> None:
     bus = await EventBus.connect(nats_server.url, name="feed-test")
-    feed = HandFeed(bus, keep_ended=0)
+    feed = HandFeed(bus, keyring=event_keyring(greedy.settings), keep_ended=0)
     try:
         await feed.follow("lost-and-found")
         assert feed.healthy
@@ -215,7 +219,7 @@ async def test_a_consumer_of_the_old_kind_is_replaced_from_where_it_had_acknowle
         ),
     )
     bus = await EventBus.connect(nats_server.url, name="feed-test")
-    feed = HandFeed(bus, keep_ended=0)
+    feed = HandFeed(bus, keyring=event_keyring(greedy.settings), keep_ended=0)
     try:
         await feed.follow("old-kind")
         info = await bus.js.consumer_info(bus.stream, "old-kind")
@@ -235,7 +239,7 @@ async def test_the_feed_follows_across_a_server_restart(store: str, tmp_path: Pa
     says it is not healthy while the server is away, then follows the next hand."""
     server = start_nats_server(tmp_path / "first", port=0)
     bus = await EventBus.connect(server.url, name="feed-test")
-    feed = HandFeed(bus, keep_ended=0)
+    feed = HandFeed(bus, keyring=KEYRING, keep_ended=0)
     try:
         await bus.ensure_stream()
         await feed.follow("restarted")
@@ -260,7 +264,14 @@ async def publish_deal(bus: EventBus, hand_id: str) -> None:
     events = decide(HandState(), start, None)
     assert isinstance(events, list)
     await hand_stream.publish(
-        bus, hand_id, HandCursor(), events, causation_id="t", correlation_id="t", producer="t"
+        bus,
+        hand_id,
+        HandCursor(),
+        events,
+        causation_id="t",
+        correlation_id="t",
+        producer="t",
+        signer=DEALER,
     )
 
 

@@ -258,9 +258,9 @@ async def test_nothing_a_player_receives_shows_another_seats_hidden_cards(
     ends = await asyncio.wait_for(asyncio.gather(*playing), 60)
     assert all(end.phase == ENDED for end in ends)
 
-    states = await true_states(bus, hand_id)
+    states = await true_states(suite, hand_id)
     for seat, watcher in watchers.items():
-        await check_updates(bus, hand_id, seat, watcher.updates)  # contiguous, no leak
+        await check_updates(suite, hand_id, seat, watcher.updates)  # contiguous, no leak
         assert len(watcher.segments) == (2 if seat == ann.seat else 1)
         for message in received[seat]:
             view = message if isinstance(message, table_pb2.PlayerView) else message.outcome.view

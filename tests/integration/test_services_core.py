@@ -40,9 +40,13 @@ from ddz.adapters.bus import (
     stream_filter,
     subject_for,
 )
+from ddz.adapters.certs import ensure_certificates
+from ddz.adapters.event_signing import event_keyring
 from ddz.adapters.grpc_client import error_reason
 from ddz.adapters.nats_server import NatsServer
+from ddz.adapters.stack import health_status
 from ddz.adapters.store import create_store
+from ddz.config import Settings
 from ddz.domain import selfplay
 from ddz.domain.hand import (
     Bid,
@@ -67,11 +71,12 @@ from ddz.v1 import (
     hand_events_pb2,
     recorder_pb2,
     rules_pb2,
-    rules_pb2_grpc,
     settlement_pb2,
     settlement_pb2_grpc,
 )
-from grpc_health.v1 import health_pb2, health_pb2_grpc
+from deal_kit import assigned
+from grpc_health.v1 import health_pb2
+from signing_kit import DEALER, KEYRING
 from suite_kit import Suite, consumers_idle, eventually
 
 PLAYERS = ("alice", "bob", "carol")
@@ -79,14 +84,11 @@ PLAYERS = ("alice", "bob", "carol")
 pytestmark = pytest.mark.suite(max_message_bytes=64 * 1024)  # the oversized request
 
 
-def deal_request(hand_id: str, variant: str, **fields: Any) -> dealer_pb2.DealRequest:
-    return dealer_pb2.DealRequest(
-        hand_id=hand_id,
-        table_id="t1",
-        variant=variant,
-        seats=[hand_events_pb2.SeatInfo(player_id=p) for p in PLAYERS],
-        **fields,
-    )
+async def deal_request(
+    suite: Suite, hand_id: str, variant: str, **fields: Any
+) -> dealer_pb2.DealRequest:
+    """The hand assigned at a table of its own, as the table service assigns it."""
+    return await assigned(suite.bus, suite.settings, hand_id, variant, seats=PLAYERS, **fields)
 
 
 def decide_request(hand_id: str, command: Command, **fields: Any) -> rules_pb2.DecideRequest:
@@ -95,9 +97,9 @@ def decide_request(hand_id: str, command: Command, **fields: Any) -> rules_pb2.D
     return request
 
 
-async def full_state(bus: EventBus, hand_id: str) -> HandState:
+async def full_state(suite: Suite, hand_id: str) -> HandState:
     """The hand with every seat's cards, from the bus (as a bot reads it)."""
-    read, _ = await hand_stream.read(bus, hand_id)
+    read, _ = await hand_stream.read(suite.bus, hand_id, keyring=event_keyring(suite.settings))
     return replay(hand_events(r.event for r in read))
 
 
@@ -124,8 +126,10 @@ class Driver:
     responses: list[rules_pb2.DecideResponse] = field(default_factory=list)
 
     async def deal(self, variant: str) -> None:
-        self.dealt = await self.suite.dealer.Deal(deal_request(self.hand_id, variant))
-        self.state = await full_state(self.suite.bus, self.hand_id)
+        self.dealt = await self.suite.dealer.Deal(
+            await deal_request(self.suite, self.hand_id, variant)
+        )
+        self.state = await full_state(self.suite, self.hand_id)
 
     async def step(self) -> None:
         command = choose(self.state, self.rng)
@@ -136,7 +140,7 @@ class Driver:
         self.responses.append(response)
         events = [codec.decode_envelope(e.SerializeToString())[1] for e in response.events]
         if any(isinstance(e, Redealt) for e in events):
-            self.state = await full_state(self.suite.bus, self.hand_id)  # the new deal is internal
+            self.state = await full_state(self.suite, self.hand_id)  # the new deal is internal
             return
         for event in hand_events(events):
             self.state = evolve(self.state, event)
@@ -174,7 +178,9 @@ async def test_full_hand_of_every_variant_is_stored_in_order_exactly_once(
     hand_id = f"{variant}-{uuid.uuid4().hex[:8]}"
     played = await play_hand(core_suite, variant, hand_id, seed=len(variant))
     # Everything the rules and the dealer published, in order, straight from the bus.
-    on_bus, cursor = await hand_stream.read(core_suite.bus, hand_id)
+    on_bus, cursor = await hand_stream.read(
+        core_suite.bus, hand_id, keyring=event_keyring(core_suite.settings)
+    )
     stored = await eventually(
         lambda: _if_length(stored_stream(core_suite, hand_id), cursor.version)
     )
@@ -210,7 +216,9 @@ async def test_concurrent_hands_are_each_stored_in_order(core_suite: Suite) -> N
     )
     totals = dict.fromkeys(PLAYERS, 0)
     for driver in drivers:
-        on_bus, _ = await hand_stream.read(core_suite.bus, driver.hand_id)
+        on_bus, _ = await hand_stream.read(
+            core_suite.bus, driver.hand_id, keyring=event_keyring(core_suite.settings)
+        )
         stored = await stored_complete(core_suite, driver.hand_id)
         assert [s.envelope for s in stored] == [e.data for e in on_bus]
         assert driver.state.ledger is not None
@@ -248,7 +256,7 @@ async def _ledger(
 
 async def stored_complete(suite: Suite, hand_id: str) -> list[Any]:
     """The stored stream, once it holds everything the bus holds for the hand."""
-    _, cursor = await hand_stream.read(suite.bus, hand_id)
+    _, cursor = await hand_stream.read(suite.bus, hand_id, keyring=event_keyring(suite.settings))
     return await eventually(lambda: _if_length(stored_stream(suite, hand_id), cursor.version))
 
 
@@ -261,7 +269,9 @@ async def test_duplicated_publishes_change_nothing(core_suite: Suite) -> None:
     balances = [
         await settlement.GetBalance(settlement_pb2.GetBalanceRequest(player_id=p)) for p in PLAYERS
     ]
-    on_bus, _ = await hand_stream.read(core_suite.bus, hand_id)
+    on_bus, _ = await hand_stream.read(
+        core_suite.bus, hand_id, keyring=event_keyring(core_suite.settings)
+    )
     stream_id = f"hand-{hand_id}"
     # The same event id again: JetStream itself drops it (Nats-Msg-Id).
     for event in on_bus:
@@ -281,7 +291,9 @@ async def test_duplicated_publishes_change_nothing(core_suite: Suite) -> None:
         s.envelope for s in stored
     ]
     everything = await core_suite.recorder.ReadAll(recorder_pb2.ReadAllRequest())
-    assert len(everything.events) == len(stored)
+    streams = [codec.parse_envelope(e.envelope).stream_id for e in everything.events]
+    assert streams.count(stream_id) == len(stored)
+    assert len(streams) == len(stored) + 2  # and the table's opening and hand_assigned
     again = [
         await settlement.GetBalance(settlement_pb2.GetBalanceRequest(player_id=p)) for p in PLAYERS
     ]
@@ -303,11 +315,15 @@ async def test_restarting_the_recorder_mid_hand_loses_nothing(
     await core_suite.start("recorder")
     await driver.play()
     stored = await stored_complete(core_suite, hand_id)
-    on_bus, _ = await hand_stream.read(core_suite.bus, hand_id)
+    on_bus, _ = await hand_stream.read(
+        core_suite.bus, hand_id, keyring=event_keyring(core_suite.settings)
+    )
     assert [s.envelope for s in stored] == [e.data for e in on_bus]
     store = create_store(core_suite.settings.database_url)
     try:
-        assert [e.envelope for e in store.read_all()] == [e.data for e in on_bus]
+        hand = [e.envelope for e in store.read_all()
+                if codec.parse_envelope(e.envelope).stream_id == f"hand-{hand_id}"]  # fmt: skip
+        assert hand == [e.data for e in on_bus]  # (the store has its table's events too)
         # The finished hand's chain head is signed with the operator's key.
         (signature,) = store.read_signatures(f"hand-{hand_id}")
         assert signature.head_hash == stored[-1].hash
@@ -328,8 +344,8 @@ async def test_bad_input_gets_a_clear_status_and_reason_and_the_service_keeps_se
 ) -> None:
     rules, dealer = core_suite.rules, core_suite.dealer
     hand_id = "bad-" + uuid.uuid4().hex[:8]
-    await dealer.Deal(deal_request(hand_id, "classic", first_bidder=1))
-    state = await full_state(core_suite.bus, hand_id)
+    await dealer.Deal(await deal_request(core_suite, hand_id, "classic", first_bidder=1))
+    state = await full_state(core_suite, hand_id)
     assert state.turn == 1
 
     # Unknown hands: never dealt, or not even a possible id.
@@ -384,12 +400,12 @@ async def test_bad_input_gets_a_clear_status_and_reason_and_the_service_keeps_se
     assert types[-2:] == [CommandRejected.TYPE, "bid_made"]
 
     # The other services refuse bad ids the same way.
-    assert await _error(dealer.Deal(deal_request(hand_id, "classic"))) == (
+    again = await deal_request(core_suite, hand_id, "classic")  # assigned elsewhere too
+    assert await _error(dealer.Deal(again)) == (
         grpc.StatusCode.ALREADY_EXISTS, "VERSION_CONFLICT"
     )  # fmt: skip
-    two_seats = deal_request("other", "classic")
-    del two_seats.seats[2]
-    assert await _error(dealer.Deal(two_seats)) == (
+    no_table = dealer_pb2.DealRequest(hand_id="other", table_id="bad.id")
+    assert await _error(dealer.Deal(no_table)) == (
         grpc.StatusCode.INVALID_ARGUMENT, "INVALID_ARGUMENT"
     )  # fmt: skip
 
@@ -400,7 +416,7 @@ async def test_decide_batch_answers_each_command_as_decide_would(core_suite: Sui
     commands apply in the order given (§2: seat 1 bids first, then seat 2)."""
     rules, dealer = core_suite.rules, core_suite.dealer
     hand_id = "batch-" + uuid.uuid4().hex[:8]
-    await dealer.Deal(deal_request(hand_id, "classic", first_bidder=1))
+    await dealer.Deal(await deal_request(core_suite, hand_id, "classic", first_bidder=1))
     version = (await rules.GetPublicState(rules_pb2.GetPublicStateRequest(hand_id=hand_id))).version
     commands = [
         decide_request(hand_id, Bid.call(1, 1), expected_version=version),
@@ -434,7 +450,7 @@ async def test_decide_batch_answers_each_command_as_decide_would(core_suite: Sui
     # Each answer's events are the stored ones (the answer re-serialises: compare parsed).
     answered = [*first.response.events, *refused.response.events, *last.response.events]
     assert answered == [codec.parse_envelope(s.envelope) for s in stored][version:]
-    assert await _error(dealer.Deal(deal_request("x", "poker"))) == (
+    assert await _error(dealer.Deal(dealer_pb2.DealRequest(hand_id="x"))) == (  # no table
         grpc.StatusCode.INVALID_ARGUMENT, "INVALID_ARGUMENT"
     )  # fmt: skip
     seed = dealer_pb2.GetSeedRequest(hand_id="never-dealt")
@@ -452,21 +468,22 @@ async def test_decide_batch_answers_each_command_as_decide_would(core_suite: Sui
 async def test_a_second_writer_cannot_fork_a_hand(core_suite: Suite) -> None:
     """Two rules instances with the same cached state: exactly one extends the hand; the
     other is refused by JetStream's expected-last-subject-sequence check over the hand's
-    wildcard subject, and answers ABORTED/VERSION_CONFLICT."""
+    wildcard subject, reads the hand again and decides on the winner's state."""
     first = core_suite.rules
-    second = rules_pb2_grpc.RulesServiceStub(await core_suite.start_another("rules"))
+    second = (await core_suite.another("rules")).rules
     hand_id = "fork-" + uuid.uuid4().hex[:8]
-    await core_suite.dealer.Deal(deal_request(hand_id, "ct", first_bidder=0))
+    await core_suite.dealer.Deal(await deal_request(core_suite, hand_id, "ct", first_bidder=0))
     for stub in (first, second):  # both load and cache the hand at the same version
         await stub.GetPublicState(rules_pb2.GetPublicStateRequest(hand_id=hand_id))
     won = await first.Decide(decide_request(hand_id, Bid.call(0, 1)))
     assert won.accepted
-    lost = second.Decide(decide_request(hand_id, Bid.call(0, 2)))
-    assert await _error(lost) == (grpc.StatusCode.ABORTED, "VERSION_CONFLICT")
-    # The loser dropped its stale copy: next time it rebuilds and decides correctly.
-    again = await second.Decide(decide_request(hand_id, Bid.call(0, 2)))
-    assert (again.accepted, again.reason) == (False, RejectReason.NOT_YOUR_TURN.value)
-    on_bus, cursor = await hand_stream.read(core_suite.bus, hand_id)
+    # The second's copy is stale: its append is refused, it reads the hand again and
+    # decides there (seat 0 has bid), never answering a conflict of its own making.
+    lost = await second.Decide(decide_request(hand_id, Bid.call(0, 2)))
+    assert (lost.accepted, lost.reason) == (False, RejectReason.NOT_YOUR_TURN.value)
+    on_bus, cursor = await hand_stream.read(
+        core_suite.bus, hand_id, keyring=event_keyring(core_suite.settings)
+    )
     assert [e.envelope.stream_version for e in on_bus] == list(range(1, cursor.version + 1))
     bids = [e.event for e in on_bus if e.envelope.type == "bid_made"]
     assert len(bids) == 1
@@ -521,10 +538,10 @@ async def test_a_decision_goes_out_whole_and_a_retry_after_a_lost_ack_stores_it_
     assert await lossy.atomic_batches()
     cursor, published = await hand_stream.publish(
         lossy, "atomic", hand_stream.HandCursor(), deal,
-        causation_id="c", correlation_id="c", producer="pytest",
+        causation_id="c", correlation_id="c", producer="pytest", signer=DEALER,
     )  # fmt: skip
     assert lossy.lost
-    on_bus, read_cursor = await hand_stream.read(bus, "atomic")
+    on_bus, read_cursor = await hand_stream.read(bus, "atomic", keyring=KEYRING)
     assert read_cursor == cursor and cursor.version == 2
     assert [e.data for e in on_bus] == [p.envelope for p in published]
     assert [e.seq for e in on_bus] == [p.seq for p in published]
@@ -538,10 +555,10 @@ async def test_without_atomic_decisions_the_events_go_one_by_one(bus: EventBus) 
     lossy.atomic_decisions = False
     cursor, published = await hand_stream.publish(
         lossy, "single", hand_stream.HandCursor(), deal,
-        causation_id="c", correlation_id="c", producer="pytest",
+        causation_id="c", correlation_id="c", producer="pytest", signer=DEALER,
     )  # fmt: skip
     assert not lossy.lost and cursor.version == 2
-    on_bus, _ = await hand_stream.read(bus, "single")
+    on_bus, _ = await hand_stream.read(bus, "single", keyring=KEYRING)
     assert [e.data for e in on_bus] == [p.envelope for p in published]
 
 
@@ -550,8 +567,10 @@ def test_a_service_process_serves_until_sigterm_then_exits_cleanly(
     how: str, nats_server: NatsServer, tmp_path: Path
 ) -> None:
     """One way to start a service: the module and the CLI run the same runner; it reports
-    SERVING on the health service, and SIGTERM stops it with exit code 0."""
+    SERVING on the health service, and SIGTERM stops it with exit code 0. It finds its
+    certificate in the data dir that ``ensure_certificates`` (``ddz init``) prepared."""
     port = free_port()
+    ensure_certificates(tmp_path)
     env = {
         **os.environ,
         "DDZ_DATA_DIR": str(tmp_path),
@@ -566,7 +585,9 @@ def test_a_service_process_serves_until_sigterm_then_exits_cleanly(
         command = [sys.executable, "-m", "ddz.entrypoints.cli", *command[1:]]
     process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        serving = wait_serving(process, f"127.0.0.1:{port}", "ddz.v1.SettlementService", 30)
+        serving = wait_serving(
+            process, f"127.0.0.1:{port}", "ddz.v1.SettlementService", 30, Settings.from_env(env)
+        )
         assert serving, process.stderr.read().decode() if process.stderr else ""
         process.send_signal(signal.SIGTERM)
         _, stderr = process.communicate(timeout=30)
@@ -640,18 +661,13 @@ def free_port() -> int:
 
 
 def wait_serving(
-    process: subprocess.Popen[bytes], target: str, service: str, timeout: float
+    process: subprocess.Popen[bytes], target: str, service: str, timeout: float, settings: Settings
 ) -> bool:
     """True once ``service`` reports SERVING; False if the process exits or time runs out."""
     deadline = time.monotonic() + timeout
-    with grpc.insecure_channel(target) as channel:
-        stub = health_pb2_grpc.HealthStub(channel)
-        while time.monotonic() < deadline and process.poll() is None:
-            try:
-                status = stub.Check(health_pb2.HealthCheckRequest(service=service), timeout=1)
-                if status.status == health_pb2.HealthCheckResponse.SERVING:
-                    return True
-            except grpc.RpcError:
-                pass
-            time.sleep(0.1)
+    while time.monotonic() < deadline and process.poll() is None:
+        status = health_status(target, timeout=1, service=service, settings=settings)
+        if status == health_pb2.HealthCheckResponse.SERVING:
+            return True
+        time.sleep(0.1)
     return False

@@ -14,6 +14,7 @@ from typing import Any
 
 import grpc
 import pytest
+from ddz.adapters.event_signing import ensure_signer, event_keyring
 from ddz.adapters.hand_stream import hand_stream_id
 from ddz.adapters.table_stream import JetStreamTableLog, table_stream_id
 from ddz.application.errors import Kind, Refusal
@@ -152,7 +153,10 @@ async def test_a_table_is_its_stream_with_one_writer_and_its_id_stays_taken(suit
     opened = await suite.table.OpenTable(
         table_pb2.OpenTableRequest(table_id="t-restart", variant="classic", seats=seats)
     )
-    table_log = JetStreamTableLog(suite.bus)
+    table_log = JetStreamTableLog(  # a second writer with the table service's own key
+        suite.bus, keyring=event_keyring(suite.settings),
+        signer=ensure_signer(suite.settings, "table"),
+    )  # fmt: skip
     history = await table_log.read("t-restart")
     assert history is not None and history.state.seats[0].player_id == "cy"
     assert "t-restart" in await table_log.open_table_ids()

@@ -142,8 +142,8 @@ async def test_streams_never_show_another_seats_hidden_cards(suite: Suite, varia
         ),
         HAND_TIMEOUT,
     )
-    await check_updates(suite.bus, hand_id, 0, seat0)
-    await check_updates(suite.bus, hand_id, 2, seat2)
+    await check_updates(suite, hand_id, 0, seat0)
+    await check_updates(suite, hand_id, 2, seat2)
     assert seat0[-1].view.phase == ENDED
     types = {u.event.type for u in seat0 if u.HasField("event")}
     assert "cards_dealt" not in types  # the internal event never reaches a player
@@ -163,7 +163,7 @@ async def test_a_missed_turn_disconnects_the_seat_and_the_bot_plays_on(suite: Su
         table_pb2.WatchHandRequest(hand_id=hand_id, seat=0), timeout=HAND_TIMEOUT
     )
     updates = [update async for update in stream]  # seat 0 never acts
-    await check_updates(suite.bus, hand_id, 0, updates)
+    await check_updates(suite, hand_id, 0, updates)
     events = [
         codec.decode_event(u.event.type, u.event.type_version, u.event.payload)
         for u in updates if u.HasField("event")
@@ -248,7 +248,8 @@ async def test_bad_input_gets_a_clear_status_and_reason(suite: Suite) -> None:
     await expect_error(stub.OpenTable(table_pb2.OpenTableRequest(variant="chess", seats=three)),
                        invalid, "INVALID_ARGUMENT")  # fmt: skip
     huge = "3" * (suite.settings.max_message_bytes + 1)
-    no_client_cap = grpc.aio.insecure_channel(suite.settings.address("table"))
+    tls = grpc.ssl_channel_credentials(suite.settings.tls_ca_path.read_bytes())
+    no_client_cap = grpc.aio.secure_channel(suite.settings.address("table"), tls)
     async with no_client_cap as unlimited:
         raw = table_pb2_grpc.TableServiceStub(unlimited)
         with pytest.raises(grpc.aio.AioRpcError) as caught:

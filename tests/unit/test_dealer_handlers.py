@@ -1,6 +1,6 @@
-"""The dealer's use cases (services/dealer/handlers.py) on fake ports: a seed store
-and a hand publisher in memory that write down the order things happen in. No server,
-no NATS, no database."""
+"""The dealer's use cases (services/dealer/handlers.py) on fake ports: a seed store,
+a hand publisher and the tables' records in memory that write down the order things
+happen in. No server, no NATS, no database."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ import pytest
 from ddz.application.errors import Kind, Reason, Refusal
 from ddz.domain.hand import Event, SeatInfo
 from ddz.domain.hand.events import CardsDealt, HandStarted
-from ddz.domain.ruleset import CLASSIC
+from ddz.domain.ruleset import CLASSIC, ruleset_for
 from ddz.domain.settlement import RoomSettings
+from ddz.domain.table import HandAssigned, TableOpened
 from ddz.v1 import envelope_pb2
 from hand_kit import SEATS, SEED
 
@@ -71,6 +72,25 @@ class FakeHands:
         return len(events), public
 
 
+class FakeTables:
+    """What the table service recorded: each table's opening and its hands, in order."""
+
+    def __init__(self) -> None:
+        self.openings: dict[str, TableOpened] = {}
+        self.hands: dict[str, list[HandAssigned]] = {}
+
+    def add(self, table: TableOpened, *hands: HandAssigned) -> None:
+        self.openings[table.table_id] = table
+        self.hands.setdefault(table.table_id, []).extend(hands)
+
+    async def opened(self, table_id: str) -> TableOpened | None:
+        return self.openings.get(table_id)
+
+    async def last_assigned(self, table_id: str) -> HandAssigned | None:
+        hands = self.hands.get(table_id)
+        return hands[-1] if hands else None
+
+
 @pytest.fixture
 def journal() -> list[str]:
     return []
@@ -87,12 +107,20 @@ def hands(journal: list[str]) -> FakeHands:
 
 
 @pytest.fixture
-def dealer(seeds: FakeSeeds, hands: FakeHands) -> Dealer:
-    return Dealer(seeds, hands, PRODUCER, make_seed=lambda: SEED)
+def tables() -> FakeTables:
+    """Table t1 (classic, default room, ``SEATS``) with hand h1 assigned, seat 0 first."""
+    tables = FakeTables()
+    tables.add(TableOpened("t1", CLASSIC, RoomSettings(), SEATS), HandAssigned("h1", 0))
+    return tables
 
 
-def order(hand_id: str = "h1", seats: tuple[SeatInfo, SeatInfo, SeatInfo] = SEATS) -> DealOrder:
-    return DealOrder(hand_id, CLASSIC, RoomSettings(), seats, first_bidder=0)
+@pytest.fixture
+def dealer(seeds: FakeSeeds, hands: FakeHands, tables: FakeTables) -> Dealer:
+    return Dealer(seeds, hands, tables, PRODUCER, make_seed=lambda: SEED)
+
+
+def order(hand_id: str = "h1", table_id: str = "t1") -> DealOrder:
+    return DealOrder(hand_id, table_id)
 
 
 async def refusal_of(call: object) -> Refusal:
@@ -141,10 +169,10 @@ async def test_a_hand_with_events_but_no_seed_is_refused_and_its_seed_forgotten(
 
 
 async def test_a_deal_the_aggregate_refuses_is_invalid_and_stores_nothing(
-    dealer: Dealer, journal: list[str]
+    dealer: Dealer, tables: FakeTables, journal: list[str]
 ) -> None:
-    bad = DealOrder("h1", CLASSIC, RoomSettings(), SEATS, first_bidder=5)
-    refusal = await refusal_of(dealer.deal(bad, "req"))
+    tables.add(TableOpened("t2", CLASSIC, RoomSettings(), SEATS), HandAssigned("h2", 5))
+    refusal = await refusal_of(dealer.deal(order("h2", "t2"), "req"))
     assert (refusal.kind, refusal.reason) == (Kind.INVALID, Reason.UNKNOWN_SEAT)
     assert journal == []
 
@@ -152,3 +180,41 @@ async def test_a_deal_the_aggregate_refuses_is_invalid_and_stores_nothing(
 async def test_the_seed_of_a_hand_never_dealt_is_not_found(dealer: Dealer) -> None:
     refusal = await refusal_of(dealer.seed("never-dealt"))
     assert (refusal.kind, refusal.reason) == (Kind.NOT_FOUND, Reason.UNKNOWN_HAND)
+
+
+async def test_the_hand_is_dealt_under_what_the_table_recorded(
+    dealer: Dealer, tables: FakeTables, hands: FakeHands
+) -> None:
+    """Rules, room settings, seats, first bidder and balances: the table's records."""
+    laizi, room = ruleset_for("laizi"), RoomSettings(initial_multiplier=3, coefficient=100)
+    seats = (SeatInfo("ann"), SeatInfo("bea"), SeatInfo("cai", is_bot=True))
+    tables.add(
+        TableOpened("bean", laizi, room, seats, "laizi", (500, 600, 700)),
+        HandAssigned("h9", 2, (400, 600, 800)),
+    )
+    await dealer.deal(DealOrder("h9", "bean", client_seeds=(b"x",)), "req")
+    started = hands.streams["h9"][0]
+    assert isinstance(started, HandStarted)
+    assert (started.rules, started.room, started.seats) == (laizi, room, seats)
+    assert (started.first_bidder, started.balances) == (2, (400, 600, 800))
+    assert started.client_seeds == (b"x".hex(),)
+
+
+@pytest.mark.parametrize(
+    ("hand_id", "table_id", "kind", "reason"),
+    [
+        ("h1", "nowhere", Kind.NOT_FOUND, Reason.UNKNOWN_TABLE),
+        ("h7", "t1", Kind.PRECONDITION, Reason.UNKNOWN_HAND),  # never assigned there
+        ("h1", "t3", Kind.PRECONDITION, Reason.UNKNOWN_HAND),  # another table's hand
+        ("h0", "t1", Kind.PRECONDITION, Reason.UNKNOWN_HAND),  # not the last assigned
+    ],
+)
+async def test_a_hand_the_table_did_not_assign_last_is_refused_and_nothing_stored(
+    dealer: Dealer, tables: FakeTables, journal: list[str],
+    hand_id: str, table_id: str, kind: Kind, reason: Reason,
+) -> None:  # fmt: skip
+    tables.add(TableOpened("t3", CLASSIC, RoomSettings(), SEATS))
+    tables.hands["t1"].insert(0, HandAssigned("h0"))
+    refusal = await refusal_of(dealer.deal(order(hand_id, table_id), "req"))
+    assert (refusal.kind, refusal.reason) == (kind, reason)
+    assert journal == []

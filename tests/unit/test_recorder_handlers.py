@@ -19,6 +19,7 @@ from ddz.adapters.store import (
     VersionConflict,
     chain,
 )
+from ddz.adapters.store.keys import Keyring
 from ddz.application.errors import Kind, Reason, Refusal
 from ddz.audit import Verdict as AuditVerdict
 from ddz.domain.players import GreedyPlayer
@@ -26,6 +27,7 @@ from ddz.domain.ruleset import CLASSIC
 from ddz.domain.selfplay import play_hand
 from ddz.domain.settlement import RoomSettings
 from ddz.v1 import envelope_pb2
+from signing_kit import KEYRING, RULES, sealed
 
 from services.recorder.handlers import (
     DEFAULT_PAGE,
@@ -134,8 +136,8 @@ def hand_envelopes(hand_id: str = "h1", seed: int = 5) -> list[bytes]:
     players = [GreedyPlayer(random.Random(seat)) for seat in range(3)]
     events, _ = play_hand(CLASSIC, RoomSettings(), players, bytes([seed]) * 32, hand_id=hand_id)
     return [
-        envelope_for(f"hand-{hand_id}", version, event, "cause", "corr", "test",
-                     event_id=f"{hand_id}-{version}")
+        sealed(envelope_for(f"hand-{hand_id}", version, event, "cause", "corr", "test",
+                            event_id=f"{hand_id}-{version}"))
         for version, event in enumerate(events, start=1)
     ]  # fmt: skip
 
@@ -146,8 +148,7 @@ def one(stream_id: str, version: int, event_id: str) -> bytes:
         event_id=event_id, stream_id=stream_id, stream_version=version, type="table_opened",
         payload=event_id.encode(),
     )  # fmt: skip
-    data: bytes = envelope.SerializeToString()
-    return data
+    return sealed(envelope)
 
 
 def verdicts(outcomes: list[Outcome]) -> list[Verdict]:
@@ -159,7 +160,7 @@ def verdicts(outcomes: list[Outcome]) -> list[Verdict]:
 
 async def test_a_batch_is_stored_with_one_write_per_stream() -> None:
     store = FakeStore()
-    record = Record(store)
+    record = Record(store, keyring=KEYRING)
     arrived = [one("table-a", 1, "a1"), one("table-b", 1, "b1"), one("table-a", 2, "a2")]
     assert verdicts(await record(arrived)) == [Verdict.STORED] * 3
     assert store.appends == 2  # table-a's two events in one transaction
@@ -169,7 +170,7 @@ async def test_a_batch_is_stored_with_one_write_per_stream() -> None:
 
 async def test_a_redelivered_identical_event_is_done_not_refused() -> None:
     store = FakeStore()
-    record = Record(store)
+    record = Record(store, keyring=KEYRING)
     batch = [one("table-a", 1, "a1"), one("table-a", 2, "a2")]
     await record(batch)
     again = await record([batch[1], batch[0], one("table-a", 3, "a3")])
@@ -179,7 +180,7 @@ async def test_a_redelivered_identical_event_is_done_not_refused() -> None:
 
 async def test_a_gap_is_retried_while_what_can_be_stored_is() -> None:
     store = FakeStore()
-    record = Record(store)
+    record = Record(store, keyring=KEYRING)
     outcomes = await record([one("table-a", 1, "a1"), one("table-a", 3, "a3")])
     assert verdicts(outcomes) == [Verdict.STORED, Verdict.RETRY]
     gap = outcomes[1]
@@ -194,11 +195,23 @@ async def test_a_gap_is_retried_while_what_can_be_stored_is() -> None:
         (one("table-a", 1, "other"), "version"),  # its version taken by another event
         (one("table-b", 1, "a1"), "a1"),  # its id taken by other bytes
         (b"\xff\xff not an envelope", "not an EventEnvelope"),
+        (
+            envelope_pb2.EventEnvelope(stream_id="table-c", stream_version=1).SerializeToString(),
+            "unsigned",
+        ),  # made before producers signed, or forged without a key
+        (
+            RULES.seal(
+                envelope_pb2.EventEnvelope(
+                    stream_id="table-c", stream_version=1, type="table_opened"
+                )
+            ),
+            "not_allowed",
+        ),  # a rules key on a table's event
     ],
 )
 async def test_an_event_that_can_never_be_stored_is_refused(arrival: bytes, why: str) -> None:
     store = FakeStore()
-    record = Record(store)
+    record = Record(store, keyring=KEYRING)
     await record([one("table-a", 1, "a1")])
     [outcome] = await record([arrival])
     assert outcome.verdict is Verdict.REFUSED and why in outcome.why
@@ -208,7 +221,7 @@ async def test_an_event_that_can_never_be_stored_is_refused(arrival: bytes, why:
 async def test_an_unreachable_database_means_retry_later_for_every_event() -> None:
     store = FakeStore()
     store.down = True
-    record = Record(store)
+    record = Record(store, keyring=KEYRING)
     outcomes = await record([one("table-a", 1, "a1"), one("table-a", 2, "a2")])
     assert verdicts(outcomes) == [Verdict.RETRY, Verdict.RETRY]
     assert "database unreachable" in outcomes[0].why
@@ -224,7 +237,7 @@ async def test_a_hands_head_is_signed_once_its_last_event_is_stored() -> None:
         signed.append(stream_id)
         store.sign_head(stream_id, KEY, KEY_ID)
 
-    record = Record(store, sign_head=sign)
+    record = Record(store, keyring=KEYRING, sign_head=sign)
     envelopes = hand_envelopes()
     await record(envelopes[:-1])
     assert signed == []
@@ -239,7 +252,7 @@ async def test_a_failed_signature_does_not_undo_the_store() -> None:
         raise RuntimeError("no key")
 
     store = FakeStore()
-    outcomes = await Record(store, sign_head=broken)(hand_envelopes())
+    outcomes = await Record(store, keyring=KEYRING, sign_head=broken)(hand_envelopes())
     assert set(verdicts(outcomes)) == {Verdict.STORED}
 
 
@@ -257,7 +270,7 @@ async def test_reading_an_unknown_stream_is_refused_as_unknown_stream() -> None:
 
 async def test_reading_a_stream_after_its_head_is_empty_not_refused() -> None:
     store = FakeStore()
-    await Record(store)([one("table-a", 1, "a1"), one("table-a", 2, "a2")])
+    await Record(store, keyring=KEYRING)([one("table-a", 1, "a1"), one("table-a", 2, "a2")])
     reads = Reads(store)
     assert [e.event_id for e in await reads.stream("table-a", 1)] == ["a2"]
     assert await reads.stream("table-a", 2) == []
@@ -267,13 +280,13 @@ async def test_pages_stop_at_the_byte_limit_but_never_come_back_empty() -> None:
     store = FakeStore()
     big = (PAGE_BYTES // 2) + 1
     arrivals = [
-        envelope_pb2.EventEnvelope(
+        sealed(envelope_pb2.EventEnvelope(
             event_id=f"a{v}", stream_id="table-a", stream_version=v, type="t",
             payload=b"x" * big,
-        ).SerializeToString()
+        ))
         for v in (1, 2, 3)
     ]  # fmt: skip
-    await Record(store)(arrivals)
+    await Record(store, keyring=KEYRING)(arrivals)
     reads = Reads(store)
     events, max_position = await reads.page(0, 0)
     assert ([e.event_id for e in events], max_position) == (["a1"], 3)
@@ -283,7 +296,9 @@ async def test_pages_stop_at_the_byte_limit_but_never_come_back_empty() -> None:
 
 async def test_a_page_holds_a_default_number_of_events_when_no_limit_is_asked() -> None:
     store = FakeStore()
-    await Record(store)([one("table-a", v, f"a{v}") for v in range(1, DEFAULT_PAGE + 6)])
+    await Record(store, keyring=KEYRING)(
+        [one("table-a", v, f"a{v}") for v in range(1, DEFAULT_PAGE + 6)]
+    )
     events, max_position = await Reads(store).page(0, 0)
     assert (len(events), max_position) == (DEFAULT_PAGE, DEFAULT_PAGE + 5)
     events, _ = await Reads(store).page(0, 3)
@@ -299,9 +314,10 @@ async def test_a_recorded_hand_audits_clean() -> None:
     def sign(stream_id: str) -> None:
         store.sign_head(stream_id, KEY, KEY_ID)
 
-    record = Record(store, sign_head=sign)
+    record = Record(store, keyring=KEYRING, sign_head=sign)
     await record(hand_envelopes())
-    report = await Audits(store, "sqlite://", KEY, KEY_ID).hand("h1")
+    keys = Keyring.of_hmac(KEY, KEY_ID).with_events(KEYRING)  # and the producers' keys
+    report = await Audits(store, "sqlite://", keys).hand("h1")
     assert report.verdict is AuditVerdict.CLEAN, report.message
     assert report.event_count == len(store.events)
 

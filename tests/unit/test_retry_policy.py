@@ -6,6 +6,7 @@ up yet (``waitForReady``) within its deadline."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import importlib
 import json
 import pkgutil
@@ -15,7 +16,9 @@ from typing import Any
 import grpc
 import pytest
 from ddz import v1
+from ddz.adapters.certs import ensure_certificates
 from ddz.adapters.grpc_client import REPEATS, RETRY_POLICY, make_channel, service_config
+from ddz.adapters.grpc_server import server_credentials
 from ddz.adapters.stack import free_port
 from ddz.config import Settings
 from ddz.v1 import recorder_pb2, recorder_pb2_grpc, table_pb2, table_pb2_grpc
@@ -73,32 +76,42 @@ class Unavailable:
         return grpc.unary_unary_rpc_method_handler(answer)
 
 
+@pytest.fixture(scope="module")
+def settings(tmp_path_factory: pytest.TempPathFactory) -> Settings:
+    """Over TLS, as every channel of the suite: a data dir with the CA and certificates."""
+    data_dir = tmp_path_factory.mktemp("tls")
+    ensure_certificates(data_dir)
+    return Settings(data_dir=data_dir, rpc_timeout=30.0)
+
+
 async def serve(
-    port: int, handlers: dict[str, dict[str, grpc.RpcMethodHandler]]
+    port: int, handlers: dict[str, dict[str, grpc.RpcMethodHandler]], settings: Settings
 ) -> grpc.aio.Server:
     server = grpc.aio.server()
     for service, methods in handlers.items():
         server.add_generic_rpc_handlers([grpc.method_handlers_generic_handler(service, methods)])
-    server.add_insecure_port(f"127.0.0.1:{port}")
+    server.add_secure_port(f"127.0.0.1:{port}", server_credentials(settings, "recorder"))
     await server.start()
     return server
 
 
 @pytest.fixture
-async def unavailable() -> AsyncIterator[tuple[Unavailable, str]]:
+async def unavailable(settings: Settings) -> AsyncIterator[tuple[Unavailable, str]]:
     port = free_port("127.0.0.1")
     answers = Unavailable()
     server = await serve(port, {
         "ddz.v1.RecorderService": {"ReadAll": answers.handler("ReadAll")},
         "ddz.v1.TableService": {"Play": answers.handler("Play")},
-    })  # fmt: skip
+    }, settings)  # fmt: skip
     yield answers, f"127.0.0.1:{port}"
     await server.stop(0)
 
 
-async def test_a_read_is_sent_again_after_unavailable(unavailable: tuple[Unavailable, str]) -> None:
+async def test_a_read_is_sent_again_after_unavailable(
+    unavailable: tuple[Unavailable, str], settings: Settings
+) -> None:
     answers, target = unavailable
-    async with make_channel(Settings(rpc_timeout=30.0), target=target) as channel:
+    async with make_channel(settings, target=target) as channel:
         stub = recorder_pb2_grpc.RecorderServiceStub(channel)  # type: ignore[no-untyped-call]
         with pytest.raises(grpc.aio.AioRpcError) as failed:
             await stub.ReadAll(recorder_pb2.ReadAllRequest())
@@ -106,9 +119,11 @@ async def test_a_read_is_sent_again_after_unavailable(unavailable: tuple[Unavail
     assert answers.attempts["ReadAll"] == RETRY_POLICY["maxAttempts"]
 
 
-async def test_a_move_is_sent_once(unavailable: tuple[Unavailable, str]) -> None:
+async def test_a_move_is_sent_once(
+    unavailable: tuple[Unavailable, str], settings: Settings
+) -> None:
     answers, target = unavailable
-    async with make_channel(Settings(rpc_timeout=30.0), target=target) as channel:
+    async with make_channel(settings, target=target) as channel:
         stub = table_pb2_grpc.TableServiceStub(channel)  # type: ignore[no-untyped-call]
         with pytest.raises(grpc.aio.AioRpcError) as failed:
             await stub.Play(table_pb2.PlayRequest(hand_id="h", cards="3"))
@@ -116,7 +131,9 @@ async def test_a_move_is_sent_once(unavailable: tuple[Unavailable, str]) -> None
     assert answers.attempts["Play"] == 1
 
 
-async def test_a_call_waits_for_a_server_that_comes_up_within_its_deadline() -> None:
+async def test_a_call_waits_for_a_server_that_comes_up_within_its_deadline(
+    settings: Settings,
+) -> None:
     """Even a call that is never sent twice: it waits, unsent, for the server."""
     port = free_port("127.0.0.1")
     served: list[bytes] = []
@@ -126,13 +143,13 @@ async def test_a_call_waits_for_a_server_that_comes_up_within_its_deadline() -> 
         answer: bytes = table_pb2.PlayResponse().SerializeToString()
         return answer
 
-    async with make_channel(Settings(rpc_timeout=30.0), target=f"127.0.0.1:{port}") as channel:
+    async with make_channel(settings, target=f"127.0.0.1:{port}") as channel:
         stub = table_pb2_grpc.TableServiceStub(channel)  # type: ignore[no-untyped-call]
         call = asyncio.ensure_future(stub.Play(table_pb2.PlayRequest(hand_id="h", cards="3")))
         await asyncio.sleep(0.5)  # the call is made while nothing listens
         assert not call.done()
         handler = grpc.unary_unary_rpc_method_handler(play)
-        server = await serve(port, {"ddz.v1.TableService": {"Play": handler}})
+        server = await serve(port, {"ddz.v1.TableService": {"Play": handler}}, settings)
         try:
             await asyncio.wait_for(call, 30)
         finally:
@@ -140,9 +157,12 @@ async def test_a_call_waits_for_a_server_that_comes_up_within_its_deadline() -> 
     assert len(served) == 1
 
 
-async def test_the_default_deadline_bounds_the_wait_for_a_server_that_never_comes() -> None:
+async def test_the_default_deadline_bounds_the_wait_for_a_server_that_never_comes(
+    settings: Settings,
+) -> None:
     port = free_port("127.0.0.1")
-    async with make_channel(Settings(rpc_timeout=0.5), target=f"127.0.0.1:{port}") as channel:
+    hurried = dataclasses.replace(settings, rpc_timeout=0.5)
+    async with make_channel(hurried, target=f"127.0.0.1:{port}") as channel:
         stub = recorder_pb2_grpc.RecorderServiceStub(channel)  # type: ignore[no-untyped-call]
         with pytest.raises(grpc.aio.AioRpcError) as failed:
             await stub.ReadAll(recorder_pb2.ReadAllRequest())

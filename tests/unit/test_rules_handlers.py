@@ -166,19 +166,51 @@ async def test_a_stale_expected_version_is_a_conflict_with_the_current_version(
     assert (await rules.decide(HAND, Bid.call(0, 1), start, "req")).accepted
 
 
-async def test_a_conflicting_append_drops_the_cached_hand(
+async def test_a_stale_copy_is_read_again_and_the_command_decided_on_the_log(
     rules: Rules[At], hands: FakeHandLog
 ) -> None:
+    """Another instance extended the hand behind this one's back: the append is refused,
+    the hand read again, the command decided on what the log says; never a conflict."""
     await rules.public_state(HAND)  # cached now
     assert rules.cache.get(HAND) is not None
-    # Another writer records seat 0's bid behind this one's back.
+    hands.streams[HAND].append(BidMade(0, Bid.call(0, 1).action, 1))  # the other writer
+    legal = await rules.decide(HAND, Bid.call(1, 2), None, "req")  # seat 1 is on turn now
+    assert legal.accepted and hands.reads == 2 and rules.counts.stale == 1
+    hands.streams[HAND].append(BidMade(2, Bid.pass_(2).action, 2))
+    late = await rules.decide(HAND, Bid.call(2, 3), None, "req")  # seat 2 has bid already
+    assert (late.accepted, late.reason) == (False, RejectReason.NOT_YOUR_TURN.value)
+    assert hands.reads == 3 and rules.counts.stale == 2
+
+
+async def test_a_caller_ahead_of_the_cached_copy_is_not_refused(
+    rules: Rules[At], hands: FakeHandLog
+) -> None:
+    """A bot that saw the other instance's event sends its version: ours is read again."""
+    await rules.public_state(HAND)
     hands.streams[HAND].append(BidMade(0, Bid.call(0, 1).action, 1))
-    refusal = await refusal_of(rules.decide(HAND, Bid.call(0, 2), None, "req"))
+    at = len(hands.streams[HAND])
+    decided = await rules.decide(HAND, Bid.call(1, 2), at, "req")
+    assert decided.accepted and decided.version == at + 1 and rules.counts.stale == 1
+
+
+async def test_two_writers_at_once_is_a_conflict_after_one_more_try(
+    hands: FakeHandLog, seeds: FakeSeeds
+) -> None:
+    """The log moves on again while we decide a second time: CONFLICT, nothing recorded."""
+
+    class Busy(FakeHandLog):
+        async def read(self, hand_id: str) -> tuple[Sequence[Recorded], At]:
+            recorded, at = await super().read(hand_id)
+            self.streams[hand_id].append(CommandRejected(Bid.pass_(2), RejectReason.NOT_YOUR_TURN,
+                                                         "", "other"))  # fmt: skip
+            return recorded, at
+
+    busy = Busy()
+    busy.streams[HAND] = list(hands.streams[HAND])
+    rules = Rules(busy, seeds, HandCache(10), KeyedLocks(), PRODUCER)
+    refusal = await refusal_of(rules.decide(HAND, Bid.call(0, 1), None, "req"))
     assert (refusal.kind, refusal.reason) == (Kind.CONFLICT, Reason.VERSION_CONFLICT)
-    assert rules.cache.get(HAND) is None
-    # Rebuilt from the log: seat 0 has bid, so it is seat 1's turn.
-    decided = await rules.decide(HAND, Bid.call(1, 2), None, "req")
-    assert decided.accepted and hands.reads == 2
+    assert busy.reads == 2 and busy.appends == [] and rules.cache.get(HAND) is None
 
 
 async def test_the_seed_is_asked_for_once_when_a_command_needs_it(

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import pytest
 from ddz.adapters.bus import Delivery, Reject
-from ddz.adapters.codec import envelope_for
+from ddz.adapters.codec import envelope_for, parse_envelope
 from ddz.adapters.service_db.balances import Balance, SettledHand
 from ddz.application.errors import Kind, Reason, Refusal
 from ddz.domain.hand.events import Event, HandSettled, HandStarted
@@ -19,6 +19,7 @@ from ddz.domain.players import GreedyPlayer
 from ddz.domain.ruleset import CLASSIC
 from ddz.domain.selfplay import play_hand
 from ddz.domain.settlement import RoomSettings
+from signing_kit import DEALER, KEYRING, sealed, tampered
 
 from services.settlement.consumer import SettlementConsumer
 from services.settlement.handlers import DEFAULT_PAGE, MAX_PAGE, ApplySettled, Queries
@@ -41,7 +42,7 @@ PLAYERS = tuple(seat.player_id for seat in STARTED.seats)
 
 def envelope(event: Event, event_id: str) -> bytes:
     version = EVENTS.index(event) + 1
-    return envelope_for(STREAM, version, event, "cause", "corr", "test", event_id=event_id)
+    return sealed(envelope_for(STREAM, version, event, "cause", "corr", "test", event_id=event_id))
 
 
 STARTED_BYTES = envelope(STARTED, "e-started")
@@ -112,7 +113,9 @@ class FakeStreams:
 
 def on_bus() -> tuple[ApplySettled, FakeLedgers]:
     ledgers = FakeLedgers()
-    return ApplySettled(ledgers, FakeStarted(hand_h1=STARTED_BYTES), FakeStreams()), ledgers  # type: ignore[arg-type]
+    return ApplySettled(
+        ledgers, FakeStarted(hand_h1=STARTED_BYTES), FakeStreams(), KEYRING
+    ), ledgers  # type: ignore[arg-type]
 
 
 def delivery(data: bytes) -> Delivery:
@@ -133,7 +136,7 @@ async def test_a_settled_hand_is_applied_once_whatever_the_redeliveries() -> Non
 async def test_the_players_come_from_the_store_when_the_bus_no_longer_has_the_start() -> None:
     ledgers = FakeLedgers()
     streams = FakeStreams(hand_h1=[STARTED_BYTES])
-    apply = ApplySettled(ledgers, FakeStarted(), streams)  # type: ignore[arg-type]
+    apply = ApplySettled(ledgers, FakeStarted(), streams, KEYRING)  # type: ignore[arg-type]
     assert await apply(SETTLED_BYTES, SUBJECT)
     assert streams.reads == [STREAM]
     assert ledgers.hands[0].players == PLAYERS
@@ -141,7 +144,7 @@ async def test_the_players_come_from_the_store_when_the_bus_no_longer_has_the_st
 
 async def test_a_hand_whose_start_is_nowhere_yet_is_retried_not_dropped() -> None:
     ledgers = FakeLedgers()
-    apply = ApplySettled(ledgers, FakeStarted(), FakeStreams())  # type: ignore[arg-type]
+    apply = ApplySettled(ledgers, FakeStarted(), FakeStreams(), KEYRING)  # type: ignore[arg-type]
     with pytest.raises(Refusal) as caught:
         await apply(SETTLED_BYTES, SUBJECT)
     assert caught.value.kind is Kind.PRECONDITION and "not found yet" in caught.value.message
@@ -156,6 +159,13 @@ async def test_a_hand_whose_start_is_nowhere_yet_is_retried_not_dropped() -> Non
     [
         (STARTED_BYTES, f"hand_started on {SUBJECT}: expected hand_settled"),
         (b"\xff not an envelope", "not an EventEnvelope"),
+        # Forgeries: unsigned, signed by a producer that may not settle, tampered with.
+        (envelope_for(STREAM, 99, SETTLED, "c", "c", "rules"), "is not signed by its producer"),
+        (DEALER.seal(parse_envelope(SETTLED_BYTES)), "signed by 'dealer', which may not sign it"),
+        (
+            tampered(SETTLED_BYTES),
+            "does not verify",
+        ),
     ],
 )
 async def test_what_can_never_be_applied_is_terminated(data: bytes, why: str) -> None:
@@ -172,7 +182,7 @@ async def test_what_can_never_be_applied_is_terminated(data: bytes, why: str) ->
 async def test_a_stream_that_does_not_start_with_hand_started_is_terminated() -> None:
     ledgers = FakeLedgers()
     started = FakeStarted(hand_h1=SETTLED_BYTES)  # the wrong event where the start should be
-    apply = ApplySettled(ledgers, started, FakeStreams())  # type: ignore[arg-type]
+    apply = ApplySettled(ledgers, started, FakeStreams(), KEYRING)  # type: ignore[arg-type]
     consumer = SettlementConsumer(None, apply)  # type: ignore[arg-type]
     with pytest.raises(Reject, match="the first event is hand_settled, not hand_started"):
         await consumer.handle(delivery(SETTLED_BYTES))

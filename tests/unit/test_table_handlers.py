@@ -59,6 +59,11 @@ class FakeHands:
     def get(self, hand_id: str) -> HandFold | None:
         return self.folds.get(hand_id)
 
+    def forget(self, hand_id: str) -> None:
+        fold = self.folds.get(hand_id)
+        if fold is not None and fold.over:
+            del self.folds[hand_id]
+
     async def load(self, hand_id: str) -> HandFold | None:
         return self.folds.get(hand_id)
 

@@ -627,9 +627,14 @@ class EventBus:
         ack_wait: float,
         max_ack_pending: int,
         resume_at: int | None = None,
+        from_now: bool = False,
+        inactive_threshold: float | None = None,
     ) -> ConsumerInfo:
         """Make sure the durable pull consumer ``durable`` exists: explicit acks, no
-        delivery limit (the caller terminates what it gives up on).
+        delivery limit (the caller terminates what it gives up on). ``from_now``: a new
+        one starts with the messages stored after it is made (nothing older is
+        replayed); ``inactive_threshold``: seconds without a pull after which the
+        server deletes it (the consumer of one instance, gone with it).
 
         - There already, of this kind: kept where it stands (its acks and pending
           redeliveries), ``ack_wait`` and ``max_ack_pending`` brought up to date.
@@ -651,10 +656,11 @@ class EventBus:
             durable_name=durable,
             filter_subject=filter_subject,
             ack_policy=AckPolicy.EXPLICIT,
-            deliver_policy=DeliverPolicy.ALL,
+            deliver_policy=DeliverPolicy.NEW if from_now else DeliverPolicy.ALL,
             max_deliver=-1,
             ack_wait=ack_wait,
             max_ack_pending=max_ack_pending,
+            inactive_threshold=inactive_threshold,
         )
         if info is not None:
             old = info.config

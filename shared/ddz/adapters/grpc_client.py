@@ -13,6 +13,15 @@ the call's deadline), and the calls that are safe to send again (``REPEATS``) ar
 retried by the channel on UNAVAILABLE (gRPC's own retry policy, ``service_config``),
 the deadline spanning every attempt. A stream cut part-way is the caller's to resume
 from its last position (``resumed``).
+
+Every channel is TLS (``open_channel``, the one way a channel to a service is made):
+it trusts the suite's CA (``DDZ_TLS_CA``) and presents this process's certificate
+(``Settings.identity``: a service's own inside a service, ``operator`` in the tools),
+which the internal services require and authorize by (``ddz.adapters.rights``). A
+channel to an internal service dialled by name checks that the server's certificate is
+that service's (its DNS SAN). Player channels (``client_cert=False``) present none:
+the table service asks none, bearer tokens say who they are. ``DDZ_INSECURE``:
+plaintext, for local development only.
 """
 
 from __future__ import annotations
@@ -20,7 +29,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, TypeVar
@@ -30,7 +39,9 @@ import structlog
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
+from ddz.adapters.certs import read_tls_file
 from ddz.adapters.grpc_server import ERROR_DOMAIN, REQUEST_ID_HEADER, STATUS_OF
+from ddz.adapters.rights import PLAYER_FACING
 from ddz.application.errors import Kind, Reason, Refusal
 from ddz.config import Settings
 
@@ -131,6 +142,8 @@ REPEATS: Mapping[str, Repeat] = MappingProxyType({
         "answer (the seat token) lost"),
     "ddz.v1.TableService/LeaveRoom": once(
         "an escape when a hand is in play; a repeat is refused (the seat's tokens are revoked)"),
+    "ddz.v1.TableService/RefreshSeatToken": keyed(
+        "mints a new seat token for the same seat: a repeat mints another, as good"),
     "ddz.v1.TableService/NextHand": once(
         "marks the seat ready: a repeat after the deal would be a call for the hand after"),
     "grpc.health.v1.Health/Check": READ,
@@ -172,9 +185,21 @@ def service_config() -> str:
     })  # fmt: skip
 
 
+KEEPALIVE: tuple[tuple[str, int], ...] = (
+    # A ping every 30 s, calls or not, answered within 10 s: a server that went away
+    # without closing the connection (a partition, a killed node) is noticed. The
+    # servers take pings every 10 s at most (``grpc_server.KEEPALIVE``).
+    ("grpc.keepalive_time_ms", 30_000),
+    ("grpc.keepalive_timeout_ms", 10_000),
+    ("grpc.keepalive_permit_without_calls", 1),
+    ("grpc.http2.max_pings_without_data", 0),  # 0: keep pinging an idle connection
+)
+
+
 def channel_options(settings: Settings) -> list[tuple[str, Any]]:
     """The options of every channel to a service of the suite (``make_channel``,
-    ``tokens.bearer_channel``): message limits, waiting and retries, reconnecting."""
+    ``tokens.bearer_channel``): message limits, waiting and retries, reconnecting,
+    keepalive."""
     initial, most = RECONNECT_BACKOFF_MS
     return [
         ("grpc.max_receive_message_length", settings.max_message_bytes),
@@ -183,21 +208,73 @@ def channel_options(settings: Settings) -> list[tuple[str, Any]]:
         ("grpc.service_config", service_config()),
         ("grpc.initial_reconnect_backoff_ms", initial),
         ("grpc.max_reconnect_backoff_ms", most),
+        *KEEPALIVE,
     ]
+
+
+def channel_credentials(
+    settings: Settings, *, client_cert: bool = True
+) -> grpc.ChannelCredentials | None:
+    """TLS trusting ``DDZ_TLS_CA`` and, with ``client_cert``, presenting this process's
+    certificate (``Settings.tls_cert_path``); None under ``DDZ_INSECURE``. A player's
+    channel with no CA configured and none in the data dir trusts the system's roots
+    (a table service with a public certificate)."""
+    if settings.insecure:
+        return None
+    ca_path = settings.tls_ca_path
+    if not client_cert:
+        ca = read_tls_file(ca_path, "CA") if settings.tls_ca_file or ca_path.exists() else None
+        return grpc.ssl_channel_credentials(root_certificates=ca)
+    return grpc.ssl_channel_credentials(
+        root_certificates=read_tls_file(ca_path, "CA"),
+        private_key=read_tls_file(settings.tls_key_path, "key"),
+        certificate_chain=read_tls_file(settings.tls_cert_path, "certificate"),
+    )
+
+
+def tls_options(service: str | None) -> list[tuple[str, Any]]:
+    """Dialling an internal service by name: its certificate must name it (a DNS SAN),
+    whatever address it is reached at; any other certificate of the CA is refused."""
+    if service is None or service in PLAYER_FACING:
+        return []
+    return [("grpc.ssl_target_name_override", service)]
+
+
+def open_channel(
+    settings: Settings,
+    target: str,
+    *,
+    interceptors: Sequence[Any] = (),
+    service: str | None = None,
+    client_cert: bool = True,
+) -> grpc.aio.Channel:
+    """The one way a channel to a service of the suite is made (``make_channel``,
+    ``tokens.bearer_channel``): TLS as ``channel_credentials`` says, the suite's
+    options, ``interceptors``."""
+    credentials = channel_credentials(settings, client_cert=client_cert)
+    if credentials is None:
+        return grpc.aio.insecure_channel(
+            target, options=channel_options(settings), interceptors=list(interceptors)
+        )
+    return grpc.aio.secure_channel(
+        target,
+        credentials,
+        options=[*channel_options(settings), *tls_options(service)],
+        interceptors=list(interceptors),
+    )
 
 
 def make_channel(
     settings: Settings, service: str | None = None, *, target: str | None = None
 ) -> grpc.aio.Channel:
-    """An insecure channel to ``service`` (its configured address) or to ``target``."""
+    """A channel to ``service`` (its configured address) or to ``target``, as this
+    process's identity (``settings.identity``)."""
     if target is None:
         if service is None:
             raise ValueError("make_channel needs a service name or a target")
         target = settings.address(service)
-    return grpc.aio.insecure_channel(
-        target,
-        options=channel_options(settings),
-        interceptors=[_Defaults(settings.rpc_timeout)],
+    return open_channel(
+        settings, target, interceptors=[_Defaults(settings.rpc_timeout)], service=service
     )
 
 

@@ -7,6 +7,15 @@ can list and call it), a request size limit (bigger requests get RESOURCE_EXHAUS
 from gRPC itself), an interceptor that binds request and hand ids to the structlog
 context and writes one log line per call, and a graceful stop on SIGTERM/SIGINT.
 
+Every listener is TLS (``server_credentials``): an internal service requires a client
+certificate of the suite's CA in the handshake (mutual TLS), the player-facing table
+service asks none (``rights.PLAYER_FACING``). The interceptor authorizes each call by
+its caller's certificate identity against ``ddz.adapters.rights.RIGHTS``: a caller
+without the right is refused PERMISSION_DENIED. ``DDZ_INSECURE`` serves plaintext with
+no identities and no rights, for local development only, and says so loudly at start.
+The servers also bound the calls in flight (``DDZ_MAX_CONCURRENT_RPCS``) and how often
+clients may ping (``KEEPALIVE``).
+
 This is the one place a ``Refusal`` (``ddz.application.errors``) becomes a gRPC status:
 the interceptor ends any call whose handler raised one with a rich status whose
 ``google.rpc.ErrorInfo`` carries the ``ddz.v1.Reason`` name (``STATUS_OF`` maps each
@@ -35,7 +44,9 @@ from grpc_reflection.v1alpha import reflection
 from grpc_status import rpc_status
 
 from ddz.adapters import metrics
+from ddz.adapters.certs import SPIFFE_PREFIX, read_tls_file
 from ddz.adapters.health import Check, HealthWatch
+from ddz.adapters.rights import PLAYER_FACING, Right, right_of
 from ddz.application.errors import Kind, Refusal
 from ddz.config import Settings
 
@@ -45,6 +56,20 @@ REQUEST_ID_HEADER = "x-request-id"
 CONTEXT_FIELDS = ("hand_id", "table_id", "stream_id")
 
 log = structlog.get_logger("ddz.grpc")
+
+KEEPALIVE: tuple[tuple[str, int], ...] = (
+    # The server pings an idle connection every minute and drops a peer that does not
+    # answer within 20 s (a player's vanished stream, a dead service) ...
+    ("grpc.keepalive_time_ms", 60_000),
+    ("grpc.keepalive_timeout_ms", 20_000),
+    ("grpc.keepalive_permit_without_calls", 1),
+    # ... and takes a client's pings at most every 10 s, calls or not: a client that
+    # pings faster is warned twice, then its connection is closed (GOAWAY).
+    ("grpc.http2.min_ping_interval_without_data_ms", 10_000),
+    ("grpc.http2.max_ping_strikes", 2),
+)
+"""Keepalive options of every server (``grpc_client.KEEPALIVE`` is the clients' side,
+pinging less often than this allows)."""
 
 STATUS_OF: dict[Kind, grpc.StatusCode] = {
     Kind.INVALID: grpc.StatusCode.INVALID_ARGUMENT,
@@ -101,10 +126,13 @@ class ContextInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
     structlog's context for the duration of each call, logs one line per call, counts
     it by final code with its duration (``ddz_rpc_*`` of ``ddz.adapters.metrics``, under
     ``service``), and turns unexpected exceptions into INTERNAL without leaking their
-    text to clients."""
+    text to clients. With ``authorize`` (every TLS server), a call whose caller has no
+    right to it (``ddz.adapters.rights``) is refused PERMISSION_DENIED before its
+    handler runs."""
 
-    def __init__(self, service: str = "") -> None:
+    def __init__(self, service: str = "", *, authorize: bool = False) -> None:
         self.service = service
+        self.authorize = authorize
 
     async def intercept_service(
         self,
@@ -123,8 +151,9 @@ class ContextInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
         factory = getattr(grpc, f"{kind}_rpc_method_handler")
         wrapper = _wrap_stream if handler.response_streaming else _wrap_unary
         deserializer = handler.request_deserializer
+        right = right_of(method) if self.authorize else None
         return factory(
-            wrapper(behaviour, Call(self.service, method), request_id),
+            wrapper(behaviour, Call(self.service, method, right), request_id),
             request_deserializer=(
                 deserializer if handler.request_streaming else _lenient(deserializer)
             ),
@@ -170,10 +199,12 @@ def _behaviour(handler: grpc.RpcMethodHandler) -> tuple[str, Any]:
 
 @dataclass(frozen=True, slots=True)
 class Call:
-    """Which service's which method a wrapped handler serves (``/ddz.v1.RulesService/Decide``)."""
+    """Which service's which method a wrapped handler serves (``/ddz.v1.RulesService/Decide``),
+    and who may call it (None: anyone, on a plaintext server)."""
 
     service: str
     method: str
+    right: Right | None = None
 
     @property
     def rpc(self) -> str:
@@ -190,6 +221,28 @@ def _begin(call: Call, request_id: str | None, request: Any) -> float:
         }
         structlog.contextvars.bind_contextvars(**{k: v for k, v in bound.items() if v})
     return time.perf_counter()
+
+
+def peer_identity(context: grpc.aio.ServicerContext[Any, Any]) -> str | None:
+    """The caller's name from its client certificate's URI SAN (``spiffe://ddz/<name>``),
+    or None: no certificate (a player at the table), or none of the suite's."""
+    auth: Mapping[str, Sequence[bytes]] = context.auth_context()
+    for uri in (*auth.get("peer_uri", ()), *auth.get("x509_subject_alternative_name", ())):
+        text = uri.decode("utf-8", "replace")
+        if text.startswith(SPIFFE_PREFIX):
+            return text[len(SPIFFE_PREFIX) :]
+    return None
+
+
+def _authorized(call: Call, context: grpc.aio.ServicerContext[Any, Any]) -> None:
+    if call.right is None:
+        return
+    caller = peer_identity(context)
+    if caller is not None:
+        structlog.contextvars.bind_contextvars(caller=caller)
+    if not call.right.allows(caller):
+        who = caller or "a caller without a client certificate"
+        raise Refusal.denied(f"{who} may not call {call.method.lstrip('/')} ({call.right.why})")
 
 
 def _finish(
@@ -218,6 +271,7 @@ def _wrap_unary(behaviour: Any, call: Call, request_id: str | None) -> Any:
     async def unary(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
         started = _begin(call, request_id, request)
         try:
+            _authorized(call, context)
             _decoded(request)
             return await behaviour(request, context)
         except grpc.aio.AbortError:
@@ -238,6 +292,7 @@ def _wrap_stream(behaviour: Any, call: Call, request_id: str | None) -> Any:
         async def generate(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
             started = _begin(call, request_id, request)
             try:
+                _authorized(call, context)
                 _decoded(request)
                 async for response in behaviour(request, context):
                     yield response
@@ -255,6 +310,19 @@ def _wrap_stream(behaviour: Any, call: Call, request_id: str | None) -> Any:
     return _wrap_unary(behaviour, call, request_id)
 
 
+def server_credentials(settings: Settings, service_name: str) -> grpc.ServerCredentials:
+    """TLS with ``service_name``'s certificate (``DDZ_TLS_CERT``/``DDZ_TLS_KEY``, else
+    ``<data dir>/tls/<name>.crt``/``.key``). An internal service requires and verifies a
+    client certificate of the CA (``DDZ_TLS_CA``); a player-facing one asks for none."""
+    own = settings.as_identity(service_name)
+    pair = (read_tls_file(own.tls_key_path, "key"), read_tls_file(own.tls_cert_path, "certificate"))
+    if service_name in PLAYER_FACING:
+        return grpc.ssl_server_credentials([pair])
+    return grpc.ssl_server_credentials(
+        [pair], root_certificates=read_tls_file(own.tls_ca_path, "CA"), require_client_auth=True
+    )
+
+
 @dataclass
 class RunningServer:
     """A started server; ``port`` is the bound port (useful with port 0)."""
@@ -263,12 +331,35 @@ class RunningServer:
     port: int
     health: HealthServicer
     watch: HealthWatch
+    probe: grpc.aio.Server | None = None  # the plaintext health-only listener, if any
 
     async def stop(self, grace: float = 5.0) -> None:
         """Report NOT_SERVING, refuse new calls, let calls in flight finish for ``grace`` s."""
         await self.watch.stop()
         await self.health.enter_graceful_shutdown()
+        if self.probe is not None:
+            await self.probe.stop(0)
         await self.server.stop(grace)
+
+
+async def start_probe(service_name: str, address: str, health: HealthServicer) -> grpc.aio.Server:
+    """A plaintext listener with the health service alone, sharing ``health`` with the
+    service's own port: Kubernetes' native gRPC probes cannot speak TLS. What it tells is
+    SERVING or NOT_SERVING, nothing else; no other service is registered on it."""
+    probe = grpc.aio.server(options=[("grpc.so_reuseport", 0), *KEEPALIVE],
+                            maximum_concurrent_rpcs=16)  # fmt: skip
+    health_pb2_grpc.add_HealthServicer_to_server(health, probe)
+    try:
+        bound = probe.add_insecure_port(address)
+    except RuntimeError as exc:
+        raise OSError(f"{service_name}: cannot listen for probes on {address}: {exc}") from None
+    if bound == 0:
+        raise OSError(f"{service_name}: cannot listen for probes on {address}")
+    await probe.start()
+    host = address.rsplit(":", 1)[0]
+    log.info("probe_listening", service=service_name, address=f"{host}:{bound}",
+             serves="grpc.health.v1.Health")  # fmt: skip
+    return probe
 
 
 async def start_server(
@@ -280,14 +371,24 @@ async def start_server(
     checks: Mapping[str, Check] | None = None,
 ) -> RunningServer:
     """Build, bind and start the server (``port=None``: the service's configured port),
-    its health true to ``checks`` (none: SERVING while it runs)."""
+    its health true to ``checks`` (none: SERVING while it runs): TLS with the service's
+    certificate and its callers' rights, or plaintext under ``DDZ_INSECURE``."""
+    credentials = None if settings.insecure else server_credentials(settings, service_name)
+    if credentials is None:
+        log.warning(
+            "insecure_grpc", service=service_name,
+            warning="DDZ_INSECURE is set: plaintext gRPC, no caller identities, no rights "
+            "checked. Anyone who reaches this port can call every RPC. Local development only.",
+        )  # fmt: skip
     server = grpc.aio.server(
-        interceptors=[ContextInterceptor(service_name)],
+        interceptors=[ContextInterceptor(service_name, authorize=credentials is not None)],
         options=[
             ("grpc.max_receive_message_length", settings.max_message_bytes),
             # Without this, Linux lets a second server bind the same port silently.
             ("grpc.so_reuseport", 0),
+            *KEEPALIVE,
         ],
+        maximum_concurrent_rpcs=settings.max_concurrent_rpcs,
     )
     add_servicers(server)
     health = HealthServicer()
@@ -299,7 +400,10 @@ async def start_server(
     )  # fmt: skip
     address = settings.listen_address(service_name, port)
     try:
-        bound = server.add_insecure_port(address)
+        if credentials is None:
+            bound = server.add_insecure_port(address)
+        else:
+            bound = server.add_secure_port(address, credentials)
     except RuntimeError as exc:
         raise OSError(f"{service_name}: cannot listen on {address}: {exc}") from None
     if bound == 0:
@@ -311,8 +415,18 @@ async def start_server(
     except BaseException:
         await watch.stop()
         raise
-    log.info("listening", service=service_name, address=f"{address.rsplit(':', 1)[0]}:{bound}")
-    return RunningServer(server, bound, health, watch)
+    log.info("listening", service=service_name, address=f"{address.rsplit(':', 1)[0]}:{bound}",
+             tls="off" if credentials is None else (
+                 "server" if service_name in PLAYER_FACING else "mutual"))  # fmt: skip
+    running = RunningServer(server, bound, health, watch)
+    probe_address = settings.probe_address(service_name)
+    if probe_address is not None:
+        try:
+            running.probe = await start_probe(service_name, probe_address, health)
+        except BaseException:
+            await running.stop(0)
+            raise
+    return running
 
 
 async def serve(

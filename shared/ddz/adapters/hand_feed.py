@@ -40,6 +40,7 @@ from ddz.adapters.bus import (
     stream_parts,
 )
 from ddz.adapters.codec import CodecError, decode_event, parse_envelope
+from ddz.adapters.event_signing import BadEvent, EventKeyring
 from ddz.domain.hand import CommandRejected, HandState, Phase, Recorded, evolve
 from ddz.domain.ruleset import WildcardDraw
 from ddz.v1 import envelope_pb2
@@ -176,11 +177,12 @@ async def read_fold(
     *,
     keep_log: bool = False,
     archive: hand_stream.HandArchive | None = None,
+    keyring: EventKeyring,
 ) -> HandFold | None:
     """The hand read straight from JetStream, folded (None: no such hand on the bus).
     ``ValueError`` when ``hand_id`` cannot be a hand id; ``HandAgedOut`` (a NOT_FOUND
     refusal) when the bus no longer has its first events and ``archive`` is not given."""
-    read, _cursor = await hand_stream.read(bus, hand_id, archive)
+    read, _cursor = await hand_stream.read(bus, hand_id, archive, keyring=keyring)
     if not read:
         return None
     fold = HandFold(hand_id, keep_log)
@@ -209,6 +211,7 @@ class HandFeed:
         self,
         bus: EventBus,
         *,
+        keyring: EventKeyring,
         keep_log: bool = False,
         keep_ended: int = 1000,
         on_change: OnChange | None = None,
@@ -216,6 +219,7 @@ class HandFeed:
         archive: hand_stream.HandArchive | None = None,
     ) -> None:
         self.bus = bus
+        self.keyring = keyring  # every event folded is verified with it (event_signing)
         self.archive = archive  # where a hand older than the bus keeps is read
         self.keep_log = keep_log
         self.keep_ended = keep_ended
@@ -225,6 +229,8 @@ class HandFeed:
         self._ended: OrderedDict[str, None] = OrderedDict()
         self._repairs: dict[str, asyncio.Task[None]] = {}
         self._durable = ""
+        self._from_now = False
+        self._inactive_threshold: float | None = None
         self._pull: StreamingPull | None = None
         self._task: asyncio.Task[None] | None = None
         self._stopping = asyncio.Event()
@@ -235,6 +241,22 @@ class HandFeed:
 
     def get(self, hand_id: str) -> HandFold | None:
         return self.hands.get(hand_id)
+
+    def drop_refused(self) -> int:
+        """Drop the folds of hands ``accept`` no longer takes (another instance plays
+        them now; taken back, they are read again from the bus). How many."""
+        gone = [hand_id for hand_id in self.hands if not self.accept(hand_id)]
+        for hand_id in gone:
+            del self.hands[hand_id]
+        return len(gone)
+
+    def forget(self, hand_id: str) -> None:
+        """Drop an ended hand's fold now (nobody here needs it: its table is gone); it
+        is retired as any older ended hand, and ``load`` reads it again if asked."""
+        fold = self.hands.get(hand_id)
+        if fold is not None and fold.over:
+            del self.hands[hand_id]
+            self._ended[hand_id] = None
 
     async def handle(self, delivery: Delivery) -> None:
         """A handler for ``EventBus.subscribe_durable`` (idempotent)."""
@@ -255,6 +277,12 @@ class HandFeed:
         if fold is not None and envelope.stream_version <= fold.version:
             return  # already applied (learned from a call's answer, or redelivered)
         try:
+            # Verified only now, when it would be folded: what is ignored costs nothing.
+            self.keyring.check(data, envelope)
+        except BadEvent as exc:  # not signed by its producer: never folded
+            log.error("event_refused", why=exc.why, reason=str(exc))
+            raise Reject(f"not signed by its producer: {exc}") from None
+        try:
             entry = entry_of(envelope)
         except CodecError as exc:
             raise Reject(str(exc)) from None
@@ -269,7 +297,9 @@ class HandFeed:
         again after they were lost)."""
         return self._task is not None and not self._task.done() and self._failure is None
 
-    async def follow(self, durable: str) -> None:
+    async def follow(
+        self, durable: str, *, from_now: bool = False, inactive_threshold: float | None = None
+    ) -> None:
         """Follow every event with the durable pull consumer ``durable``.
 
         The consumer is kept across restarts (a restarted service resumes where it
@@ -281,8 +311,15 @@ class HandFeed:
         and its hand is read back from the bus on its next event. A consumer the
         server lost (deleted, or the server restarted without its store) is created
         again, from where this feed had got to.
+
+        ``from_now``: a consumer made now starts at the present, not at the oldest
+        event kept (an instance's own consumer: what was before it is read from the
+        bus hand by hand as needed); ``inactive_threshold``: the server deletes the
+        consumer that long after its last pull (its instance is gone).
         """
         self._durable = durable
+        self._from_now = from_now
+        self._inactive_threshold = inactive_threshold
         await self._ensure_consumer()
         self._pull = StreamingPull(self.bus, durable, window=WINDOW, heartbeat=HEARTBEAT)
         await self._pull.start()
@@ -298,7 +335,8 @@ class HandFeed:
     async def _ensure_consumer(self, resume_at: int | None = None) -> None:
         info = await self.bus.ensure_pull_consumer(
             self._durable, ALL_SUBJECTS, ack_wait=ACK_WAIT, max_ack_pending=MAX_ACK_PENDING,
-            resume_at=resume_at,
+            resume_at=resume_at, from_now=self._from_now,
+            inactive_threshold=self._inactive_threshold,
         )  # fmt: skip
         floor = info.ack_floor.stream_seq if info.ack_floor is not None else 0
         self._next_seq = (floor or 0) + 1
@@ -376,6 +414,8 @@ class HandFeed:
 
     async def _verdict(self, msg: Msg) -> Verdict:
         """Apply one message; what to tell JetStream about it."""
+        if not self._wanted_subject(msg.subject):
+            return Verdict.ACK  # another instance's hand: not even opened
         try:
             await self.handle_data(msg.data)
         except Reject as exc:
@@ -389,6 +429,18 @@ class HandFeed:
                           attempts=attempts, given_up=give_up)  # fmt: skip
             return Verdict.TERM if give_up else Verdict.NAK
         return Verdict.ACK
+
+    def _wanted_subject(self, subject: str) -> bool:
+        """Whether a message may be for a hand ``accept`` takes, from its subject alone
+        (``ddz.v1[.internal].hand.<id>.<type>``): the hands of other bot instances are
+        acked without being opened. Anything else (not a hand's subject) is opened: the
+        envelope decides, as in ``handle_data``."""
+        tokens = subject.split(".")
+        if len(tokens) == 6 and tokens[2] == "internal":
+            del tokens[2]
+        if len(tokens) != 5 or tokens[2] != hand_stream.HAND:
+            return True
+        return self.accept(tokens[3])
 
     async def _settle(self, msg: Msg, verdict: Verdict) -> None:
         seq = stream_seq(msg.reply)
@@ -452,7 +504,9 @@ class HandFeed:
     async def load(self, hand_id: str) -> HandFold | None:
         """Read the hand from JetStream into its fold (None: the bus has no such hand);
         its events the bus no longer keeps from ``archive``, else ``HandAgedOut``."""
-        read, _cursor = await hand_stream.read(self.bus, hand_id, self.archive)
+        read, _cursor = await hand_stream.read(
+            self.bus, hand_id, self.archive, keyring=self.keyring
+        )
         if not read:
             return None
         fold = self.hands.get(hand_id)

@@ -44,6 +44,7 @@ from typing import NamedTuple, Protocol, TypeVar
 
 import nats.errors
 import nats.js.errors
+import structlog
 
 from ddz.adapters.bus import (
     MSG_ID,
@@ -55,11 +56,13 @@ from ddz.adapters.bus import (
     stream_id_for,
     subject_for,
 )
-from ddz.adapters.codec import decode_envelope, envelope_and_bytes
+from ddz.adapters.event_signing import BadEvent, EventKeyring, EventSigner, sealed_envelope
 from ddz.adapters.store.contract import EventStore
 from ddz.application.errors import Kind, Reason, Refusal
 from ddz.domain.hand import Recorded
 from ddz.v1 import envelope_pb2
+
+log = structlog.get_logger("ddz.hand_stream")
 
 HAND = "hand"
 PUBLISH_ATTEMPTS = 3
@@ -143,16 +146,19 @@ async def publish(
     causation_id: str,
     correlation_id: str,
     producer: str,
+    signer: EventSigner,
     timeout: float = 5.0,
 ) -> tuple[HandCursor, list[PublishedEvent]]:
     """Publish ``events`` as the next versions of the hand, each checked against the
-    sequence the writer last saw. ``HandConflict`` if someone else got there first."""
+    sequence the writer last saw and signed by ``signer`` (``ddz.adapters.event_signing``).
+    ``HandConflict`` if someone else got there first."""
     if events and events[0].HIDDEN:
         raise ValueError("a decision's first event must be public (see module docstring)")
     stream_id = hand_stream_id(hand_id)
     outgoing = [
-        _Outgoing(event, *envelope_and_bytes(
-            stream_id, cursor.version + offset, event, causation_id, correlation_id, producer
+        _Outgoing(event, *sealed_envelope(
+            signer, stream_id, cursor.version + offset, event, causation_id, correlation_id,
+            producer,
         ))
         for offset, event in enumerate(events, 1)
     ]  # fmt: skip
@@ -307,10 +313,13 @@ class ReadEvent:
 
 
 async def read(
-    bus: EventBus, hand_id: str, archive: HandArchive | None = None
+    bus: EventBus, hand_id: str, archive: HandArchive | None = None, *, keyring: EventKeyring
 ) -> tuple[list[ReadEvent], HandCursor]:
     """Every event of the hand in stream order, straight from JetStream (the writer's
-    source of truth; the store may lag behind it), and the cursor after the last.
+    source of truth; the store may lag behind it), and the cursor after the last. Each
+    is verified with ``keyring``: one not signed by a producer allowed to sign it (a
+    forgery by someone with NATS credentials but no producer's key) is logged and left
+    out; the cursor still counts its sequence, so the hand's writer goes on after it.
 
     Events the bus no longer has (older than its retention) come from ``archive``, with
     sequence 0; without one such a hand is ``HandAgedOut``. A hand neither has: none."""
@@ -319,22 +328,26 @@ async def read(
     cursor = HandCursor()
     for hidden in (False, True):
         subject_filter = stream_filter(stream_id, internal=hidden)
-        seq = 1
+        seq, last = 1, 0
         while True:
             try:
                 msg = await bus.js.get_msg(bus.stream, seq, subject=subject_filter, next=True)
             except nats.js.errors.NotFoundError:
                 break
             data = msg.data or b""
-            envelope, event = decode_envelope(data)
-            found.append(ReadEvent(envelope, event, data, int(msg.seq or 0), hidden))
-            seq = int(msg.seq or 0) + 1
-        last = max((e.seq for e in found if e.hidden == hidden), default=0)
+            last = int(msg.seq or 0)
+            seq = last + 1
+            try:
+                envelope, event = keyring.decode(data)
+            except BadEvent as exc:
+                log.error("event_refused", hand_id=hand_id, seq=last, why=exc.why, reason=str(exc))
+                continue
+            found.append(ReadEvent(envelope, event, data, last, hidden))
         cursor = replace(cursor, **{"internal_seq" if hidden else "public_seq": last})
     found.sort(key=lambda e: e.seq)
     first = found[0].envelope.stream_version if found else None
     if first != 1 and (archive is not None or first is not None):
-        found = await _with_archived_head(hand_id, found, archive)
+        found = await _with_archived_head(hand_id, found, archive, keyring)
     versions = [e.envelope.stream_version for e in found]
     if versions != list(range(1, len(found) + 1)):
         raise ValueError(f"hand {hand_id}: stream versions on the bus are {versions}")
@@ -342,7 +355,7 @@ async def read(
 
 
 async def _with_archived_head(
-    hand_id: str, found: list[ReadEvent], archive: HandArchive | None
+    hand_id: str, found: list[ReadEvent], archive: HandArchive | None, keyring: EventKeyring
 ) -> list[ReadEvent]:
     """``found`` (what the bus still has of the hand, maybe nothing) after the events
     before it, from ``archive``."""
@@ -351,7 +364,7 @@ async def _with_archived_head(
         raise HandAgedOut(hand_id, first or 1)
     head: list[ReadEvent] = []
     for data in await archive.envelopes(hand_stream_id(hand_id)):
-        envelope, event = decode_envelope(data)
+        envelope, event = keyring.decode(data)
         if first is not None and envelope.stream_version >= first:
             break
         head.append(ReadEvent(envelope, event, data, 0, event.HIDDEN))
@@ -362,17 +375,20 @@ async def _with_archived_head(
 
 class JetStreamHandLog:
     """A hand's stream as the rules and the dealer use it: read it whole, extend it under
-    the single-writer check, or start it; another writer's win is a CONFLICT ``Refusal``."""
+    the single-writer check, or start it; another writer's win is a CONFLICT ``Refusal``.
+    It signs what it publishes with ``signer`` and verifies what it reads with ``keyring``."""
 
-    def __init__(self, bus: EventBus) -> None:
+    def __init__(self, bus: EventBus, signer: EventSigner, keyring: EventKeyring) -> None:
         self.bus = bus
+        self.signer = signer
+        self.keyring = keyring
 
     async def read(self, hand_id: str) -> tuple[Sequence[Recorded], HandCursor]:
         try:
             hand_stream_id(hand_id)
         except ValueError:
             return [], HandCursor()  # not even a possible hand id: no hand
-        found, cursor = await read(self.bus, hand_id)
+        found, cursor = await read(self.bus, hand_id, keyring=self.keyring)
         return [event.event for event in found], cursor
 
     async def append(
@@ -390,6 +406,7 @@ class JetStreamHandLog:
             cursor, published = await publish(
                 self.bus, hand_id, after, recorded,
                 causation_id=causation_id, correlation_id=correlation_id, producer=producer,
+                signer=self.signer,
             )  # fmt: skip
         except HandConflict as exc:
             raise Refusal.conflict(str(exc)) from None

@@ -32,6 +32,8 @@ from typing import Any
 import nkeys
 
 from ddz.adapters.bus import INTERNAL, STREAM_NAME, SUBJECT_ROOT, EventBus
+from ddz.adapters.lease import BUCKET as LEASE_BUCKET
+from ddz.adapters.lease import lease_bucket
 from ddz.config import Settings
 from ddz.domain.hand.events import HandSettled
 
@@ -65,6 +67,9 @@ class Role:
     """The one filter its durables may have (empty: any): they are made only on
     ``$JS.API.CONSUMER.CREATE.DDZ.<durable>.<filter>``, which the server checks against
     the consumer's configuration, so no other events can be delivered to it."""
+    leases: str = ""
+    """The first token of the instance leases it may hold (``ddz.adapters.lease``, keys
+    ``<leases>.…`` of the bucket the ``provision`` user makes); empty: none."""
 
 
 ROLES: Mapping[str, Role] = {
@@ -73,13 +78,15 @@ ROLES: Mapping[str, Role] = {
     # The bot's partitions (``bot-<i>-of-<n>``) and its scans of started hands name
     # their consumers at run time: its consumer verbs take any name (it reads every
     # card already; docs/SECURITY.md says what that leaves open).
-    "bot": Role(subscribe=(_INTERNAL,), durables=("*",), reads_messages=True, scans=True),
+    "bot": Role(
+        subscribe=(_INTERNAL,), durables=("*",), reads_messages=True, scans=True, leases="bot"
+    ),
     "table": Role(
         publish=(_TABLE,), subscribe=(_INTERNAL,), durables=("table",), reads_messages=True
     ),
     # ``last_started`` reads one stored message (the hand's ``hand_started``).
     "settlement": Role(durables=("settlement",), reads_messages=True, pinned=_HAND_SETTLED),
-    "recorder": Role(subscribe=(_INTERNAL,), durables=("recorder",)),
+    "recorder": Role(subscribe=(_INTERNAL,), durables=("recorder",), leases="recorder"),
     # The project's own tools that look at the stream (``ddz`` checks, the end-to-end
     # tests): they read stored messages, publish nothing.
     TOOLS: Role(reads_messages=True),
@@ -123,6 +130,11 @@ def permissions(name: str) -> dict[str, dict[str, list[str]]]:
         publish.append(f"$JS.ACK.{consumer}.>")
     if role.scans:
         publish.append(_API.format(verb="CONSUMER.CREATE"))  # a consumer the server names
+    if role.leases:
+        leases = f"KV_{LEASE_BUCKET}"
+        publish += [f"$KV.{LEASE_BUCKET}.{role.leases}.>",
+                    f"$JS.API.STREAM.INFO.{leases}", f"$JS.API.STREAM.MSG.GET.{leases}",
+                    f"$JS.API.DIRECT.GET.{leases}", f"$JS.API.DIRECT.GET.{leases}.>"]  # fmt: skip
     return {"publish": {"allow": publish}, "subscribe": {"allow": [*role.subscribe, inbox]}}
 
 
@@ -142,14 +154,20 @@ def ensure_seed(data_dir: Path, name: str) -> str:
     return public.decode("ascii")
 
 
-def write_config(data_dir: Path, names: Iterable[str] = (*ROLES, PROVISION)) -> Path:
+def write_config(
+    data_dir: Path, names: Iterable[str] = (*ROLES, PROVISION), *, sync_interval: str = ""
+) -> Path:
     """The ``authorization`` configuration of the stack's nats-server, with a user for
-    each of ``names`` (seeds made where missing). Written anew at each start, so the
-    permissions are always this code's."""
+    each of ``names`` (seeds made where missing), and JetStream's ``sync_interval`` when
+    one is given (``DDZ_NATS_SYNC``). Written anew at each start, so the permissions are
+    always this code's."""
     users = [{"nkey": ensure_seed(data_dir, name), "permissions": permissions(name)}
              for name in names]  # fmt: skip
     path = nats_dir(data_dir) / CONFIG_FILE
-    path.write_text(f"authorization: {json.dumps({'users': users}, indent=2)}\n", encoding="utf-8")
+    text = f"authorization: {json.dumps({'users': users}, indent=2)}\n"
+    if sync_interval:
+        text += f"jetstream {{\n  sync_interval: {json.dumps(sync_interval)}\n}}\n"
+    path.write_text(text, encoding="utf-8")
     return path
 
 
@@ -200,7 +218,8 @@ def tls_context(settings: Settings) -> ssl.SSLContext | None:
 
 async def provision_stream(settings: Settings) -> None:
     """Make (or fit) the ``DDZ`` stream as the ``provision`` user, with the settings'
-    replicas and limits: the services' users may only look at it."""
+    replicas and limits, and the bucket of instance leases: the services' users may
+    only look at them (and write their own leases)."""
     seed = seed_path(settings.data_dir, PROVISION)
     bus = await EventBus.connect(
         settings.nats_url,
@@ -215,5 +234,6 @@ async def provision_stream(settings: Settings) -> None:
             max_age=settings.stream_max_age,
             max_bytes=settings.stream_max_bytes,
         )
+        await lease_bucket(bus, settings.stream_replicas)  # the instances' leases
     finally:
         await bus.close()

@@ -179,7 +179,9 @@ async def start_service(
     its metrics too).
 
     ``overrides`` go to the service's ``build`` (e.g. a channel to a dealer started
-    on a random port)."""
+    on a random port). The service calls the others as itself (``as_identity``), as
+    its own process would: several services in one process each keep their name."""
+    settings = settings.as_identity(name)
     service = await factory_for(name)(settings, **overrides)
     await service.start()
     try:
@@ -227,6 +229,7 @@ async def run_service(
 ) -> None:
     """Run ``name`` until SIGTERM/SIGINT (or ``stop``), then shut down gracefully:
     stop taking calls, let calls in flight finish, then stop consumers."""
+    settings = settings.as_identity(name)
     service = await factory_for(name)(settings, **overrides)
     await service.start()
     try:

@@ -5,7 +5,8 @@
 
 ``start()`` starts ``nats-server`` with JetStream under the data directory (unless
 ``DDZ_NATS_URL`` names a server; on a random port when 4222 is taken), migrates the
-store and the services' tables once, starts every service as ``python -m
+store and the services' tables once, makes what is missing of the token keys and of
+the local CA and certificates (``ddz.adapters.certs``), starts every service as ``python -m
 services.<name>`` with the environment rebuilt from the one ``Settings`` object, and
 returns when every service's health check answers SERVING. Each service logs (JSON
 lines, and anything it prints) to ``<data dir>/logs/<name>.log``.
@@ -43,6 +44,8 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from ddz.adapters import nats_auth
+from ddz.adapters.certs import TlsSetupError, ensure_certificates
+from ddz.adapters.grpc_client import channel_credentials
 from ddz.adapters.nats_server import NatsServer, NatsServerError, start_nats_server
 from ddz.adapters.token_keys import ensure_keys
 from ddz.config import SERVICE_PORTS, Settings
@@ -82,15 +85,32 @@ def settings_env(settings: Settings) -> dict[str, str]:
         "DDZ_STREAM_REPLICAS": str(settings.stream_replicas),
         "DDZ_STREAM_MAX_AGE": repr(settings.stream_max_age or 0),
         "DDZ_STREAM_MAX_BYTES": str(settings.stream_max_bytes or 0),
+        "DDZ_INSECURE": "1" if settings.insecure else "0",
+        "DDZ_MAX_CONCURRENT_RPCS": str(settings.max_concurrent_rpcs),
+        "DDZ_SEAT_TOKEN_TTL": repr(settings.seat_token_ttl),
+        "DDZ_JOIN_RATE": repr(settings.join_rate),
+        "DDZ_JOIN_BURST": str(settings.join_burst),
+        "DDZ_MOVE_RATE": repr(settings.move_rate),
+        "DDZ_MOVE_BURST": str(settings.move_burst),
+        "DDZ_SEAT_STREAMS": str(settings.seat_streams),
+        "DDZ_LEASE_TTL": repr(settings.lease_ttl),
+        "DDZ_BOT_PARTITIONS": str(settings.bot_partitions),
     }
     if settings.nats_url:
         env["DDZ_NATS_URL"] = settings.nats_url
+    if settings.nats_sync:
+        env["DDZ_NATS_SYNC"] = settings.nats_sync
     for variable, path in (
         ("DDZ_NATS_CREDS", settings.nats_creds_file),
         ("DDZ_NATS_NKEY_SEED", settings.nats_nkey_seed_file),
         ("DDZ_NATS_CA", settings.nats_ca_file),
         ("DDZ_NATS_CERT", settings.nats_cert_file),
         ("DDZ_NATS_KEY", settings.nats_key_file),
+        ("DDZ_TLS_CA", settings.tls_ca_file),
+        ("DDZ_TLS_CERT", settings.tls_cert_file),
+        ("DDZ_TLS_KEY", settings.tls_key_file),
+        ("DDZ_EVENT_KEYRING", settings.event_keyring_file),
+        # Not DDZ_EVENT_SIGNING_KEY: it is one producer's own key, never the whole stack's.
     ):
         if path is not None:
             env[variable] = str(path)
@@ -119,6 +139,8 @@ def settings_env(settings: Settings) -> dict[str, str]:
         env[f"DDZ_{service.upper()}_LISTEN"] = listen
     for service, port in settings.metrics_ports.items():
         env[f"DDZ_{service.upper()}_METRICS_PORT"] = str(port)
+    for service, port in settings.probe_ports.items():
+        env[f"DDZ_{service.upper()}_PROBE_PORT"] = str(port)
     return env
 
 
@@ -130,9 +152,27 @@ def free_port(host: str) -> int:
         return port
 
 
-def health_status(address: str, timeout: float = 1.0, service: str = "") -> int | None:
-    """The health status at ``address`` (``SERVING`` = 1), or None if nothing answers."""
-    with grpc.insecure_channel(address) as channel:
+def blocking_channel(address: str, settings: Settings) -> grpc.Channel:
+    """A synchronous channel to ``address`` (health checks, scripts): TLS with this
+    process's certificate as ``grpc_client.channel_credentials`` says."""
+    credentials = channel_credentials(settings)
+    if credentials is None:
+        return grpc.insecure_channel(address)
+    return grpc.secure_channel(address, credentials)
+
+
+def health_status(
+    address: str, timeout: float = 1.0, service: str = "", *, settings: Settings | None = None
+) -> int | None:
+    """The health status at ``address`` (``SERVING`` = 1), or None if nothing answers;
+    asked over TLS as ``settings`` say (default: ``Settings.from_env()``), with this
+    process's certificate: the internal services let no one in without one."""
+    settings = Settings.from_env() if settings is None else settings
+    try:
+        channel = blocking_channel(address, settings)
+    except TlsSetupError:
+        return None  # no certificate to ask with: nothing of ours can be running here
+    with channel:
         stub = health_pb2_grpc.HealthStub(channel)
         try:
             reply = stub.Check(health_pb2.HealthCheckRequest(service=service), timeout=timeout)
@@ -144,7 +184,7 @@ def health_status(address: str, timeout: float = 1.0, service: str = "") -> int 
 
 def stack_answers(settings: Settings, service: str = "table", timeout: float = 1.0) -> bool:
     """True when ``service`` at its configured address reports SERVING."""
-    return bool(health_status(settings.address(service), timeout) == SERVING)
+    return bool(health_status(settings.address(service), timeout, settings=settings) == SERVING)
 
 
 @dataclass
@@ -226,7 +266,9 @@ class Stack:
         if not settings.nats_url:
             # Our own server: one user per service (nats_auth), the stream made by the
             # provisioning user before any service, which may not make it.
-            self._nats_config = nats_auth.write_config(settings.data_dir)
+            self._nats_config = nats_auth.write_config(
+                settings.data_dir, sync_interval=settings.nats_sync
+            )
             self.nats = start_nats_server(
                 settings.nats_store_dir,
                 log_file=settings.log_dir / "nats-server.log",
@@ -250,6 +292,8 @@ class Stack:
         self.settings = settings = dataclasses.replace(settings, log_to_file=True)
         _migrate(settings)
         ensure_keys(settings)  # a fresh machine: every token key made before a service reads it
+        if not settings.insecure:
+            ensure_certificates(settings.data_dir)  # the CA and every identity's certificate
         self._env = self.child_env()
         for name in self.services:
             self.processes[name] = self._spawn(name, self._env)
@@ -294,7 +338,7 @@ class Stack:
                         f"service {name} exited with code {child.process.returncode} "
                         f"(log: {child.log_file}):\n{child.log_tail()}"
                     )
-                if health_status(child.address, timeout=0.5) == SERVING:
+                if health_status(child.address, timeout=0.5, settings=self.settings) == SERVING:
                     del waiting[name]
             if waiting and time.monotonic() > deadline:
                 names = ", ".join(sorted(waiting))
@@ -538,7 +582,8 @@ def main(argv: Sequence[str] | None = None) -> int:
               file=sys.stderr)  # fmt: skip
         return 2
     settings = Settings.from_env()
-    return 0 if health_status(settings.address(args[1]), timeout=2.0) == SERVING else 1
+    status = health_status(settings.address(args[1]), timeout=2.0, settings=settings)
+    return 0 if status == SERVING else 1
 
 
 if __name__ == "__main__":

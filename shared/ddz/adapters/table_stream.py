@@ -25,7 +25,7 @@ import nats.js.errors
 from google.protobuf.message import DecodeError, Message
 
 from ddz.adapters.bus import SUBJECT_ROOT, EventBus, stream_filter, stream_id_for, subject_for
-from ddz.adapters.codec import CodecError, parse_envelope
+from ddz.adapters.codec import CodecError
 from ddz.adapters.codec.envelope import new_envelope
 from ddz.adapters.codec.values import (
     _balances_to_pb,
@@ -37,6 +37,7 @@ from ddz.adapters.codec.values import (
     seat_from_pb,
     seat_to_pb,
 )
+from ddz.adapters.event_signing import EventKeyring, EventSigner
 from ddz.adapters.hand_stream import HandConflict, _publish_checked
 from ddz.application.errors import Kind, Reason, Refusal
 from ddz.domain.table import (
@@ -157,17 +158,31 @@ def occurred_at(envelope: envelope_pb2.EventEnvelope) -> float:
 
 
 class JetStreamTableLog:
-    """The tables' streams as the table service uses them."""
+    """The tables' streams as the table service uses them: each event it publishes is
+    signed by ``signer`` (the table's key), each it reads verified with ``keyring``
+    (``ddz.adapters.event_signing``); a reader alone needs no signer."""
 
-    def __init__(self, bus: EventBus, producer: str = "table", timeout: float = 5.0) -> None:
+    def __init__(
+        self,
+        bus: EventBus,
+        producer: str = "table",
+        timeout: float = 5.0,
+        *,
+        keyring: EventKeyring,
+        signer: EventSigner | None = None,
+    ) -> None:
         self.bus = bus
         self.producer = producer
         self.timeout = timeout
+        self.keyring = keyring
+        self.signer = signer
 
     async def append(
         self, table_id: str, after: TableCursor, events: Sequence[TableEvent]
     ) -> TableCursor:
         """Publish ``events`` after ``after``; CONFLICT if another writer got there first."""
+        if self.signer is None:
+            raise ValueError("a table log without a signer only reads")
         stream_id = table_stream_id(table_id)
         cursor = after
         for event in events:
@@ -175,7 +190,7 @@ class JetStreamTableLog:
             try:
                 seq = await _publish_checked(
                     self.bus, subject_for(stream_id, event.TYPE),
-                    envelope.SerializeToString(), envelope.event_id, cursor.seq,
+                    self.signer.seal(envelope), envelope.event_id, cursor.seq,
                     stream_filter(stream_id), self.timeout,
                 )  # fmt: skip
             except HandConflict as exc:
@@ -199,7 +214,7 @@ class JetStreamTableLog:
                 )
             except nats.js.errors.NotFoundError:
                 break
-            envelope = parse_envelope(msg.data or b"")
+            envelope = self.keyring.open(msg.data or b"")
             events.append(decode(envelope.type, envelope.type_version, envelope.payload))
             seq = last = int(msg.seq or 0)
         if not events:

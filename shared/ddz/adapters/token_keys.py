@@ -32,6 +32,7 @@ from typing import Any
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
+from ddz.adapters.event_signing import ensure_event_keys
 from ddz.config import Settings
 
 KEYS_DIR = "keys"
@@ -220,3 +221,4 @@ def ensure_keys(settings: Settings) -> None:
     """Every key a local stack needs, created where missing (``ddz up`` at start)."""
     table_token_key(settings)
     login_key(settings)
+    ensure_event_keys(settings)

@@ -21,6 +21,13 @@ public key would serve nobody, and a key it alone holds can make only its own se
 tokens -- a ``ddz1`` token of any other kind is refused, and a login token verifies
 only under the login's Ed25519 keys. HMAC also costs little on every call.
 
+Seat tokens are short-lived (``DDZ_SEAT_TOKEN_TTL``, 15 minutes by default): a client
+exchanges its seat token for a new one (``RefreshSeatToken``) before it expires
+(``refresh_delay``). A token is not revoked by a list: the table service refuses the
+seat tokens of a seat its player has left and of a table it no longer holds, and both
+facts are on the table's stream (``player_left``, ``table_closed``), so a restarted
+service refuses the same tokens.
+
 Calls send the token as gRPC metadata ``authorization: Bearer <token>``
 (``bearer_channel`` does it for every call of a channel).
 """
@@ -42,7 +49,7 @@ from typing import Any, Literal
 import grpc
 import jwt
 
-from ddz.adapters.grpc_client import channel_options
+from ddz.adapters.grpc_client import open_channel
 from ddz.adapters.token_keys import LoginKey, LoginKeys, login_jwks_path, login_key
 from ddz.adapters.token_keys import table_token_key as table_token_key  # re-exported
 from ddz.config import Settings
@@ -62,10 +69,23 @@ ALGORITHMS = ["EdDSA"]
 """Pinned: the algorithm never comes from the token (no ``none``, no HS256 under a public key)."""
 REQUIRED_CLAIMS = ["iss", "aud", "sub", "kind", "iat", "exp", "jti"]
 
-SEAT_TOKEN_TTL = 12 * 3600
-"""Seconds a seat token lasts: longer than any sitting; leaving revokes it sooner."""
+SEAT_TOKEN_TTL = 15 * 60
+"""Seconds a seat token lasts by default (``DDZ_SEAT_TOKEN_TTL``): short, so a token
+that got away is soon worthless; its holder refreshes it (RefreshSeatToken) while it
+sits, and leaving the seat revokes it sooner (the table's stream records the leave)."""
+REFRESH_MARGIN = 0.25
+"""A client refreshes its seat token once less than this share of its life is left."""
 TOOL_TOKEN_TTL = 24 * 3600
 """Seconds the tokens the ``ddz`` tools sign for themselves last."""
+
+
+def refresh_delay(expires: float, received: float, now: float | None = None) -> float:
+    """Seconds from ``now`` until a client that ``received`` a seat token expiring at
+    ``expires`` (Unix seconds) refreshes it: once ``REFRESH_MARGIN`` of its life is left,
+    measured on the client's own clock (a clock that is off shortens the life it sees,
+    never makes the client refresh late)."""
+    at = expires - REFRESH_MARGIN * max(0.0, expires - received)
+    return max(0.0, at - (time.time() if now is None else now))
 
 
 class TokenError(ValueError):
@@ -328,16 +348,20 @@ def bearer_channel(
     *,
     target: str | None = None,
 ) -> grpc.aio.Channel:
-    """An insecure channel whose every call carries ``token`` (or what ``token()``
+    """A channel whose every call carries ``token`` (or what ``token()``
     returns at call time: a client whose seat token changes), with the suite's default
-    deadline on unary calls (``DDZ_RPC_TIMEOUT``); streams choose their own."""
+    deadline on unary calls (``DDZ_RPC_TIMEOUT``); streams choose their own. TLS
+    without a client certificate (``grpc_client.open_channel``): the token says who
+    the caller is, so a player needs only the CA."""
     if target is None:
         if service is None:
             raise ValueError("bearer_channel needs a service name or a target")
         target = settings.address(service)
     current: Callable[[], str] = token if callable(token) else (lambda: token)
-    return grpc.aio.insecure_channel(
+    return open_channel(
+        settings,
         target,
-        options=channel_options(settings),
         interceptors=[_UnaryBearer(current, settings.rpc_timeout), _StreamBearer(current)],
+        service=service,
+        client_cert=False,
     )

@@ -23,7 +23,7 @@ from typing import Any
 
 from ddz.adapters.store import EventStore, SqlEventStore, create_store
 from ddz.adapters.store.contract import StreamSignature
-from ddz.adapters.store.keys import Keyring
+from ddz.adapters.store.keys import Keyring, PlainKeys
 from ddz.audit.checks import audit_hand
 from ddz.audit.context import StoredRow
 from ddz.audit.report import FAILURE_NAMES, HASH_CHAIN, INCOMPLETE, AuditReport, Verdict
@@ -208,7 +208,7 @@ _worker_store: SqlEventStore | None = None
 _worker_keys = Keyring()
 
 
-def _init_worker(database_url: str, keys: tuple[dict[str, bytes], dict[str, bytes]]) -> None:
+def _init_worker(database_url: str, keys: PlainKeys) -> None:
     global _worker_store, _worker_keys
     _worker_store = create_store(database_url)
     _worker_keys = Keyring.from_plain(keys)
@@ -249,7 +249,8 @@ def audit_all(
     now: float | None = None,
 ) -> AllReport:
     """Audit every hand of the store at ``database_url`` (the oldest ``limit``) with
-    ``keys`` (a ``Keyring``, or an HMAC key's bytes named ``key_id``).
+    ``keys`` (a ``Keyring``, or an HMAC key's bytes named ``key_id``; without the
+    producers' event keyring every hand fails ``producer_signature``).
 
     ``on_progress(done, total)`` is called after each batch. ``open_store``: an open store
     to use when ``workers`` is 1 (the recorder service passes its own). Incomplete hands

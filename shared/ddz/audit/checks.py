@@ -8,6 +8,9 @@ defaults. The hand is replayed under the rule set and engine version recorded in
 1. ``hash_chain``: versions 1..n in order, each row's columns are its envelope's, each
    ``prev_hash`` is the previous row's ``hash``, each ``hash`` recomputed over the exact
    stored envelope bytes, no event id twice.
+   ``producer_signature``: every event is signed by a producer allowed to sign it, under
+   a key of the event keyring (``ddz.adapters.event_signing``); keys holding no event
+   keyring fail it (nothing proves who made the events).
 2. ``signature``: the head signatures under keys the auditor holds (Ed25519 public
    keys; the HMAC key of older hands) verify and pin the last event of the hand; only
    refusals recorded after the end may follow it. (``incomplete`` stops here for a
@@ -43,6 +46,7 @@ from ddz.audit.decisions import (
 )
 from ddz.audit.fairness import check_commitment, check_deal
 from ddz.audit.integrity import check_hash_chain, check_signature
+from ddz.audit.provenance import check_producer_signatures
 from ddz.audit.report import (
     COMMITMENT,
     DEAL,
@@ -50,6 +54,7 @@ from ddz.audit.report import (
     ENGINE_VERSION,
     HASH_CHAIN,
     MULTIPLIER,
+    PRODUCER_SIGNATURE,
     SETTLEMENT,
     SIGNATURE,
     AuditedEvent,
@@ -80,9 +85,11 @@ def audit_hand(
 ) -> AuditReport:
     """Audit one hand's stream: ``events`` as stored (in version order, as
     ``EventStore.read_stream`` gives them), the stream's head ``signatures`` and the
-    ``keys`` to verify them with: a ``Keyring``, or the bytes of the operator's HMAC key
-    named ``key_id`` (hands signed before Ed25519). Never raises for a bad record: every
-    problem is a failed check in the report (a check that crashes on one fails it too)."""
+    ``keys`` to verify them with: a ``Keyring`` (with the producers' event keyring, else
+    ``producer_signature`` fails), or the bytes of the operator's HMAC key named
+    ``key_id`` (hands signed before Ed25519; no event keyring). Never raises for a bad
+    record: every problem is a failed check in the report (a check that crashes on one
+    fails it too)."""
     if not events:
         raise ValueError("no events to audit")
     keyring = Keyring.of_hmac(keys, key_id) if isinstance(keys, bytes) else keys
@@ -218,6 +225,7 @@ def _with_event(audited: AuditedEvent, event: Recorded) -> AuditedEvent:
 
 _STEPS = (
     (check_hash_chain, HASH_CHAIN),
+    (check_producer_signatures, PRODUCER_SIGNATURE),
     (check_signature, SIGNATURE),
     (check_engine_version, ENGINE_VERSION),
     (check_commitment, COMMITMENT),

@@ -2,13 +2,16 @@
 
 Public: the Ed25519 keyring (``DDZ_AUDIT_PUBLIC_KEYS``, else
 ``<data dir>/keys/audit-public.json``), all an auditor needs for hands signed since
-Ed25519. Secret, and only for hands signed before it: the operator's HMAC key
+Ed25519; and the producers' event keyring (``DDZ_EVENT_KEYRING``, else
+``<data dir>/keys/event-keyring.json``) every event's signature is checked with.
+Secret, and only for hands signed before it: the operator's HMAC key
 (``DDZ_AUDIT_KEY``, else ``<data dir>/audit.key``) when it is there. Nothing is ever
 created here: a made-up key would only make every signature fail.
 """
 
 from __future__ import annotations
 
+from ddz.adapters.event_signing import EventKeyring
 from ddz.adapters.store.keys import Keyring, read_public_keys
 from ddz.config import AUDIT_KEY_FILE, Settings
 
@@ -35,6 +38,9 @@ def auditor_keyring(settings: Settings, *, public_only: bool = False) -> Keyring
     public = read_public_keys(path) if path.is_file() else {}
     hmac_key = b"" if public_only else existing_hmac_key(settings)
     keyring = Keyring.of_hmac(hmac_key, settings.audit_key_id).with_public(public)
+    events_path = settings.event_keyring_path  # public too: the producers' keys
+    if events_path.is_file():
+        keyring = keyring.with_events(EventKeyring(events_path))
     if not keyring:
         raise NoAuditKeys(
             f"no audit key: no public keyring at {path} (DDZ_AUDIT_PUBLIC_KEYS)"

@@ -16,6 +16,7 @@ from ddz.domain.hand import Recorded
 from ddz.v1 import envelope_pb2
 
 HASH_CHAIN = "hash_chain"
+PRODUCER_SIGNATURE = "producer_signature"
 SIGNATURE = "signature"
 INCOMPLETE = "incomplete"
 ENGINE_VERSION = "engine_version"
@@ -27,6 +28,7 @@ SETTLEMENT = "settlement"
 
 CHECKS: tuple[str, ...] = (
     HASH_CHAIN,
+    PRODUCER_SIGNATURE,
     SIGNATURE,
     ENGINE_VERSION,
     COMMITMENT,
@@ -39,7 +41,7 @@ CHECKS: tuple[str, ...] = (
 is not a check of its own: it is what stops the audit of a hand that has not ended
 (after the hash chain and any signature, which a hand in play can already be held to)."""
 
-FAILURE_NAMES: tuple[str, ...] = (*CHECKS[:2], INCOMPLETE, *CHECKS[2:])
+FAILURE_NAMES: tuple[str, ...] = (*CHECKS[:3], INCOMPLETE, *CHECKS[3:])
 """Every name ``failed_check`` can take, in audit order."""
 
 

@@ -1,12 +1,16 @@
 """Sample hands recorded the way the services record them, for benchmarks, tests and demos.
 
 ``record_hand`` plays one hand in-process with the hand aggregate and writes each
-decision's events to a ``EventStore`` as one append of envelopes (``codec.envelope_for``,
-the bytes the rules service publishes), refused commands as ``CommandRejected`` events,
-then signs the chain head as the recorder does at ``SeedRevealed``. ``nuisance`` makes
-the commands a careless or hostile client sends (out of turn, a pass when leading,
-cards not held, a play that does not beat, a bid not higher); the hand decides on them
-like on any other command. No services are involved: hands played *through* the
+decision's events to a ``EventStore`` as one append of envelopes, each signed by the
+producer that makes it in the services (``event_signing.sealed_envelope``, the bytes the
+dealer and the rules service publish: the deal by the dealer's key, every later decision
+by the rules service's), refused commands as ``CommandRejected`` events, then signs the
+chain head as the recorder does at ``SeedRevealed``. The producers' keys are the
+caller's (``SampleKeys``): an audit of the hands needs their public keyring
+(``SampleKeys.keyring``, or the file ``SampleKeys.publish`` writes for ``ddz audit``).
+``nuisance`` makes the commands a careless or hostile client sends (out of turn, a pass
+when leading, cards not held, a play that does not beat, a bid not higher); the hand
+decides on them like on any other command. No services are involved: hands played *through* the
 services are the integration tests' job (tests/integration/test_audit.py).
 """
 
@@ -14,10 +18,20 @@ from __future__ import annotations
 
 import random
 import uuid
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
 
-from ddz.adapters import codec
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from ddz.adapters.event_signing import (
+    PRODUCERS,
+    EventKeyring,
+    EventSigner,
+    may_sign,
+    publish_key,
+    sealed_envelope,
+)
 from ddz.adapters.store import EventStore
 from ddz.adapters.store.contract import HeadSigner
 from ddz.domain.cards import NUM_RANKS, Rank
@@ -45,9 +59,58 @@ from ddz.domain.hand import (
 from ddz.domain.players import RandomPlayer
 from ddz.domain.ruleset import RuleSet, Scoring
 from ddz.domain.settlement import RoomSettings
+from ddz.v1 import envelope_pb2
 
 PRODUCER = "ddz.audit.sample"
 SEATS = (SeatInfo("alice"), SeatInfo("bob"), SeatInfo("carol", is_bot=True))
+
+
+@dataclass(frozen=True, slots=True)
+class SampleKeys:
+    """The producers' signing keys sample hands are signed with (one per producer, made
+    in this process and never written anywhere) and the keyring of their public halves.
+
+        keys = SampleKeys.generate()
+        record_hand(store, rules, rng, signers=keys, key=recorder)
+        audit_hand(rows, Keyring(...).with_events(keys.keyring), signatures)
+    """
+
+    signers: Mapping[str, EventSigner] = field(repr=False)
+
+    @classmethod
+    def generate(cls) -> SampleKeys:
+        return cls({p: EventSigner.of(p, Ed25519PrivateKey.generate()) for p in PRODUCERS})
+
+    @property
+    def keyring(self) -> EventKeyring:
+        """What an auditor checks these hands' events with (public keys only)."""
+        return EventKeyring(keys={s.key_id: s.public for s in self.signers.values()})
+
+    def publish(self, path: Path) -> None:
+        """Add the public keys to the keyring file at ``path`` (``DDZ_EVENT_KEYRING``, as
+        the services do), for ``ddz audit`` in another process."""
+        for signer in self.signers.values():
+            publish_key(path, signer.key_id, signer.public)
+
+    def signer_for(self, stream_id: str, event_type: str, producer: str) -> EventSigner:
+        """``producer``'s key when it may sign the event, else that of one who may (as
+        the services split the work: the dealer starts a hand, the rules service ends it)."""
+        if may_sign(producer, stream_id, event_type):
+            return self.signers[producer]
+        allowed = [p for p in PRODUCERS if may_sign(p, stream_id, event_type)]
+        if not allowed:
+            raise ValueError(f"no producer may sign {event_type!r} on {stream_id!r}")
+        return self.signers[allowed[0]]
+
+    def seal(self, envelope: envelope_pb2.EventEnvelope, producer: str | None = None) -> bytes:
+        """``envelope`` signed again: by ``producer``'s key as given (even one not allowed
+        the event: a forger's choice), else by the producer that signed it before (the
+        one its key id names) or one allowed to."""
+        if producer is not None:
+            return self.signers[producer].seal(envelope)
+        before = envelope.producer_key_id.partition("-")[0]
+        stream_id, event_type = envelope.stream_id, envelope.type
+        return self.signer_for(stream_id, event_type, before or "rules").seal(envelope)
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +180,7 @@ def record_hand(
     rules: RuleSet,
     rng: random.Random,
     *,
+    signers: SampleKeys,
     hand_id: str | None = None,
     room: RoomSettings | None = None,
     odds: Mischief = Mischief(),
@@ -128,9 +192,10 @@ def record_hand(
     seats: tuple[SeatInfo, SeatInfo, SeatInfo] = SEATS,
     max_commands: int = 2000,
 ) -> str:
-    """Play and record one hand; returns its hand id. ``key``: sign the finished head
-    (a ``HeadSigner`` such as the recorder's Ed25519 key, or HMAC key bytes named
-    ``key_id``, as hands were signed before Ed25519)."""
+    """Play and record one hand; returns its hand id. ``signers``: the producers' keys
+    every event is signed with. ``key``: sign the finished head (a ``HeadSigner`` such
+    as the recorder's Ed25519 key, or HMAC key bytes named ``key_id``, as hands were
+    signed before Ed25519)."""
     hand_id = hand_id or uuid.uuid4().hex
     stream_id = f"hand-{hand_id}"
     seed = rng.randbytes(32)
@@ -144,12 +209,15 @@ def record_hand(
     version = 0
     player = RandomPlayer(rng)
 
-    def write(recorded: Sequence[Recorded], causation: str) -> None:
+    def write(recorded: Sequence[Recorded], causation: str, producer: str) -> None:
         nonlocal version
         envelopes = [
-            codec.envelope_for(stream_id, version + i + 1, event, causation, hand_id, PRODUCER)
+            sealed_envelope(
+                signers.signer_for(stream_id, event.TYPE, producer), stream_id,
+                version + i + 1, event, causation, hand_id, PRODUCER,
+            )[1]
             for i, event in enumerate(recorded)
-        ]
+        ]  # fmt: skip
         store.append(stream_id, version, envelopes)
         version += len(envelopes)
 
@@ -157,12 +225,13 @@ def record_hand(
     for _ in range(max_commands):
         decision = decide(state, command, seed)
         request_id = uuid.uuid4().hex
+        producer = "dealer" if isinstance(command, StartHand) else "rules"
         if isinstance(decision, Rejection):
             assert not isinstance(command, StartHand), decision
             write([CommandRejected(command, decision.code, decision.message, request_id)],
-                  request_id)  # fmt: skip
+                  request_id, producer)  # fmt: skip
         elif decision:
-            write(decision, request_id)
+            write(decision, request_id, producer)
             for event in decision:
                 state = evolve(state, event)
         if state.phase is Phase.ENDED:

@@ -2,18 +2,23 @@
 
 The player's login token (a player token: the operator's login vouches for the name)
 joins rooms; the seat token ``JoinRoom`` answers with is sent on every call for the
-seat from then on (``authorization: Bearer <token>``).
+seat from then on (``authorization: Bearer <token>``). Seat tokens are short-lived: a
+task of the session exchanges the token for a new one (``RefreshSeatToken``) before it
+expires, for as long as the player sits.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import grpc
 
 from ddz.adapters.grpc_client import resumed
-from ddz.adapters.tokens import bearer_channel
+from ddz.adapters.tokens import bearer_channel, refresh_delay
 from ddz.config import Settings
 from ddz.v1 import hand_events_pb2, table_pb2, table_pb2_grpc
 
@@ -23,6 +28,11 @@ NEXT_HAND_TIMEOUT = 600.0
 """A NextHand call waits for the other people at the table (the server bounds it)."""
 RESUME_PATIENCE = 60.0
 """Seconds a cut stream waits for the table service to answer again (a restart)."""
+REFRESH_RETRY = 5.0
+"""Seconds before a refresh that failed on the way (not refused) is tried again."""
+REFUSED_FOR_GOOD = (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED)
+"""A refresh refused so: the seat is no longer the player's (or the token expired);
+the next call of the seat says why, and joining again gives a new token."""
 
 
 class Session:
@@ -30,6 +40,9 @@ class Session:
         self.settings = settings
         self.login_token = login_token
         self.seat_token = ""
+        self.seat_expires = 0  # Unix seconds
+        self._received = 0.0  # when the seat token came (the client's clock)
+        self._refresher: asyncio.Task[None] | None = None
         self.joined: table_pb2.JoinRoomResponse | None = None
         self._login = bearer_channel(settings, login_token, target=address)
         self._seat = bearer_channel(settings, lambda: self.seat_token or login_token,
@@ -59,8 +72,27 @@ class Session:
             timeout=room.bot_fill_wait_s + JOIN_TIMEOUT_MARGIN,
         )
         self.joined = answer
-        self.seat_token = answer.token
+        self._seated(answer.token, answer.token_expires)
         return answer
+
+    def _seated(self, token: str, expires: int) -> None:
+        self.seat_token, self.seat_expires, self._received = token, expires, time.time()
+        if self._refresher is None or self._refresher.done():
+            self._refresher = asyncio.create_task(self._keep_fresh(), name="seat-token")
+
+    async def _keep_fresh(self) -> None:
+        """Refresh the seat token whenever a quarter of its life is left."""
+        while True:
+            await asyncio.sleep(refresh_delay(self.seat_expires, self._received))
+            try:
+                answer = await self.table.RefreshSeatToken(table_pb2.RefreshSeatTokenRequest())
+            except grpc.aio.AioRpcError as exc:
+                if exc.code() in REFUSED_FOR_GOOD:
+                    return
+                await asyncio.sleep(REFRESH_RETRY)
+                continue
+            self.seat_token, self.seat_expires = answer.token, answer.token_expires
+            self._received = time.time()
 
     async def leave(self) -> table_pb2.LeaveRoomResponse:
         answer: table_pb2.LeaveRoomResponse = await self.table.LeaveRoom(
@@ -127,6 +159,10 @@ class Session:
         return move
 
     async def close(self) -> None:
+        if self._refresher is not None:
+            self._refresher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._refresher
         await self._login.close()
         await self._seat.close()
 

@@ -22,6 +22,7 @@ COMMANDS = {
     "selfplay": "selfplay_cmd",
     "serve": "serve_cmd",
     "up": "up_cmd",
+    "init": "init_cmd",
     "simulate": "simulate_cmd",
     "demo": "demo_cmd",
     "bench": "bench_cmd",

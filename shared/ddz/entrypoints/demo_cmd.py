@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 
+from ddz.adapters.certs import grpcurl_flags
 from ddz.adapters.hand_stream import hand_stream_id
 from ddz.config import Settings, redacted_url
 from ddz.domain.ruleset import VARIANTS
@@ -94,8 +95,8 @@ def print_where(settings: Settings, reports: list[Report]) -> None:
         "",
         f"Inspect a hand (e.g. {stream}) while the suite runs (`ddz up` in another",
         "terminal; this demo's own stack stops when the demo ends):",
-        f'  grpcurl -plaintext -d \'{{"stream_id": "{stream}"}}\' \\',
-        f"    {recorder} ddz.v1.RecorderService/ReadStream",
+        f"  grpcurl {grpcurl_flags(settings)} \\",
+        f'    -d \'{{"stream_id": "{stream}"}}\' {recorder} ddz.v1.RecorderService/ReadStream',
     ]
     if settings.database_url.startswith("sqlite:///"):
         path = settings.database_url.removeprefix("sqlite:///")

@@ -20,6 +20,7 @@ import sys
 import threading
 from types import FrameType
 
+from ddz.adapters.certs import grpcurl_flags
 from ddz.adapters.stack import CrashLoop, Stack, StackError, Supervisor
 from ddz.config import Settings, redacted_url
 
@@ -54,12 +55,15 @@ def describe(stack: Stack) -> str:
     ]
     for name, child in stack.processes.items():
         lines.append(f"  {name:<12} {child.address}  (pid {child.process.pid})")
+    lines += ["", "  try:  ddz simulate --variant classic --hands 20"]
     lines += [
-        "",
-        "  try:  ddz simulate --variant classic --hands 20",
-        f"        grpcurl -plaintext {settings.address('table')} list",
-        "  Ctrl-C stops everything.",
+        f"        grpcurl {grpcurl_flags(settings, client_cert=False)} "
+        f"{settings.address('table')} list",
+        f"        grpcurl {grpcurl_flags(settings)} {settings.address('recorder')} list",
     ]
+    if settings.insecure:
+        lines.append("  WARNING: DDZ_INSECURE is set: plaintext gRPC, no identities, no rights.")
+    lines.append("  Ctrl-C stops everything.")
     return "\n".join(lines)
 
 

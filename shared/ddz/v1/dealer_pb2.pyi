@@ -1,5 +1,4 @@
 from ddz.v1 import envelope_pb2 as _envelope_pb2
-from ddz.v1 import hand_events_pb2 as _hand_events_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
@@ -9,30 +8,18 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class DealRequest(_message.Message):
-    __slots__ = ("hand_id", "table_id", "variant", "rules", "room", "seats", "first_bidder", "balances", "client_seeds", "show_before_deal", "request_id")
+    __slots__ = ("hand_id", "table_id", "client_seeds", "show_before_deal", "request_id")
     HAND_ID_FIELD_NUMBER: _ClassVar[int]
     TABLE_ID_FIELD_NUMBER: _ClassVar[int]
-    VARIANT_FIELD_NUMBER: _ClassVar[int]
-    RULES_FIELD_NUMBER: _ClassVar[int]
-    ROOM_FIELD_NUMBER: _ClassVar[int]
-    SEATS_FIELD_NUMBER: _ClassVar[int]
-    FIRST_BIDDER_FIELD_NUMBER: _ClassVar[int]
-    BALANCES_FIELD_NUMBER: _ClassVar[int]
     CLIENT_SEEDS_FIELD_NUMBER: _ClassVar[int]
     SHOW_BEFORE_DEAL_FIELD_NUMBER: _ClassVar[int]
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     hand_id: str
     table_id: str
-    variant: str
-    rules: _hand_events_pb2.RuleSet
-    room: _hand_events_pb2.RoomSettings
-    seats: _containers.RepeatedCompositeFieldContainer[_hand_events_pb2.SeatInfo]
-    first_bidder: int
-    balances: _hand_events_pb2.Balances
     client_seeds: _containers.RepeatedScalarFieldContainer[bytes]
     show_before_deal: _containers.RepeatedScalarFieldContainer[int]
     request_id: str
-    def __init__(self, hand_id: _Optional[str] = ..., table_id: _Optional[str] = ..., variant: _Optional[str] = ..., rules: _Optional[_Union[_hand_events_pb2.RuleSet, _Mapping]] = ..., room: _Optional[_Union[_hand_events_pb2.RoomSettings, _Mapping]] = ..., seats: _Optional[_Iterable[_Union[_hand_events_pb2.SeatInfo, _Mapping]]] = ..., first_bidder: _Optional[int] = ..., balances: _Optional[_Union[_hand_events_pb2.Balances, _Mapping]] = ..., client_seeds: _Optional[_Iterable[bytes]] = ..., show_before_deal: _Optional[_Iterable[int]] = ..., request_id: _Optional[str] = ...) -> None: ...
+    def __init__(self, hand_id: _Optional[str] = ..., table_id: _Optional[str] = ..., client_seeds: _Optional[_Iterable[bytes]] = ..., show_before_deal: _Optional[_Iterable[int]] = ..., request_id: _Optional[str] = ...) -> None: ...
 
 class DealResponse(_message.Message):
     __slots__ = ("hand_id", "commitment", "version", "events")

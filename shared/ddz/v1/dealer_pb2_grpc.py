@@ -50,8 +50,11 @@ class DealerServiceServicer:
     """Missing associated documentation comment in .proto file."""
 
     def Deal(self, request, context):
-        """Start a hand: publishes HandStarted, CardsDealt (internal), and any wildcard
-        drawn before bidding, as versions 1..k of stream "hand-<hand_id>".
+        """Start a hand the table service has assigned at a table: publishes HandStarted,
+        CardsDealt (internal), and any wildcard drawn before bidding, as versions 1..k of
+        stream "hand-<hand_id>", under the rule set, room settings, seats and balances the
+        table's stream recorded (never the caller's). NOT_FOUND/UNKNOWN_TABLE: no such
+        table; FAILED_PRECONDITION/UNKNOWN_HAND: the hand is not the table's last assigned.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

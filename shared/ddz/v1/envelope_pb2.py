@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15\x64\x64z/v1/envelope.proto\x12\x06\x64\x64z.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x88\x02\n\rEventEnvelope\x12\x10\n\x08\x65vent_id\x18\x01 \x01(\t\x12\x11\n\tstream_id\x18\x02 \x01(\t\x12\x16\n\x0estream_version\x18\x03 \x01(\x04\x12\x0c\n\x04type\x18\x04 \x01(\t\x12\x14\n\x0ctype_version\x18\x05 \x01(\r\x12/\n\x0boccurred_at\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x14\n\x0c\x63\x61usation_id\x18\x07 \x01(\t\x12\x16\n\x0e\x63orrelation_id\x18\x08 \x01(\t\x12\x10\n\x08producer\x18\t \x01(\t\x12\x0f\n\x07payload\x18\n \x01(\x0c\x12\x14\n\x0c\x63ontent_type\x18\x0b \x01(\t\"R\n\x0bStoredEvent\x12\x10\n\x08\x65nvelope\x18\x01 \x01(\x0c\x12\x10\n\x08position\x18\x02 \x01(\x04\x12\x11\n\tprev_hash\x18\x03 \x01(\t\x12\x0c\n\x04hash\x18\x04 \x01(\tb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15\x64\x64z/v1/envelope.proto\x12\x06\x64\x64z.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xce\x02\n\rEventEnvelope\x12\x10\n\x08\x65vent_id\x18\x01 \x01(\t\x12\x11\n\tstream_id\x18\x02 \x01(\t\x12\x16\n\x0estream_version\x18\x03 \x01(\x04\x12\x0c\n\x04type\x18\x04 \x01(\t\x12\x14\n\x0ctype_version\x18\x05 \x01(\r\x12/\n\x0boccurred_at\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x14\n\x0c\x63\x61usation_id\x18\x07 \x01(\t\x12\x16\n\x0e\x63orrelation_id\x18\x08 \x01(\t\x12\x10\n\x08producer\x18\t \x01(\t\x12\x0f\n\x07payload\x18\n \x01(\x0c\x12\x14\n\x0c\x63ontent_type\x18\x0b \x01(\t\x12\x18\n\x10\x65nvelope_version\x18\x0c \x01(\r\x12\x17\n\x0fproducer_key_id\x18\r \x01(\t\x12\x11\n\tsignature\x18\x0f \x01(\x0c\"R\n\x0bStoredEvent\x12\x10\n\x08\x65nvelope\x18\x01 \x01(\x0c\x12\x10\n\x08position\x18\x02 \x01(\x04\x12\x11\n\tprev_hash\x18\x03 \x01(\t\x12\x0c\n\x04hash\x18\x04 \x01(\tb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -33,7 +33,7 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'ddz.v1.envelope_pb2', _glob
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_EVENTENVELOPE']._serialized_start=67
-  _globals['_EVENTENVELOPE']._serialized_end=331
-  _globals['_STOREDEVENT']._serialized_start=333
-  _globals['_STOREDEVENT']._serialized_end=415
+  _globals['_EVENTENVELOPE']._serialized_end=401
+  _globals['_STOREDEVENT']._serialized_start=403
+  _globals['_STOREDEVENT']._serialized_end=485
 # @@protoc_insertion_point(module_scope)

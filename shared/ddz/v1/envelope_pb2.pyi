@@ -9,7 +9,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class EventEnvelope(_message.Message):
-    __slots__ = ("event_id", "stream_id", "stream_version", "type", "type_version", "occurred_at", "causation_id", "correlation_id", "producer", "payload", "content_type")
+    __slots__ = ("event_id", "stream_id", "stream_version", "type", "type_version", "occurred_at", "causation_id", "correlation_id", "producer", "payload", "content_type", "envelope_version", "producer_key_id", "signature")
     EVENT_ID_FIELD_NUMBER: _ClassVar[int]
     STREAM_ID_FIELD_NUMBER: _ClassVar[int]
     STREAM_VERSION_FIELD_NUMBER: _ClassVar[int]
@@ -21,6 +21,9 @@ class EventEnvelope(_message.Message):
     PRODUCER_FIELD_NUMBER: _ClassVar[int]
     PAYLOAD_FIELD_NUMBER: _ClassVar[int]
     CONTENT_TYPE_FIELD_NUMBER: _ClassVar[int]
+    ENVELOPE_VERSION_FIELD_NUMBER: _ClassVar[int]
+    PRODUCER_KEY_ID_FIELD_NUMBER: _ClassVar[int]
+    SIGNATURE_FIELD_NUMBER: _ClassVar[int]
     event_id: str
     stream_id: str
     stream_version: int
@@ -32,7 +35,10 @@ class EventEnvelope(_message.Message):
     producer: str
     payload: bytes
     content_type: str
-    def __init__(self, event_id: _Optional[str] = ..., stream_id: _Optional[str] = ..., stream_version: _Optional[int] = ..., type: _Optional[str] = ..., type_version: _Optional[int] = ..., occurred_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., causation_id: _Optional[str] = ..., correlation_id: _Optional[str] = ..., producer: _Optional[str] = ..., payload: _Optional[bytes] = ..., content_type: _Optional[str] = ...) -> None: ...
+    envelope_version: int
+    producer_key_id: str
+    signature: bytes
+    def __init__(self, event_id: _Optional[str] = ..., stream_id: _Optional[str] = ..., stream_version: _Optional[int] = ..., type: _Optional[str] = ..., type_version: _Optional[int] = ..., occurred_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., causation_id: _Optional[str] = ..., correlation_id: _Optional[str] = ..., producer: _Optional[str] = ..., payload: _Optional[bytes] = ..., content_type: _Optional[str] = ..., envelope_version: _Optional[int] = ..., producer_key_id: _Optional[str] = ..., signature: _Optional[bytes] = ...) -> None: ...
 
 class StoredEvent(_message.Message):
     __slots__ = ("envelope", "position", "prev_hash", "hash")

@@ -28,6 +28,8 @@ class Reason(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     BALANCE_TOO_LOW: _ClassVar[Reason]
     VERSION_CONFLICT: _ClassVar[Reason]
     DUPLICATE_EVENT_ID: _ClassVar[Reason]
+    RATE_LIMITED: _ClassVar[Reason]
+    TOO_MANY_STREAMS: _ClassVar[Reason]
 REASON_UNSPECIFIED: Reason
 UNKNOWN_HAND: Reason
 UNKNOWN_TABLE: Reason
@@ -50,3 +52,5 @@ PERMISSION_DENIED: Reason
 BALANCE_TOO_LOW: Reason
 VERSION_CONFLICT: Reason
 DUPLICATE_EVENT_ID: Reason
+RATE_LIMITED: Reason
+TOO_MANY_STREAMS: Reason

@@ -408,6 +408,22 @@ class LeaveRoomResponse(_message.Message):
     escaped_hand_id: str
     def __init__(self, dequeued: _Optional[bool] = ..., table_id: _Optional[str] = ..., seat: _Optional[int] = ..., escaped_hand_id: _Optional[str] = ...) -> None: ...
 
+class RefreshSeatTokenRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class RefreshSeatTokenResponse(_message.Message):
+    __slots__ = ("token", "token_expires", "table_id", "seat")
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_EXPIRES_FIELD_NUMBER: _ClassVar[int]
+    TABLE_ID_FIELD_NUMBER: _ClassVar[int]
+    SEAT_FIELD_NUMBER: _ClassVar[int]
+    token: str
+    token_expires: int
+    table_id: str
+    seat: int
+    def __init__(self, token: _Optional[str] = ..., token_expires: _Optional[int] = ..., table_id: _Optional[str] = ..., seat: _Optional[int] = ...) -> None: ...
+
 class NextHandRequest(_message.Message):
     __slots__ = ("table_id",)
     TABLE_ID_FIELD_NUMBER: _ClassVar[int]

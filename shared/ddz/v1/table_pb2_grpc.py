@@ -109,6 +109,11 @@ class TableServiceStub:
                 request_serializer=ddz_dot_v1_dot_table__pb2.HintRequest.SerializeToString,
                 response_deserializer=ddz_dot_v1_dot_table__pb2.TableSuggestResponse.FromString,
                 _registered_method=True)
+        self.RefreshSeatToken = channel.unary_unary(
+                '/ddz.v1.TableService/RefreshSeatToken',
+                request_serializer=ddz_dot_v1_dot_table__pb2.RefreshSeatTokenRequest.SerializeToString,
+                response_deserializer=ddz_dot_v1_dot_table__pb2.RefreshSeatTokenResponse.FromString,
+                _registered_method=True)
 
 
 class TableServiceServicer:
@@ -246,6 +251,18 @@ class TableServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def RefreshSeatToken(self, request, context):
+        """A new seat token for the seat the call's seat token holds, with a new expiry (seat
+        tokens are short-lived: DDZ_SEAT_TOKEN_TTL). Call it before the token expires; an
+        expired one is UNAUTHENTICATED (a player token's JoinRoom gives the seat back).
+        Refused (PERMISSION_DENIED) once the player has left the seat or the table is gone:
+        a leave revokes the seat's tokens, also across a restart of this service. Other
+        kinds of token: PERMISSION_DENIED (player and operator tokens come from the login).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_TableServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -323,6 +340,11 @@ def add_TableServiceServicer_to_server(servicer, server):
                     servicer.Hint,
                     request_deserializer=ddz_dot_v1_dot_table__pb2.HintRequest.FromString,
                     response_serializer=ddz_dot_v1_dot_table__pb2.TableSuggestResponse.SerializeToString,
+            ),
+            'RefreshSeatToken': grpc.unary_unary_rpc_method_handler(
+                    servicer.RefreshSeatToken,
+                    request_deserializer=ddz_dot_v1_dot_table__pb2.RefreshSeatTokenRequest.FromString,
+                    response_serializer=ddz_dot_v1_dot_table__pb2.RefreshSeatTokenResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -730,6 +752,33 @@ class TableService:
             '/ddz.v1.TableService/Hint',
             ddz_dot_v1_dot_table__pb2.HintRequest.SerializeToString,
             ddz_dot_v1_dot_table__pb2.TableSuggestResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RefreshSeatToken(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/ddz.v1.TableService/RefreshSeatToken',
+            ddz_dot_v1_dot_table__pb2.RefreshSeatTokenRequest.SerializeToString,
+            ddz_dot_v1_dot_table__pb2.RefreshSeatTokenResponse.FromString,
             options,
             channel_credentials,
             insecure,

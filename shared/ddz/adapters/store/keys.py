@@ -25,12 +25,14 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
+from ddz.adapters.event_signing import EventKeyring
 from ddz.adapters.store import chain
 from ddz.adapters.store.contract import HeadSigner, StreamSignature
 
 __all__ = ["Ed25519Signer", "HeadSigner", "HmacSigner", "Keyring", "UnknownKey"]
 
 KEY_ID_PREFIX = "ed25519-"
+PlainKeys = tuple[dict[str, bytes], dict[str, bytes], dict[str, tuple[str, bytes]] | None]
 
 
 class UnknownKey(InvalidSignature):
@@ -73,13 +75,19 @@ class Keyring:
         default_factory=lambda: MappingProxyType({}), repr=False
     )
     hmac: Mapping[str, bytes] = field(default_factory=lambda: MappingProxyType({}), repr=False)
+    events: EventKeyring | None = field(default=None, repr=False)
+    """The producers' public keys every event's signature is checked with (the audit's
+    ``producer_signature``); None: none at hand, and that check fails."""
 
     @classmethod
     def of_hmac(cls, key: bytes, key_id: str) -> Keyring:
         return cls(hmac=MappingProxyType({key_id: key} if key else {}))
 
     def with_public(self, keys: Mapping[str, Ed25519PublicKey]) -> Keyring:
-        return Keyring(MappingProxyType({**self.public, **keys}), self.hmac)
+        return Keyring(MappingProxyType({**self.public, **keys}), self.hmac, self.events)
+
+    def with_events(self, events: EventKeyring | None) -> Keyring:
+        return Keyring(self.public, self.hmac, events)
 
     def holds(self, signature: StreamSignature) -> bool:
         """Whether this keyring has the key ``signature`` names."""
@@ -113,16 +121,19 @@ class Keyring:
     def __bool__(self) -> bool:
         return bool(self.public or self.hmac)
 
-    def to_plain(self) -> tuple[dict[str, bytes], dict[str, bytes]]:
-        """Plain bytes (raw public keys, HMAC keys), for a worker process to rebuild it."""
-        return {k: raw_public_key(v) for k, v in self.public.items()}, dict(self.hmac)
+    def to_plain(self) -> PlainKeys:
+        """Plain values (raw public keys, HMAC keys, the event keyring's), for a worker
+        process to rebuild it."""
+        events = None if self.events is None else self.events.to_plain()
+        return {k: raw_public_key(v) for k, v in self.public.items()}, dict(self.hmac), events
 
     @classmethod
-    def from_plain(cls, plain: tuple[dict[str, bytes], dict[str, bytes]]) -> Keyring:
-        public, hmac = plain
+    def from_plain(cls, plain: PlainKeys) -> Keyring:
+        public, hmac, events = plain
         return cls(
             MappingProxyType({k: Ed25519PublicKey.from_public_bytes(v) for k, v in public.items()}),
             MappingProxyType(dict(hmac)),
+            None if events is None else EventKeyring.from_plain(events),
         )
 
 

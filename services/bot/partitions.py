@@ -1,0 +1,135 @@
+"""The hands shared among bot instances: ``DDZ_BOT_PARTITIONS`` partitions by hand id,
+each one a lease (``ddz.adapters.lease``, key ``bot.partition.<k>``), each instance
+holding about its share.
+
+A hand belongs to partition ``crc32(hand_id) % count`` (``autoplay.in_partition``); the
+instance holding that partition's lease is the only one that plays the hand's bot seats,
+so one bot turn gets one decision. The instances count one another by their member
+keys (``bot.member.<holder>``, written every renewal interval with the lease TTL, so a
+dead instance's key goes with its leases); each wants ``ceil(count / members)``
+partitions, takes free ones while it has fewer, and lets its highest go while it has
+more. An instance that joins or leaves therefore moves only partitions, never history:
+the new holder of a partition reads the unfinished hands of that partition from the bus
+(``hands.resume_hands``), as a restarted bot does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+from collections.abc import Awaitable, Callable
+
+import nats.errors
+import structlog
+from ddz.adapters.bus import EventBus
+from ddz.adapters.lease import BUCKET, Lease, lease_bucket
+
+log = structlog.get_logger("ddz.bot.partitions")
+
+PREFIX = "bot"
+PartitionHook = Callable[[int], Awaitable[None]]
+
+
+class Partitions:
+    """The partitions this instance holds (``held``), kept to about its share."""
+
+    def __init__(
+        self,
+        bus: EventBus,
+        holder: str,
+        count: int,
+        *,
+        ttl: float,
+        replicas: int = 1,
+        on_taken: PartitionHook,
+        on_lost: PartitionHook,
+    ) -> None:
+        self.bus = bus
+        self.holder = holder
+        self.count = count
+        self.ttl = ttl
+        self.replicas = replicas
+        self.members = 1  # live instances, this one included (as last counted)
+        self._on_taken = on_taken
+        self._on_lost = on_lost
+        self.leases = [self._lease(k) for k in range(count)]
+        self._task: asyncio.Task[None] | None = None
+        self._member_subject = f"$KV.{BUCKET}.{PREFIX}.member.{subject_token(holder)}"
+
+    @property
+    def held(self) -> frozenset[int]:
+        return frozenset(k for k, lease in enumerate(self.leases) if lease.held)
+
+    def holds(self, partition: int) -> bool:
+        return self.leases[partition].held
+
+    @property
+    def share(self) -> int:
+        return math.ceil(self.count / max(1, self.members))
+
+    @property
+    def running(self) -> bool:
+        return self._task is not None and not self._task.done()
+
+    async def start(self) -> None:
+        """Announce this instance, count the others, then take a share."""
+        await lease_bucket(self.bus, self.replicas)
+        await self._announce()
+        for lease in self.leases:
+            await lease.start()
+        self._task = asyncio.create_task(self._run(), name="bot:members")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        for lease in self.leases:
+            await lease.stop()
+
+    def _lease(self, k: int) -> Lease:
+        return Lease(
+            self.bus, f"{PREFIX}.partition.{k}", self.holder, service="bot", ttl=self.ttl,
+            replicas=self.replicas, on_taken=self._hook(self._on_taken, k),
+            on_lost=self._hook(self._on_lost, k), want=self._wanted(k),
+        )  # fmt: skip
+
+    def _hook(self, hook: PartitionHook, partition: int) -> Callable[[], Awaitable[None]]:
+        async def call() -> None:
+            await hook(partition)
+
+        return call
+
+    def _wanted(self, partition: int) -> Callable[[], bool]:
+        def wanted() -> bool:
+            held = sorted(self.held)
+            if partition in held:
+                return held.index(partition) < self.share  # the lowest ones are kept
+            return len(held) < self.share
+
+        return wanted
+
+    async def _run(self) -> None:
+        interval = self.leases[0].interval if self.leases else self.ttl / 4
+        while True:
+            await asyncio.sleep(interval)
+            with contextlib.suppress(nats.errors.Error, TimeoutError):
+                await self._announce()
+
+    async def _announce(self) -> None:
+        """Write this instance's member key (living one TTL) and count the live ones."""
+        await self.bus.js.publish(self._member_subject, b"", msg_ttl=self.ttl)
+        info = await self.bus.js.stream_info(
+            f"KV_{BUCKET}", subjects_filter=f"$KV.{BUCKET}.{PREFIX}.member.>"
+        )
+        members = len(info.state.subjects or {}) or 1
+        if members != self.members:
+            log.info("bot_members", members=members, share=math.ceil(self.count / members))
+        self.members = members
+
+
+def subject_token(holder: str) -> str:
+    """``holder`` as one subject token (letters, digits, ``-`` and ``_``)."""
+    return "".join(c if c.isascii() and (c.isalnum() or c in "-_") else "_" for c in holder)

@@ -1,0 +1,275 @@
+"""Instance leases on NATS KV: one holder at a time for work only one instance may do.
+
+A ``Lease`` is one key of the KV bucket ``ddz_leases``; its value is the holder's id,
+and each write carries the lease's time to live as its own per-message TTL (``Nats-TTL``,
+nats-server 2.11, which the suite requires anyway), so leases of different TTLs share
+one bucket. It is taken with a write expecting no live entry (KV ``create``) and
+renewed with a write expecting the revision the holder last wrote (KV ``update``: only
+if nobody wrote since), every ``ttl / 4``. So:
+
+- a holder that dies (killed, cut off) stops renewing; its entry ages out of the
+  bucket one TTL after its last renewal, and a standby's next ``create`` takes it;
+- a holder that fails to renew (NATS unreachable, a slow answer, someone else's
+  revision) counts the lease as lost at once and stops acting (``on_lost``), and in any
+  case ``held`` turns false ``(1 - SAFETY) * ttl`` after the start of its last
+  successful renewal, by its own clock, before any standby can have taken over;
+- a holder that stops cleanly deletes its entry (with its revision), so a standby takes
+  over within ``STANDBY_POLL`` instead of one TTL.
+
+This is the usual NATS KV election (create to take, update with the last revision to
+renew, a TTL to expire). ``want`` lets a holder give a lease up while it runs (the bot's
+shares of partitions). The store's and the bus's own single-writer checks
+stay in place beneath it: a lease bounds who acts, it is not what keeps data correct.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import secrets
+import socket
+import time
+from collections.abc import Awaitable, Callable
+
+import nats.errors
+import nats.js.errors
+import structlog
+from nats.js.api import Header, KeyValueConfig, StorageType
+from nats.js.kv import KeyValue
+
+from ddz.adapters import metrics
+from ddz.adapters.bus import EventBus
+
+log = structlog.get_logger("ddz.lease")
+
+BUCKET = "ddz_leases"
+DEFAULT_TTL = 10.0
+"""Seconds a lease lives after its last renewal (``DDZ_LEASE_TTL``): how long a standby
+waits for a holder that died."""
+RENEWALS_PER_TTL = 4
+"""Renewals per TTL."""
+STANDBY_POLL = 1.0
+"""Seconds at most between a standby's attempts to take the lease (one refused write
+each): a released lease is taken within this, an expired one within this of its end."""
+SAFETY = 0.25
+"""Fraction of the TTL a holder gives up before its entry can expire: its own clock
+and the server's may run apart by that much without two holders acting."""
+
+WRONG_LAST_SEQUENCE = (10071, 10164)  # JSStreamWrongLastSequence(Constant)Err
+
+Hook = Callable[[], Awaitable[None] | None]
+
+
+def instance_id(service: str) -> str:
+    """A holder id unique to this process and service instance: host, pid, random."""
+    return f"{service}-{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(3)}"
+
+
+async def lease_bucket(bus: EventBus, replicas: int = 1) -> KeyValue:
+    """The bucket of leases, made when missing (no bucket TTL: each entry has its own)."""
+    try:
+        return await bus.js.key_value(BUCKET)
+    except nats.js.errors.BucketNotFoundError:
+        pass
+    config = KeyValueConfig(bucket=BUCKET, history=1, replicas=replicas, storage=StorageType.FILE)
+    try:
+        return await bus.js.create_key_value(config)
+    except nats.js.errors.BadRequestError:  # made meanwhile by another instance
+        return await bus.js.key_value(BUCKET)
+
+
+class Lease:
+    """The lease ``name`` as ``holder`` would hold it: ``start()`` keeps trying to take
+    it and, once taken, renews it; ``on_taken``/``on_lost`` are called as that changes;
+    ``stop()`` releases it. ``held``: this instance may act now."""
+
+    def __init__(
+        self,
+        bus: EventBus,
+        name: str,
+        holder: str,
+        *,
+        service: str,
+        ttl: float = DEFAULT_TTL,
+        replicas: int = 1,
+        on_taken: Hook | None = None,
+        on_lost: Hook | None = None,
+        want: Callable[[], bool] = lambda: True,
+    ) -> None:
+        self.bus = bus
+        self.name = name
+        self.holder = holder
+        self.service = service
+        if ttl < 1:
+            raise ValueError(f"a lease lives at least a second (Nats-TTL), got {ttl}")
+        self.ttl = float(int(ttl))  # Nats-TTL is whole seconds
+        self.replicas = replicas
+        self.on_taken = on_taken
+        self.on_lost = on_lost
+        self.want = want  # asked each round: False lets a held lease go (shares of work)
+        self.answering = False  # the last KV call got an answer (taken or refused)
+        self._kv: KeyValue | None = None
+        self._revision: int | None = None  # of our entry while we hold the lease
+        self._deadline = 0.0  # time.monotonic() after which we no longer count as holder
+        self._task: asyncio.Task[None] | None = None
+        self._stopping = asyncio.Event()
+
+    def __repr__(self) -> str:
+        return f"Lease({self.name!r}, holder={self.holder!r}, held={self.held})"
+
+    @property
+    def held(self) -> bool:
+        """Taken, renewed, and not yet near the end of its TTL by our own clock."""
+        if self._revision is None:
+            return False
+        return time.monotonic() < self._deadline
+
+    @property
+    def running(self) -> bool:
+        return self._task is not None and not self._task.done()
+
+    @property
+    def interval(self) -> float:
+        return self.ttl / RENEWALS_PER_TTL
+
+    async def start(self) -> None:
+        """Open the bucket and try to take the lease once now (so a lone instance holds
+        it when ``start`` returns), then keep at it in the background."""
+        self._kv = await lease_bucket(self.bus, self.replicas)
+        self._stopping.clear()
+        await self._tick()
+        self._task = asyncio.create_task(self._run(), name=f"lease:{self.name}")
+
+    async def stop(self) -> None:
+        """Stop renewing and release the lease if held (a standby takes it at once)."""
+        self._stopping.set()
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        await self._release()
+
+    async def _release(self) -> None:
+        """Give the lease up: our entry deleted (with its revision), so the next holder
+        need not wait for it to expire."""
+        revision, self._revision = self._revision, None
+        if revision is not None:
+            metrics.LEASES_HELD.labels(self.service).dec()
+            if self._kv is not None and self.bus.connected:
+                with contextlib.suppress(nats.errors.Error, TimeoutError):
+                    await self._kv.delete(self.name, last=revision)
+            log.info("lease_released", lease=self.name, holder=self.holder)
+
+    async def wait_held(self, timeout: float) -> bool:
+        """Wait until the lease is held (True) or ``timeout`` seconds pass (False)."""
+        deadline = time.monotonic() + timeout
+        while not self.held and time.monotonic() < deadline:
+            await asyncio.sleep(min(0.05, self.interval))
+        return self.held
+
+    async def _run(self) -> None:
+        while not self._stopping.is_set():
+            holding = self._revision is not None
+            pause = self.interval if holding else min(self.interval, STANDBY_POLL)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stopping.wait(), pause)
+            if not self._stopping.is_set():
+                await self._tick()
+
+    async def _tick(self) -> None:
+        """Renew the lease if held, else try to take it; lose it on any failure."""
+        assert self._kv is not None
+        asked_at = time.monotonic()
+        was_held = self._revision is not None
+        if was_held and not self.held:  # the renewals fell behind (a blocked loop)
+            await self._lose("renewal overdue")
+            was_held = False
+        if not self.want():
+            if was_held:  # stop acting first, then let the next holder in
+                await _call_safely(self.on_lost, self)
+                await self._release()
+            return
+        try:
+            try:
+                revision = await asyncio.wait_for(self._write(was_held), self.interval)
+            except nats.js.errors.NoStreamResponseError:
+                # No bucket (a server that restarted without its store): made again.
+                self._kv = await lease_bucket(self.bus, self.replicas)
+                revision = await asyncio.wait_for(self._write(was_held), self.interval)
+        except (nats.errors.Error, TimeoutError, OSError) as exc:
+            self.answering = isinstance(exc, nats.js.errors.KeyWrongLastSequenceError)
+            if was_held:
+                await self._lose(type(exc).__name__)
+            return
+        self.answering = True
+        self._revision = revision
+        self._deadline = asked_at + self.ttl * (1 - SAFETY)
+        if not was_held:
+            metrics.LEASES_HELD.labels(self.service).inc()
+            log.info("lease_taken", lease=self.name, holder=self.holder, ttl_s=self.ttl)
+            try:
+                await _call(self.on_taken)
+            except Exception:  # could not start acting: not the holder (tried again)
+                log.exception("lease_not_acted_on", lease=self.name, holder=self.holder)
+                await self._lose("on_taken failed")
+
+    async def _write(self, renewing: bool) -> int:
+        assert self._kv is not None
+        value = self.holder.encode()
+        if renewing:
+            assert self._revision is not None
+            return await self._put(value, last=self._revision)
+        try:
+            return await self._put(value, last=0)
+        except nats.js.errors.KeyWrongLastSequenceError:
+            # A live entry, or the tombstone of a released one (taken over its
+            # revision), or ours from before a lost renewal (nobody wrote since, so it
+            # is still ours), or another holder's (refused again).
+            try:
+                entry = await self._kv.get(self.name)
+            except nats.js.errors.KeyNotFoundError as gone:  # a tombstone (or expired since)
+                if gone.entry is None or gone.entry.revision is None:
+                    raise
+                return await self._put(value, last=gone.entry.revision)
+            if entry.value != value or entry.revision is None:
+                raise
+            return await self._put(value, last=entry.revision)
+
+    async def _put(self, value: bytes, *, last: int) -> int:
+        """Write ``value`` if the key's last revision is ``last`` (0: no live entry),
+        to live ``ttl`` seconds. ``KeyWrongLastSequenceError`` if it is not."""
+        assert self._kv is not None
+        headers = {Header.EXPECTED_LAST_SUBJECT_SEQUENCE.value: str(last)}
+        try:
+            ack = await self.bus.js.publish(
+                f"$KV.{BUCKET}.{self.name}", value, headers=headers, msg_ttl=self.ttl
+            )
+        except nats.js.errors.APIError as exc:
+            if exc.err_code in WRONG_LAST_SEQUENCE:
+                raise nats.js.errors.KeyWrongLastSequenceError(
+                    description=exc.description
+                ) from None
+            raise
+        return int(ack.seq)
+
+    async def _lose(self, why: str) -> None:
+        self._revision = None
+        metrics.LEASES_HELD.labels(self.service).dec()
+        log.warning("lease_lost", lease=self.name, holder=self.holder, why=why)
+        await _call_safely(self.on_lost, self)
+
+
+async def _call(hook: Hook | None) -> None:
+    if hook is not None:
+        result = hook()
+        if result is not None:
+            await result
+
+
+async def _call_safely(hook: Hook | None, lease: Lease) -> None:
+    try:
+        await _call(hook)
+    except Exception:  # stopping failed: logged; the lease is not ours either way
+        log.exception("lease_loss_not_handled", lease=lease.name, holder=lease.holder)

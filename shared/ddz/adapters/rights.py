@@ -1,0 +1,106 @@
+"""Who may call what: every RPC of the suite and the identities allowed to call it.
+
+A caller's identity is the name in its client certificate's URI SAN
+(``spiffe://ddz/<name>``, ``ddz.adapters.certs``): a service's name, or ``operator``
+for the project's tools. The internal services refuse a connection without a
+certificate of the suite's CA in the TLS handshake; the interceptor of
+``ddz.adapters.grpc_server`` then lets a call through only when its caller is in the
+RPC's row (least privilege), and refuses any other with PERMISSION_DENIED. An RPC
+without a row is refused to everyone (a unit test keeps the table equal to the protos).
+
+The table service faces players: its listener asks no client certificate (grpcio
+offers a server either "require and verify" or "do not ask"), so its calls are open to
+any TLS client and its bearer tokens decide (``services.table.auth``; an operator's
+tools carry an operator token). Health and reflection answer any caller that got
+through the handshake.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from ddz.config import OPERATOR
+
+PLAYER_FACING: frozenset[str] = frozenset({"table"})
+"""Services whose listener takes TLS clients without a client certificate."""
+
+
+@dataclass(frozen=True, slots=True)
+class Right:
+    """The identities that may call one RPC (``anyone``: every caller the listener
+    let in), and why."""
+
+    callers: frozenset[str]
+    why: str
+    anyone: bool = False
+
+    def allows(self, identity: str | None) -> bool:
+        return self.anyone or (identity is not None and identity in self.callers)
+
+
+def only(*callers: str, why: str) -> Right:
+    return Right(frozenset(callers), why)
+
+
+def anyone(why: str) -> Right:
+    return Right(frozenset(), why, anyone=True)
+
+
+TOKENS = anyone("the table's bearer tokens decide (services.table.auth)")
+OPEN = anyone("tells nothing about a hand: any caller the listener let in")
+
+RIGHTS: Mapping[str, Right] = MappingProxyType({
+    "ddz.v1.DealerService/Deal": only(
+        "table", why="deals a table's hand: the table service alone seats players"),
+    "ddz.v1.DealerService/GetSeed": only(
+        "rules", why="a hand's seed is every seat's cards: the rules rebuild a hand from it"),
+    "ddz.v1.RulesService/Decide": only(
+        "table", "bot", why="acts for a seat: the table for people, the bot for bot seats"),
+    "ddz.v1.RulesService/DecideBatch": only(
+        "table", "bot", why="Decide, batched (the bot sends its moves this way)"),
+    "ddz.v1.RulesService/GetPublicState": only(
+        OPERATOR, why="a hand's public state, for the operator's tools"),
+    "ddz.v1.BotService/Suggest": only(
+        "table", why="a move for a seat, from the seat's cards: the table's hints"),
+    "ddz.v1.BotService/GetStats": only(OPERATOR, why="the bot's counters, for ddz bench"),
+    "ddz.v1.SettlementService/GetBalance": only(
+        "table", OPERATOR, why="the table checks a room's minimum balance; tools show balances"),
+    "ddz.v1.SettlementService/GetLedger": only(
+        OPERATOR, why="a hand's settlement, for the tools (simulate, audit)"),
+    "ddz.v1.SettlementService/ListLedgers": only(OPERATOR, why="a player's ledgers, for tools"),
+    "ddz.v1.RecorderService/ReadStream": only(
+        OPERATOR, why="a stream's events hold every seat's cards: the operator's tools only"),
+    "ddz.v1.RecorderService/ReadAll": only(OPERATOR, why="every event: the operator's tools"),
+    "ddz.v1.AuditService/AuditHand": only(OPERATOR, why="audits read every card: operators"),
+    "ddz.v1.AuditService/AuditAll": only(OPERATOR, why="audits read every card: operators"),
+    "ddz.v1.TableService/OpenTable": TOKENS,
+    "ddz.v1.TableService/GetTable": TOKENS,
+    "ddz.v1.TableService/StartHand": TOKENS,
+    "ddz.v1.TableService/Bid": TOKENS,
+    "ddz.v1.TableService/ShowCards": TOKENS,
+    "ddz.v1.TableService/Play": TOKENS,
+    "ddz.v1.TableService/Pass": TOKENS,
+    "ddz.v1.TableService/GetView": TOKENS,
+    "ddz.v1.TableService/WatchHand": TOKENS,
+    "ddz.v1.TableService/Suggest": TOKENS,
+    "ddz.v1.TableService/Hint": TOKENS,
+    "ddz.v1.TableService/ListRooms": TOKENS,
+    "ddz.v1.TableService/JoinRoom": TOKENS,
+    "ddz.v1.TableService/LeaveRoom": TOKENS,
+    "ddz.v1.TableService/NextHand": TOKENS,
+    "ddz.v1.TableService/RefreshSeatToken": TOKENS,
+    "grpc.health.v1.Health/Check": OPEN,
+    "grpc.health.v1.Health/List": OPEN,
+    "grpc.health.v1.Health/Watch": OPEN,
+    "grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo": OPEN,
+})  # fmt: skip
+"""Every RPC a server of the suite serves, by full name (``package.Service/Method``)."""
+
+NO_RIGHT = Right(frozenset(), "not in ddz.adapters.rights.RIGHTS: refused to everyone")
+
+
+def right_of(method: str) -> Right:
+    """The row of ``method`` (``/package.Service/Method``, as gRPC names it)."""
+    return RIGHTS.get(method.lstrip("/"), NO_RIGHT)

@@ -1,0 +1,46 @@
+"""``ddz init``: prepare a data directory for services started one by one.
+
+    ddz init
+
+Makes, where missing, everything ``ddz up`` makes at start, so that ``ddz serve NAME``
+(or ``python -m services.NAME``) with the same ``DDZ_DATA_DIR`` finds it: the token
+keys (``ddz.adapters.token_keys``), the local CA and a certificate per service and for
+the operator's tools (``ddz.adapters.certs``), an nkey per NATS user and the
+nats-server authorization file (``ddz.adapters.nats_auth``). Existing files are kept;
+running it again changes nothing (a certificate about to expire is issued again).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from ddz.config import Settings
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "init",
+        help="make the keys, TLS certificates and NATS users of a data dir (kept if there)",
+        description="Prepare DDZ_DATA_DIR for services started alone (ddz serve NAME): "
+        "token keys, a local CA with a certificate per service and for the operator, "
+        "NATS nkeys and the nats-server authorization file. Existing files are kept.",
+    )
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ddz.adapters import nats_auth
+    from ddz.adapters.certs import IDENTITIES, ensure_certificates
+    from ddz.adapters.token_keys import ensure_keys
+
+    settings = Settings.from_env()
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    ensure_keys(settings)
+    files = ensure_certificates(settings.data_dir)
+    nats_config = nats_auth.write_config(settings.data_dir)
+    print(f"ddz: data dir {settings.data_dir} is ready")
+    print(f"  TLS CA           {files.ca_cert}  (its key: {files.ca_key})")
+    print(f"  certificates     {files.tls_dir}/{{{','.join(IDENTITIES)}}}.crt and .key")
+    print(f"  NATS users       {nats_config.parent}/  (nats-server -c: {nats_config})")
+    print(f"  token keys       {settings.data_dir / 'keys'}/")
+    return 0

@@ -1,0 +1,105 @@
+"""Signed events on a real nats-server: a forged event on a hand's subject (published
+with credentials good enough for the subject, signed by no producer allowed it) is left
+out of every read of the hand, the hand's writer goes on after it, the hand feed refuses
+to fold it, and a table's stream with a forged record cannot be folded back."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from ddz.adapters import codec, hand_stream
+from ddz.adapters.bus import EventBus, Reject, subject_for
+from ddz.adapters.event_signing import EventSigner
+from ddz.adapters.hand_feed import HandFeed
+from ddz.adapters.hand_stream import HandCursor
+from ddz.adapters.nats_server import start_nats_server
+from ddz.adapters.table_stream import JetStreamTableLog, TableCursor
+from ddz.domain.hand import Disconnect, HandState, SeatInfo, StartHand, decide, replay
+from ddz.domain.ruleset import CLASSIC
+from ddz.domain.settlement import RoomSettings
+from ddz.domain.table import TableClosed, TableOpened
+from ddz.v1 import envelope_pb2
+from signing_kit import DEALER, KEYRING, RULES, TABLE
+
+PEOPLE = (SeatInfo("ann"), SeatInfo("bea"), SeatInfo("cai"))
+
+
+@pytest.fixture
+async def bus(tmp_path: Path) -> AsyncIterator[EventBus]:
+    server = start_nats_server(tmp_path / "nats", port=0)
+    bus = await EventBus.connect(server.url, name="signed-events-test")
+    try:
+        await bus.ensure_stream()
+        yield bus
+    finally:
+        await bus.close()
+        server.stop()
+
+
+async def deal(bus: EventBus, hand_id: str) -> HandCursor:
+    events = decide(HandState(), StartHand(hand_id, CLASSIC, RoomSettings(), PEOPLE, bytes(32)))
+    assert isinstance(events, list)
+    cursor, _ = await hand_stream.publish(
+        bus, hand_id, HandCursor(), events, causation_id="t", correlation_id="t",
+        producer="dealer", signer=DEALER,
+    )  # fmt: skip
+    return cursor
+
+
+def forged_settled(hand_id: str, version: int, signer: EventSigner | None) -> bytes:
+    """A ``hand_settled`` as a forger makes it: unsigned, or under a key of its own (its
+    payload does not matter: nobody reads one before its signature)."""
+    envelope = envelope_pb2.EventEnvelope(
+        event_id=f"forged-{version}-{signer is None}", stream_id=f"hand-{hand_id}",
+        stream_version=version, type="hand_settled", payload=b"a million beans",
+    )  # fmt: skip
+    return envelope.SerializeToString() if signer is None else signer.seal(envelope)
+
+
+@pytest.mark.parametrize("signed", [False, True])
+async def test_a_forged_event_on_a_hand_is_left_out_and_the_hand_goes_on(
+    bus: EventBus, signed: bool
+) -> None:
+    cursor = await deal(bus, "h1")
+    forger = EventSigner.of("rules", Ed25519PrivateKey.generate()) if signed else None
+    forged = forged_settled("h1", cursor.version + 1, forger)
+    ack = await bus.publish(subject_for("hand-h1", "hand_settled"), forged, "forged-1")
+
+    read, after = await hand_stream.read(bus, "h1", keyring=KEYRING)
+    assert [e.envelope.stream_version for e in read] == [1, 2]  # the forgery left out
+    assert after.version == 2 and after.public_seq == ack.seq  # but its place counted
+
+    # The hand's writer goes on after it: its next event checks against that sequence.
+    more = decide(replay([e.event for e in read]), Disconnect(0))  # type: ignore[arg-type]
+    assert isinstance(more, list)
+    cursor, published = await hand_stream.publish(
+        bus, "h1", after, more, causation_id="t", correlation_id="t", producer="rules",
+        signer=RULES,
+    )  # fmt: skip
+    read, _ = await hand_stream.read(bus, "h1", keyring=KEYRING)
+    assert [e.data for e in read][-1] == published[0].envelope and cursor.version == 3
+
+    # The hand feed the table and bot fold from refuses it (terminated, never folded).
+    feed = HandFeed(bus, keyring=KEYRING)
+    with pytest.raises(Reject, match="not signed by its producer"):
+        await feed.handle_data(forged)
+    fold = await feed.load("h1")
+    assert fold is not None and fold.version == 3
+
+
+async def test_a_table_record_signed_by_another_producer_is_not_the_tables(
+    bus: EventBus,
+) -> None:
+    opened = TableOpened("t1", CLASSIC, RoomSettings(), PEOPLE)
+    log = JetStreamTableLog(bus, keyring=KEYRING, signer=TABLE)
+    cursor = await log.append("t1", TableCursor(), [opened])
+    history = await log.read("t1")
+    assert history is not None and history.state.seats[0].player_id == "ann"
+    # The rules' key (good for hand events) on a table's stream.
+    rogue = JetStreamTableLog(bus, keyring=KEYRING, signer=RULES)
+    await rogue.append("t1", cursor, [TableClosed("forged")])
+    with pytest.raises(codec.CodecError, match="may not sign it"):
+        await log.read("t1")

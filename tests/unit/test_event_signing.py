@@ -1,0 +1,140 @@
+"""Signed events (``ddz.adapters.event_signing``): what a producer's seal makes, and every
+way an envelope fails to open -- tampered, another key, a producer not allowed the
+event, unsigned, truncated -- plus the key files a data dir gets."""
+
+from __future__ import annotations
+
+import json
+import stat
+from pathlib import Path
+
+import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from ddz.adapters import codec
+from ddz.adapters.codec import CodecError
+from ddz.adapters.event_signing import (
+    ENVELOPE_VERSION,
+    TRAILER,
+    BadEvent,
+    EventKeyring,
+    EventSigner,
+    ProducerKey,
+    ensure_signer,
+    event_keyring,
+)
+from ddz.adapters.token_keys import ensure_keys
+from ddz.config import Settings
+from ddz.domain.hand.events import SeedRevealed
+from ddz.v1 import envelope_pb2
+from signing_kit import DEALER, KEYRING, RULES, TABLE, tampered
+
+
+def hand_event(event_type: str = "seed_revealed", version: int = 9) -> envelope_pb2.EventEnvelope:
+    data = codec.envelope_for("hand-h1", version, SeedRevealed("00" * 32), "c", "h1", "rules@x")
+    envelope = codec.parse_envelope(data)
+    envelope.type = event_type
+    return envelope
+
+
+def why(data: bytes, keyring: EventKeyring = KEYRING) -> str:
+    with pytest.raises(BadEvent) as refused:
+        keyring.open(data)
+    return refused.value.why
+
+
+def test_a_sealed_envelope_is_its_signed_bytes_then_the_signature_field() -> None:
+    envelope = hand_event()
+    data = RULES.seal(envelope)
+    assert data[-66:-64] == TRAILER and data[-64:] == envelope.signature
+    opened = KEYRING.open(data)
+    assert opened == envelope and opened.SerializeToString() == data
+    assert (opened.envelope_version, opened.producer_key_id) == (ENVELOPE_VERSION, RULES.key_id)
+    assert opened.producer_key_id.startswith("rules-ed25519-")
+    _, event = KEYRING.decode(data)
+    assert event == SeedRevealed("00" * 32)
+
+
+def test_a_tampered_byte_or_another_key_does_not_verify() -> None:
+    data = RULES.seal(hand_event())
+    assert why(tampered(data)) == "bad_signature"
+    flipped = data[:-1] + bytes([data[-1] ^ 1])  # the signature itself
+    assert why(flipped) == "bad_signature"
+    # A key of its own claiming the rules' key id: the rules' public key refuses it.
+    impostor = EventSigner("rules", RULES.key_id, Ed25519PrivateKey.generate())
+    assert why(impostor.seal(hand_event())) == "bad_signature"
+    # A key the keyring does not hold.
+    stranger = EventSigner.of("rules", Ed25519PrivateKey.generate())
+    assert why(stranger.seal(hand_event())) == "unknown_key"
+
+
+@pytest.mark.parametrize(
+    ("signer", "stream_id", "event_type"),
+    [
+        (RULES, "table-t1", "table_opened"),  # a rules key on a table's event
+        (DEALER, "hand-h1", "hand_settled"),  # only the rules settle a hand
+        (TABLE, "hand-h1", "play_made"),  # the table decides nothing
+        (RULES, "hand-h1", "hand_started"),  # only the dealer starts one
+    ],
+)
+def test_a_producer_signs_only_the_events_its_service_makes(
+    signer: EventSigner, stream_id: str, event_type: str
+) -> None:
+    envelope = envelope_pb2.EventEnvelope(stream_id=stream_id, stream_version=1, type=event_type)
+    assert why(signer.seal(envelope)) == "not_allowed"
+
+
+def test_a_key_filed_under_another_producer_is_not_that_producer() -> None:
+    # The keyring says the key is the table's; its id says dealer: neither is believed.
+    mislabelled = EventKeyring(keys={DEALER.key_id: ProducerKey("table", DEALER.public.public_key)})
+    assert why(DEALER.seal(hand_event("cards_dealt")), mislabelled) == "not_allowed"
+
+
+def test_unsigned_and_truncated_envelopes_are_refused() -> None:
+    unsigned = hand_event().SerializeToString()  # an envelope of before signing: version 0
+    assert why(unsigned) == "unsigned"
+    data = RULES.seal(hand_event())
+    assert why(data[:-66]) == "unsigned"  # the signature cut off
+    for cut in (1, 30, 65):
+        with pytest.raises(CodecError):  # BadEvent or not an envelope at all
+            KEYRING.open(data[:-cut])
+    # The signature field not last: something appended after it.
+    with pytest.raises(CodecError):
+        KEYRING.open(data + b"\x0a\x00")
+
+
+def test_keys_in_a_data_dir_are_private_and_the_keyring_public(tmp_path: Path) -> None:
+    settings = Settings.from_env({"DDZ_DATA_DIR": str(tmp_path)})
+    keyring = event_keyring(settings)  # a consumer that starts before any producer
+    ensure_keys(settings)  # what ``ddz up`` does
+    keys = tmp_path / "keys" / "events"
+    assert sorted(p.name for p in keys.iterdir()) == ["dealer.key", "rules.key", "table.key"]
+    assert all(stat.S_IMODE(p.stat().st_mode) == 0o600 for p in keys.iterdir())
+    entries = json.loads(settings.event_keyring_path.read_text())
+    assert sorted(e["producer"] for e in entries.values()) == ["dealer", "rules", "table"]
+    assert "PRIVATE" not in settings.event_keyring_path.read_text()
+    rules = ensure_signer(settings, "rules")  # the same key again, not a new one
+    assert rules.key_id in entries
+    assert keyring.open(rules.seal(hand_event())).producer_key_id == rules.key_id
+    assert "PRIVATE" not in repr(rules) and "private_key" not in repr(rules)
+
+
+def test_a_rotated_key_is_believed_and_the_old_one_still_verifies(tmp_path: Path) -> None:
+    settings = Settings.from_env({"DDZ_DATA_DIR": str(tmp_path)})
+    old = ensure_signer(settings, "rules")
+    before = old.seal(hand_event())
+    keyring = event_keyring(settings)
+    settings.event_signing_key_path("rules").unlink()  # rotate: a new key, a new id
+    new = ensure_signer(settings, "rules")
+    assert new.key_id != old.key_id
+    assert keyring.open(new.seal(hand_event())).producer_key_id == new.key_id  # re-read
+    assert keyring.open(before).producer_key_id == old.key_id
+
+
+def test_a_keyring_with_a_private_part_or_garbage_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "keyring.json"
+    path.write_text(json.dumps({"k": {"producer": "rules", "public_key": "AA==", "private": "x"}}))
+    with pytest.raises(ValueError, match="keyring"):
+        EventKeyring(path)
+    path.write_text("[]")
+    with pytest.raises(ValueError, match="keyring"):
+        EventKeyring(path)
