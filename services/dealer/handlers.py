@@ -93,20 +93,25 @@ class Dealer:
         self.make_seed = make_seed
 
     async def deal(self, order: DealOrder, request_id: str) -> Dealt:
+        """Deal the hand. The same request again (a retry whose first answer was lost,
+        or whose dealer died part-way) deals it from the seed stored the first time and
+        answers as the first deal did; any other request for a dealt hand is refused."""
         table, hand = await self.assignment(order)
-        seed = self.make_seed()
+        hand_id = order.hand_id
+        stored = await asyncio.to_thread(self.seeds.get, hand_id)
+        seed = self.make_seed() if stored is None else stored
         command = order.start(seed, table, hand)
         decision = decide(HandState(), command, seed)
         if isinstance(decision, Rejection):
             reason = _DEAL_REASONS.get(decision.code, Reason.INVALID_ARGUMENT)
             raise Refusal.invalid(decision.message, reason)
-        hand_id = order.hand_id
-        try:
-            await asyncio.to_thread(self.seeds.put, hand_id, seed)
-        except SeedExists:
-            raise Refusal(
-                Kind.EXISTS, Reason.VERSION_CONFLICT, f"hand {hand_id} was dealt before"
-            ) from None
+        if stored is None:
+            try:
+                await asyncio.to_thread(self.seeds.put, hand_id, seed)
+            except SeedExists:  # another deal of this hand at this very moment
+                raise Refusal(
+                    Kind.EXISTS, Reason.VERSION_CONFLICT, f"hand {hand_id} is being dealt"
+                ) from None
         try:
             version, public = await self.hands.start(
                 hand_id, decision,
@@ -115,10 +120,10 @@ class Dealer:
         except Refusal as refusal:
             if refusal.kind is not Kind.CONFLICT:
                 raise
-            # The hand exists on the bus without our seed: never deal over it.
-            await asyncio.to_thread(self.seeds.forget, hand_id)
+            if stored is None:  # the hand exists on the bus without our seed: never deal over it
+                await asyncio.to_thread(self.seeds.forget, hand_id)
             raise Refusal(
-                Kind.EXISTS, Reason.VERSION_CONFLICT, f"hand {hand_id} already has events"
+                Kind.EXISTS, Reason.VERSION_CONFLICT, f"hand {hand_id} was dealt before"
             ) from None
         started = decision[0]
         assert isinstance(started, HandStarted)  # what StartHand always decides first

@@ -45,8 +45,10 @@ class HandStarts(Protocol):
         producer: str,
     ) -> tuple[int, list[envelope_pb2.EventEnvelope]]:
         """Record ``events`` as versions 1..k of a new hand: the stream's version after
-        them and the envelopes of the public ones. ``Refusal`` of kind CONFLICT when
-        the hand has events already (nothing recorded then)."""
+        them and the envelopes of the public ones. The stream may already hold the
+        beginning of these same events from the same ``causation_id`` (a retried
+        request): the rest is recorded. ``Refusal`` of kind CONFLICT when it holds
+        anything else (nothing recorded then)."""
         ...
 
 

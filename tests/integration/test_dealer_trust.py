@@ -21,18 +21,21 @@ import grpc
 from ddz.adapters import codec, hand_stream
 from ddz.adapters.event_signing import event_keyring
 from ddz.adapters.grpc_client import error_reason
+from ddz.adapters.store import make_engine
 from ddz.adapters.table_stream import JetStreamTableLog
 from ddz.domain.hand import HandState, Phase, SeatInfo, hand_events, replay, view_for
 from ddz.domain.hand.events import HandStarted
 from ddz.domain.players import RandomPlayer
 from ddz.domain.ruleset import ruleset_for
 from ddz.domain.settlement import RoomSettings
+from ddz.domain.shuffle import commitment
 from ddz.v1 import dealer_pb2, hand_events_pb2, rules_pb2, settlement_pb2, table_pb2_grpc
 from deal_kit import assign, open_table
 from suite_kit import Suite
 from table_kit import ENDED, HAND_TIMEOUT, Watcher, act, ddz_audit, hint, join, settled_ledger
 from table_kit import stored as stored_up_to
 
+from services.dealer.seeds import SeedVault
 from services.table.rooms import Room, load_rooms
 
 RIGGED = 1_000_000
@@ -255,3 +258,43 @@ async def play_out(stub: table_pb2_grpc.TableServiceStub, hand_id: str, seat: in
                 await act(stub, hand_id, seat, await hint(stub, hand_id, seat))
             except grpc.aio.AioRpcError as exc:
                 assert error_reason(exc) in ("NOT_YOUR_TURN", "WRONG_PHASE"), exc.details()
+
+
+async def test_a_retried_deal_answers_as_the_first_and_another_request_is_refused(
+    suite: Suite,
+) -> None:
+    """The table's Deal is retried when its answer is lost (the dealer or NATS died after
+    the hand was published): the same request answers the same deal, publishing nothing
+    more; a request of anyone else for the dealt hand is still refused."""
+    hand_id = uuid.uuid4().hex
+    table_id, cursor = await open_table(suite.bus, suite.settings, "classic")
+    await assign(suite.bus, suite.settings, table_id, cursor, hand_id)
+    request = dealer_pb2.DealRequest(hand_id=hand_id, table_id=table_id, request_id="deal-1")
+    first = await suite.dealer.Deal(request)
+    again = await suite.dealer.Deal(request)
+    assert (again.commitment, again.version) == (first.commitment, first.version)
+    assert [e.event_id for e in again.events] == [e.event_id for e in first.events]
+    assert len(await events_on_bus(suite, hand_id)) == first.version  # nothing published twice
+    other = dealer_pb2.DealRequest(hand_id=hand_id, table_id=table_id, request_id="deal-2")
+    assert (await refused(suite.dealer.Deal(other)))[0] is grpc.StatusCode.ALREADY_EXISTS
+
+
+async def test_a_dealer_that_died_after_keeping_the_seed_deals_it_on_the_retry(
+    suite: Suite,
+) -> None:
+    """The seed is kept before anything is published: a dealer killed in between leaves a
+    seed and no hand. The retry deals that seed (never a second one: the seed of a hand
+    is fixed once kept), so the hand is not lost."""
+    hand_id = uuid.uuid4().hex
+    table_id, cursor = await open_table(suite.bus, suite.settings, "classic")
+    await assign(suite.bus, suite.settings, table_id, cursor, hand_id)
+    kept = bytes(range(32))
+    engine = make_engine(suite.settings.database_url)
+    try:
+        await asyncio.to_thread(SeedVault(engine).put, hand_id, kept)  # as the dead one did
+    finally:
+        engine.dispose()
+    request = dealer_pb2.DealRequest(hand_id=hand_id, table_id=table_id, request_id="deal-1")
+    dealt = await suite.dealer.Deal(request)
+    assert dealt.commitment == commitment(kept)
+    assert (await hand_started(suite, hand_id)).commitment == commitment(kept)

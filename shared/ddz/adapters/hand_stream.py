@@ -421,9 +421,23 @@ class JetStreamHandLog:
         correlation_id: str,
         producer: str,
     ) -> tuple[int, list[envelope_pb2.EventEnvelope]]:
-        """Publish a new hand's first events (its stream must be empty)."""
+        """Publish a new hand's first events. Its stream must be empty, or hold the
+        beginning of these very events published for the same ``causation_id`` (the
+        request): an earlier attempt whose answer was lost, or that died part-way, is
+        finished rather than refused, so a retried deal answers as the first would
+        have. Anything else on the stream is a CONFLICT ``Refusal``."""
+        found, cursor = await read(self.bus, hand_id, keyring=self.keyring)
+        if found:
+            earlier = [e.event for e in found[: len(events)]]
+            if found[0].envelope.causation_id != causation_id or earlier != list(
+                events[: len(earlier)]
+            ):
+                raise Refusal.conflict(f"hand {hand_id} already has events of another request")
+        ahead = [e.envelope for e in found[: len(events)] if not e.hidden]
+        if len(found) >= len(events):
+            return len(events), ahead
         cursor, public = await self.append(
-            hand_id, HandCursor(), events,
+            hand_id, cursor, events[len(found):],
             causation_id=causation_id, correlation_id=correlation_id, producer=producer,
         )  # fmt: skip
-        return cursor.version, public
+        return cursor.version, ahead + public
