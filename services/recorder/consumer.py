@@ -71,21 +71,26 @@ class StoreConsumer:
             ack_wait=60.0,
             max_ack_pending=20_000,
         )
-        if take_over:
-            await self._restart_from_floor(config)
+        await self._start_point(config, take_over=take_over)
         pull = self._pull = await DurablePull.bind(self.bus, config, retry_delay=RETRY_DELAY)
         self._stopping.clear()
         self._task = asyncio.create_task(self._run(pull), name=f"durable:{self.durable}")
 
-    async def _restart_from_floor(self, config: ConsumerConfig) -> None:
+    async def _start_point(self, config: ConsumerConfig, *, take_over: bool) -> None:
+        """Where ``config``'s consumer starts. A new one: the start of the stream. One
+        that exists goes on as it is, bound with the start it was made with (the server
+        refuses to change an existing consumer's deliver policy). Taken over with
+        messages held by the last writer: made again from its acknowledged floor."""
         js, stream = self.bus.js, self.bus.stream
         try:
             info = await js.consumer_info(stream, self.durable)
         except nats.js.errors.NotFoundError:
             return  # none yet: made from the start of the stream
         floor = info.ack_floor.stream_seq if info.ack_floor is not None else 0
-        if not info.num_ack_pending:
-            return  # nothing held by anyone: the consumer goes on as it is
+        if not (take_over and info.num_ack_pending):
+            config.deliver_policy = info.config.deliver_policy
+            config.opt_start_seq = info.config.opt_start_seq
+            return
         await js.delete_consumer(stream, self.durable)
         if floor:
             config.deliver_policy = DeliverPolicy.BY_START_SEQUENCE

@@ -50,6 +50,8 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from suite_kit import CORE, Suite, consumers_idle, eventually, running_suite, suite_settings
 
 from services.recorder.app import writer_lease
+from services.recorder.consumer import StoreConsumer
+from services.recorder.handlers import STORED
 
 TTL = 2.0
 
@@ -455,3 +457,61 @@ async def test_two_dealers_deal_and_either_serves_the_seeds(core: Suite) -> None
     refused = [a for a in answers if isinstance(a, grpc.aio.AioRpcError)]
     assert len(refused) == 1, answers
     assert refused[0].code() is grpc.StatusCode.ALREADY_EXISTS
+
+
+class Holding:
+    """A recorder's ``Record`` that stores nothing: ``ack`` says whether each fetched
+    batch is STORED (acked) or held forever (a writer that dies holding its messages)."""
+
+    def __init__(self, ack: bool) -> None:
+        self.ack = ack
+        self.stored = 0
+        self.seen: list[bytes] = []
+
+    async def __call__(self, arrived: list[bytes]) -> list[Any]:
+        self.seen += arrived
+        if not self.ack:
+            await asyncio.Event().wait()
+        self.stored += len(arrived)
+        return [STORED] * len(arrived)
+
+
+async def test_a_writer_after_a_take_over_binds_the_consumer_as_it_was_made(
+    bus: EventBus,
+) -> None:
+    """A take-over makes the consumer again from the acknowledged floor; the next writer,
+    with nothing held, binds that consumer as it is (a consumer's start cannot change)
+    and goes on from there: every message once, none skipped."""
+
+    async def publish(count: int) -> None:
+        for _ in range(count):
+            await bus.js.publish(f"ddz.v1.hand.h{uuid.uuid4().hex}.test", b"x")
+
+    async def consumed(consumer: StoreConsumer, record: Holding, count: int) -> None:
+        await eventually(lambda: asyncio.sleep(0, len(record.seen) >= count), timeout=30)
+
+    first = Holding(ack=True)
+    one = StoreConsumer(bus, first, idle_fetch_timeout=0.2)  # type: ignore[arg-type]
+    await one.start(take_over=True)
+    await publish(2)
+    await consumed(one, first, 2)
+    await one.stop()  # the floor is 2
+    dying = Holding(ack=False)
+    two = StoreConsumer(bus, dying, idle_fetch_timeout=0.2)  # type: ignore[arg-type]
+    await publish(3)  # before it starts: its first fetch holds all three
+    await two.start(take_over=True)
+    await consumed(two, dying, 3)
+    assert two._task is not None
+    two._task.cancel()  # it dies holding 3 unacknowledged messages
+    taker = Holding(ack=True)
+    three = StoreConsumer(bus, taker, idle_fetch_timeout=0.2)  # type: ignore[arg-type]
+    await three.start(take_over=True)  # made again from the floor: the 3 come at once
+    await consumed(three, taker, 3)
+    await three.stop()
+    after = Holding(ack=True)
+    four = StoreConsumer(bus, after, idle_fetch_timeout=0.2)  # type: ignore[arg-type]
+    await four.start(take_over=True)  # nothing held: binds the consumer as it is now
+    await publish(1)
+    await consumed(four, after, 1)
+    await four.stop()
+    assert (len(first.seen), len(taker.seen), len(after.seen)) == (2, 3, 1)

@@ -772,6 +772,12 @@ class DurablePull:
             except nats.js.errors.NotFoundError as exc:
                 if exc.err_code == STREAM_NOT_FOUND_ERR:
                     await self.bus.restore_stream(attempts=1)
+                # From the start of the stream: where the lost consumer stood is lost with
+                # it (and a stream made again numbers its messages from 1), and what comes
+                # twice is acknowledged as already handled.
+                self.config = replace(
+                    self.config, deliver_policy=DeliverPolicy.ALL, opt_start_seq=None
+                )
                 await self.bus.js.add_consumer(self.bus.stream, self.config)
                 log.warning("consumer_recreated", durable=self.durable, stream=self.bus.stream)
         except (nats.errors.Error, TimeoutError) as exc:
