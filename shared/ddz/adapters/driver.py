@@ -15,8 +15,9 @@ hand on seat 0's stream (``WatchHand``) until the hand is over.
 A service that restarts is ridden through: the channels wait for it and retry what is
 safe (``grpc_client.REPEATS``); a cut stream is resumed from its last position
 (``grpc_client.resumed``); a deal whose answer was lost is looked up on the table
-(``GetTable``'s hand ids) rather than dealt again; a table the table service forgot
-(it keeps tables in memory: a restart) is opened again. Reading back waits for the
+(``GetTable``'s hand ids) rather than dealt again; a table the table service does not
+know (its tables are streams it folds back on start, but a table older than the bus's
+retention is gone) is opened again. Reading back waits for the
 recorder and settlement up to ``READ_BACK_TIMEOUT`` (a restart included). Whatever
 cannot be ridden through is a ``Refusal`` saying which service failed.
 """
