@@ -178,8 +178,11 @@ class Driver:
         return hand_id
 
     async def _dealt_meanwhile(self, table: BotTable) -> str | None:
-        """A hand the table dealt that the driver has not seen (None: it dealt none,
-        or it forgot the table, which ``deal`` finds out on its next call)."""
+        """The hand a lost ``StartHand`` dealt: the table's last, when the driver has not
+        seen it (None: it dealt none, or it forgot the table, which ``deal`` finds out
+        on its next call). Only the last: an earlier id the driver never saw is a hand
+        the table assigned but the dealer never dealt (a deal that failed), which a
+        table read back after a restart still lists."""
         try:
             shown = await ask(
                 "table", self._patient(self.table.GetTable),
@@ -189,8 +192,8 @@ class Driver:
             if refusal.reason is Reason.UNKNOWN_TABLE:
                 return None
             raise
-        unseen = [h for h in shown.table.hand_ids if h not in table.hand_ids]
-        return str(unseen[-1]) if unseen else None
+        last = shown.table.hand_ids[-1] if shown.table.hand_ids else None
+        return str(last) if last is not None and last not in table.hand_ids else None
 
     async def play_hand(self, table: BotTable, variant: str) -> HandResult:
         started = time.perf_counter()
