@@ -31,6 +31,7 @@ import random
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -555,6 +556,7 @@ async def test_a_fuzzed_corpus_of_tokens_is_unauthenticated_and_nothing_secret_i
         "seed (base64)": base64.b64encode(seed).decode(),
         **{f"token {t[:20]}...": t.partition(" ")[2] or t for t in rng.sample(tokens, 300)},
         **{f"signature of token {i}": t.rsplit(".", 1)[-1] for i, t in enumerate(valid)},
+        **private_key_files(settings.data_dir),
     }
     captured = capfd.readouterr()
     logs = {
@@ -570,6 +572,20 @@ async def test_a_fuzzed_corpus_of_tokens_is_unauthenticated_and_nothing_secret_i
         for what, secret in secrets.items():
             if len(secret) >= 8:
                 assert secret not in text, f"FUZZ_SEED={SEED}: the {what} is in {where}"
+
+
+def private_key_files(data_dir: Path) -> dict[str, str]:
+    """The start of every private key the suite's data dir holds (TLS and CA keys, the
+    producers' event signing keys, the login and audit keys, NATS seeds), by file."""
+    found: dict[str, str] = {}
+    for pattern in ("keys/**/*.key", "tls/*.key", "nats/*.nk"):
+        for path in data_dir.glob(pattern):
+            lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+            body = "".join(line for line in lines if line and not line.startswith("-----"))
+            found[f"private key {path.relative_to(data_dir)}"] = body[:40]
+    assert any("tls/" in name for name in found), f"no TLS key in {data_dir}"
+    assert any("events/" in name for name in found), f"no event signing key in {data_dir}"
+    return found
 
 
 async def failing_steps(suite: Suite, hand: Hand, monkeypatch: pytest.MonkeyPatch) -> bytes:
