@@ -3,13 +3,14 @@ hand. A table deals one hand at a time: the next only once the last is over."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import structlog
 from ddz.adapters.hand_feed import HandFold
-from ddz.application.errors import Reason, Refusal
+from ddz.application.errors import Kind, Reason, Refusal
 from ddz.domain.hand import HandState, SeatInfo
 from ddz.domain.ruleset import RuleSet, Scoring, ruleset_for
 from ddz.domain.settlement import RoomSettings
@@ -48,6 +49,15 @@ class Started:
     table_id: str
     first_bidder: int | None
     dealt: Dealt
+
+
+DEAL_ATTEMPTS = 3
+"""Times the same deal is asked for while its answer is lost (each within the dealer
+call's own deadline)."""
+DEAL_PAUSE = 0.2
+"""Seconds before asking again, times the attempt."""
+LOST_ANSWER = frozenset({Kind.UNAVAILABLE, Kind.TIMEOUT})
+"""A deal that failed so may have been dealt (the answer was lost)."""
 
 
 class Dealing:
@@ -117,7 +127,7 @@ class Dealing:
         self.floor.tables.add_hand(table, hand_id, first_bidder, balances)
         try:
             await self.floor.tables.recorded(table)
-            dealt = await self.dealer.deal(order)
+            dealt = await self._deal(order)
         except BaseException:
             self.floor.tables.drop_hand(table, hand_id)
             raise
@@ -126,6 +136,27 @@ class Dealing:
         log.info("hand_started", table_id=table.table_id, hand_id=hand_id,
                  first_bidder=first_bidder)  # fmt: skip
         return Started(hand_id, table.table_id, first_bidder, dealt)
+
+    async def _deal(self, order: DealOrder) -> Dealt:
+        """``dealer.deal``, asked again with the same order when its answer was lost
+        (the dealer or NATS went away, or answered too late): the dealer answers a
+        repeated request as it answered the first, so a hand it did deal is not dropped
+        here while it plays on the bus."""
+        lost = False
+        for attempt in range(1, DEAL_ATTEMPTS + 1):
+            try:
+                return await self.dealer.deal(order)
+            except Refusal as refusal:
+                # After a lost answer, "dealt before" is our own first attempt still
+                # finishing (the hand id is new: nobody else has it): ask once more.
+                again = refusal.kind in LOST_ANSWER or (lost and refusal.kind is Kind.EXISTS)
+                if not again or attempt == DEAL_ATTEMPTS:
+                    raise
+                lost = True
+                log.warning("deal_answer_lost", hand_id=order.hand_id, attempt=attempt,
+                            why=refusal.message)  # fmt: skip
+                await asyncio.sleep(DEAL_PAUSE * attempt)
+        raise AssertionError("unreachable")  # the last attempt returned or raised
 
     async def previous_hand(self, table: Table) -> HandFold | None:
         """The table's last hand, which must be over before the next is dealt."""

@@ -75,10 +75,18 @@ class FakeDealer:
     def __init__(self, hands: FakeHands) -> None:
         self.hands = hands
         self.orders: list[DealOrder] = []
+        self.lose_answers = 0  # the next deals whose answers are lost on the way back
+        self.still_dealing = 0  # then: repeats refused while the first is being dealt
 
     async def deal(self, order: DealOrder) -> Dealt:
         self.orders.append(order)
         self.hands.folds[order.hand_id] = in_play(order.hand_id, order.seats, Phase.BIDDING)
+        if self.lose_answers:
+            self.lose_answers -= 1
+            raise Refusal(Kind.TIMEOUT, Reason.REASON_UNSPECIFIED, "dealer: Deadline Exceeded")
+        if self.still_dealing:  # the first attempt has not finished at the dealer
+            self.still_dealing -= 1
+            raise Refusal(Kind.EXISTS, Reason.VERSION_CONFLICT, "hand was dealt before")
         return Dealt("c0ffee", 3, [])
 
 
@@ -383,3 +391,42 @@ async def test_hint_without_a_seat_uses_the_tokens(world: World) -> None:
     with pytest.raises(Refusal) as excinfo:
         await world.handlers.watching.hint("op", hand_id, None)
     assert refused(excinfo) == (Kind.INVALID, Reason.UNKNOWN_SEAT)
+
+
+async def test_a_deal_whose_answer_was_lost_is_asked_for_again_as_the_same_order(
+    world: World,
+) -> None:
+    """The dealer dealt, its answer was lost: the table asks again with the same order
+    (the dealer answers a repeat as the first) rather than dropping a hand in play."""
+    shown = world.handlers.dealing.open_table("op", TableSpec("t9", "classic", None, None, PEOPLE))
+    world.dealer.lose_answers = 2
+    started = await world.handlers.dealing.start_hand("op", "t9", (), ())
+    assert [o.hand_id for o in world.dealer.orders] == [started.hand_id] * 3
+    assert len({o.request_id for o in world.dealer.orders}) == 1
+    assert shown.table.hand_ids == [started.hand_id]
+
+
+async def test_a_deal_lost_every_time_is_dropped_and_refused(world: World) -> None:
+    shown = world.handlers.dealing.open_table("op", TableSpec("t9", "classic", None, None, PEOPLE))
+    world.dealer.lose_answers = 3
+    with pytest.raises(Refusal) as excinfo:
+        await world.handlers.dealing.start_hand("op", "t9", (), ())
+    assert refused(excinfo)[0] is Kind.TIMEOUT
+    assert len(world.dealer.orders) == 3 and shown.table.hand_ids == []
+
+
+async def test_dealt_before_after_a_lost_answer_is_the_first_attempt_and_asked_again(
+    world: World,
+) -> None:
+    world.handlers.dealing.open_table("op", TableSpec("t9", "classic", None, None, PEOPLE))
+    world.dealer.lose_answers, world.dealer.still_dealing = 1, 1
+    started = await world.handlers.dealing.start_hand("op", "t9", (), ())
+    assert [o.hand_id for o in world.dealer.orders] == [started.hand_id] * 3
+
+
+async def test_dealt_before_at_the_first_attempt_is_refused_at_once(world: World) -> None:
+    world.handlers.dealing.open_table("op", TableSpec("t9", "classic", None, None, PEOPLE))
+    world.dealer.still_dealing = 1
+    with pytest.raises(Refusal) as excinfo:
+        await world.handlers.dealing.start_hand("op", "t9", (), ())
+    assert refused(excinfo)[0] is Kind.EXISTS and len(world.dealer.orders) == 1
