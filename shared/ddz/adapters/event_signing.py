@@ -49,6 +49,7 @@ from google.protobuf.message import DecodeError
 
 from ddz.adapters.codec import CodecError, decode_event, encode_event, message_name
 from ddz.adapters.codec.envelope import new_envelope
+from ddz.adapters.key_files import ensure_ed25519_key
 from ddz.config import Settings
 from ddz.domain.hand import Recorded
 from ddz.v1 import envelope_pb2
@@ -386,20 +387,7 @@ def ensure_signer(settings: Settings, producer: str) -> EventSigner:
     if producer not in PRODUCERS:
         raise ValueError(f"{producer!r} publishes no events; producers: {', '.join(PRODUCERS)}")
     path = settings.event_signing_key_path(producer)
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        pem = Ed25519PrivateKey.generate().private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        except FileExistsError:
-            pass
-        else:
-            with os.fdopen(fd, "wb") as out:
-                out.write(pem)
+    ensure_ed25519_key(path)
     signer = load_signer(path, producer)
     publish_key(settings.event_keyring_path, signer.key_id, signer.public)
     return signer

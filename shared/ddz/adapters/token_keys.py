@@ -33,6 +33,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from ddz.adapters.event_signing import ensure_event_keys
+from ddz.adapters.key_files import create_file, ensure_ed25519_key
 from ddz.config import Settings
 
 KEYS_DIR = "keys"
@@ -84,33 +85,10 @@ class LoginKey:
         return public_jwk(self.private.public_key())
 
 
-def _create(path: Path, data: bytes) -> bool:
-    """Write ``data`` to a new ``path`` (mode 0600) whole or not at all: False when
-    another process made it first."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temp = path.with_name(f".{path.name}.{secrets.token_hex(4)}")
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-        os.link(temp, path)  # fails if the file exists: one creator wins
-        return True
-    except FileExistsError:
-        return False
-    finally:
-        temp.unlink(missing_ok=True)
-
-
 def login_key(settings: Settings) -> LoginKey:
     """The login's private key, created (and its public key published) when missing."""
     path = login_key_path(settings)
-    if not path.exists():
-        pem = Ed25519PrivateKey.generate().private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-        _create(path, pem)
+    ensure_ed25519_key(path)
     try:
         private = serialization.load_pem_private_key(path.read_bytes(), password=None)
     except ValueError:
@@ -210,7 +188,7 @@ def table_token_key(settings: Settings) -> bytes:
         return settings.table_token_key
     path = settings.data_dir / KEYS_DIR / TABLE_TOKEN_KEY_FILE
     if not path.exists():
-        _create(path, secrets.token_hex(32).encode("ascii"))
+        create_file(path, secrets.token_hex(32).encode("ascii"))
     key = path.read_bytes().strip()
     if not key:
         raise KeyFileError(f"{path}: empty")

@@ -26,6 +26,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from ddz.adapters.event_signing import EventKeyring
+from ddz.adapters.key_files import ensure_ed25519_key
 from ddz.adapters.store import chain
 from ddz.adapters.store.contract import HeadSigner, StreamSignature
 
@@ -172,20 +173,7 @@ def ensure_signing_key(path: Path, keyring_path: Path) -> Ed25519Signer:
     """The signing key in ``path``, created first when missing (mode 0600; when several
     processes start at once exactly one creates it); its public key is then added to the
     keyring at ``keyring_path`` if it is not there yet."""
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        pem = Ed25519PrivateKey.generate().private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        except FileExistsError:
-            pass
-        else:
-            with os.fdopen(fd, "wb") as out:
-                out.write(pem)
+    ensure_ed25519_key(path)
     signer = load_signing_key(path)
     publish_public_key(keyring_path, signer.key_id, signer.public_key)
     return signer
