@@ -107,10 +107,12 @@ def main() -> int:
         print(json.dumps(summary))
     else:
         for policy in POLICIES:
-            print(f"{policy:>8}: {summary[policy]['hands_per_s']:.1f} hands/s, "
-                  f"p99 {summary[policy]['p99_ms']:.1f} ms, CPU ms/hand: services "
-                  f"{summary[policy]['services_cpu_ms_per_hand']:.1f}, nats-server "
-                  f"{summary[policy]['nats_cpu_ms_per_hand']:.1f} (median of {args.rounds})")
+            print(
+                f"{policy:>8}: {summary[policy]['hands_per_s']:.1f} hands/s, "
+                f"p99 {summary[policy]['p99_ms']:.1f} ms, CPU ms/hand: services "
+                f"{summary[policy]['services_cpu_ms_per_hand']:.1f}, nats-server "
+                f"{summary[policy]['nats_cpu_ms_per_hand']:.1f} (median of {args.rounds})"
+            )
         ratio = summary["ratio_hands_per_s"]["always/default"]
         print(f"   ratio: always/default hands/s = {ratio:.3f}")
     return 0

@@ -20,8 +20,7 @@ from collections.abc import Callable, Sequence
 
 import nats.errors
 from ddz.adapters import nats_auth
-from ddz.adapters.service_db import upgrade_service_db
-from ddz.adapters.store import make_engine, upgrade_store
+from ddz.adapters.stack import migrate
 from ddz.adapters.store.keys import ensure_signing_key
 from ddz.config import Settings
 from ddz.entrypoints import cli
@@ -34,15 +33,6 @@ def init(settings: Settings) -> None:
     if cli.main(["init"]) != 0:
         raise ValueError("ddz init failed")
     ensure_signing_key(settings.audit_signing_key_path, settings.audit_public_keys_path)
-
-
-def migrate(settings: Settings) -> None:
-    engine = make_engine(settings.database_url)
-    try:
-        upgrade_store(engine)
-        upgrade_service_db(engine)
-    finally:
-        engine.dispose()
 
 
 def stream(settings: Settings) -> None:

@@ -2,7 +2,8 @@
 
 - ``nats_server`` (session): a real ``nats-server -js`` on a random free loopback port
   with its JetStream files in a temporary directory (never the system NATS on 4222).
-- ``bus`` (per test): an ``EventBus`` on that server with a fresh ``DDZ`` stream.
+- ``bus`` (per test): an ``EventBus`` on that server with a fresh ``DDZ`` stream (and
+  no room queue tickets left by an earlier test).
 - ``database_url`` (per test): parametrized over the store's backends: ``sqlite`` (a
   new file per test) always, and ``postgres`` when ``DDZ_TEST_DATABASE_URL`` is set.
   PostgreSQL isolation: the database may be shared (CI's ``test``), so each test gets
@@ -26,6 +27,7 @@ import pytest
 import sqlalchemy as sa
 from ddz.adapters.bus import EventBus
 from ddz.adapters.nats_server import NatsServer, start_nats_server
+from ddz.adapters.room_queue import BUCKET as ROOM_QUEUE_BUCKET
 from ddz.adapters.store import SqlEventStore, create_store, make_engine
 from ddz.compiled import engine_build
 
@@ -63,6 +65,8 @@ async def bus(nats_server: NatsServer) -> AsyncIterator[EventBus]:
     event_bus = await EventBus.connect(nats_server.url, name="pytest")
     with contextlib.suppress(Exception):
         await event_bus.js.delete_stream(event_bus.stream)  # leftovers of an earlier test
+    with contextlib.suppress(Exception):  # tickets a stopped table service kept for its restart
+        await event_bus.js.delete_key_value(ROOM_QUEUE_BUCKET)
     await create_stream_again(event_bus)
     try:
         yield event_bus

@@ -2,22 +2,42 @@
 log for streams) + the tables' streams + turn clock + rooms + channels to the dealer,
 rules, bot and settlement services.
 
-On start the open tables are folded back from their streams before anything is served:
-their seat tokens, moves and room places work again, and every hand in play at them
-gets its turn clock back, running from the hand's last event."""
+One instance is active: the holder of the lease ``table`` (``instances``). It alone
+holds the tables, room queues, next-hand rounds and turn clocks, and follows the hand
+feed, so matchmaking and each turn's clock have one owner. Every other instance is a
+standby that forwards each call to it (``forwarding``). The instance that takes the
+lease (the first to start, at once; after a holder died, one ``DDZ_LEASE_TTL`` later)
+folds the open tables back from their streams before it serves a call itself: their
+seat tokens, moves and room places work again, and every hand in play at them gets its
+turn clock back, running from the hand's last event.
+
+An active instance that loses the lease (it could not renew it) stops acting at once
+and exits (``LEASE_LOST_EXIT``): it may already have a successor that folded the tables
+without what it would write next, and the supervisor (``ddz up``, Docker, Kubernetes)
+starts it again as a standby. Turning back into a standby in place would mean undoing
+its in-memory tables, queues and clocks piece by piece; a restart undoes them all.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import asyncio
+import contextlib
+import enum
+import logging
+import os
+import sys
+from collections.abc import Callable, Mapping, Sequence
 
 import grpc
 import structlog
+from ddz.adapters import metrics
 from ddz.adapters.bus import EventBus
 from ddz.adapters.event_signing import ensure_signer, event_keyring
 from ddz.adapters.grpc_client import make_channel
 from ddz.adapters.grpc_server import full_service_name
 from ddz.adapters.hand_feed import HandFeed, HandFold
 from ddz.adapters.health import Check
+from ddz.adapters.lease import Lease, instance_id
 from ddz.adapters.routing import RoutedRules, rules_service
 from ddz.adapters.service_runner import connect_bus
 from ddz.adapters.table_stream import JetStreamTableLog, occurred_at
@@ -34,7 +54,9 @@ from ddz.v1 import (
 from .clients import BotClient, DealerClient, RulesClient, SettlementClient
 from .clock import TurnClock
 from .credentials import SignedTokens
+from .forwarding import Forwarder, Switch, servicer_handlers
 from .handlers import TableHandlers
+from .instances import LEASE, Active, ActiveWatch, advertised, holder_id
 from .limits import Limits
 from .rooms import load_rooms
 from .servicer import TableServicer
@@ -45,12 +67,35 @@ log = structlog.get_logger("ddz.table.app")
 KEEP_ENDED = 1000
 """Finished hands kept in memory for late views and streams (older ones are read back
 from the bus on demand)."""
+LEASE_LOST_EXIT = 3
+"""The exit code of an active instance that lost its lease."""
+STEP_DOWN_WAIT = 2.0
+"""Seconds an instance that lost its lease gives its feed to stop (NATS may be gone)."""
+
+
+class Role(enum.Enum):
+    STANDBY = "standby"  # forwards every call to the active instance
+    TAKING_OVER = "taking over"  # holds the lease, folding the open tables back
+    ACTIVE = "active"  # holds the lease and the tables: serves every call itself
+    STEPPED_DOWN = "stepped down"  # lost the lease: acts no more, exiting
+
+
+def exit_process() -> None:
+    """An active instance's end when it lost its lease: its logs flushed, then out at
+    once (no graceful stop: calls in flight could no longer be served correctly)."""
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(LEASE_LOST_EXIT)
 
 
 class TableApp:
     full_names: Sequence[str] = (full_service_name(table_pb2, "TableService"),)
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(
+        self, settings: Settings, *, lease_lost: Callable[[], None] = exit_process
+    ) -> None:
         self.settings = settings
         # Read now: a bad rooms file or key stops the service before it serves.
         self.rooms = load_rooms(settings.rooms_file)
@@ -64,6 +109,18 @@ class TableApp:
         self.rules: RoutedRules | None = None
         self.handlers: TableHandlers | None = None
         self.servicer: TableServicer | None = None
+        self.table_log: JetStreamTableLog | None = None
+        self.advertised = advertised(settings)
+        self.holder = holder_id(instance_id(NAME), self.advertised)
+        self.role = Role.STANDBY
+        self.lease: Lease | None = None
+        self.watch: ActiveWatch | None = None
+        self.forwarder = Forwarder(settings, self.holder)
+        self.lease_lost = lease_lost
+        self._activation: asyncio.Task[None] | None = None
+        self._serving = False  # start() has returned: the server may take calls
+        self._closing = False
+        self._stopped_acting = False
 
     def _channel(self, service: str) -> grpc.aio.Channel:
         channel = make_channel(self.settings, service)
@@ -94,11 +151,117 @@ class TableApp:
         )
         self.servicer = TableServicer(self.handlers)
         self.clock = TurnClock(self.settings.turn_timeout, self.handlers.disconnect)
-        table_log = JetStreamTableLog(
+        self.table_log = JetStreamTableLog(
             self.bus, producer=NAME, keyring=keyring, signer=ensure_signer(self.settings, NAME)
         )
-        await self._rebuild(table_log)
-        await self.feed.follow(NAME)
+        self.lease = Lease(
+            self.bus, LEASE, self.holder, service=NAME, ttl=self.settings.lease_ttl,
+            replicas=self.settings.stream_replicas, on_taken=self._taken, on_lost=self._lost,
+            want=lambda: self.role is not Role.STEPPED_DOWN,
+        )  # fmt: skip
+        try:
+            await self.lease.start()  # a free lease is taken at once: no wait on a fresh stack
+            if self._activation is not None:
+                await self._activation  # the first instance is active before it serves
+            self.watch = ActiveWatch(
+                self.bus, replicas=self.settings.stream_replicas, on_change=self._saw
+            )
+            await self.watch.start()
+        except BaseException:
+            await self.lease.stop()
+            raise
+        if self.role is Role.STANDBY:
+            log.info("table_standby", holder=self.holder, lease=LEASE)
+        self._serving = True
+
+    # -- the lease ---------------------------------------------------------------------
+
+    def _taken(self) -> None:
+        """The lease is ours: fold the tables back and serve, in a task of its own so
+        the lease goes on being renewed meanwhile (many tables take a while)."""
+        self.role = Role.TAKING_OVER
+        self.forwarder.refuse("this table instance is taking over as the active one")
+        self._activation = asyncio.create_task(self._activate(), name="table:take-over")
+
+    async def _activate(self) -> None:
+        assert self.feed is not None and self.table_log is not None
+        assert self.bus is not None and self.handlers is not None
+        try:
+            await self._rebuild(self.table_log)
+            await self.handlers.restore_queues(self.bus, self.settings.stream_replicas)
+            await self.feed.follow(NAME)
+        except Exception:
+            if not self._serving:
+                raise  # start() fails with it, as before
+            log.exception("table_take_over_failed", holder=self.holder)
+            await self._step_down("its take-over failed")
+            return
+        self.role = Role.ACTIVE
+        metrics.TABLE_ACTIVE.inc()
+        log.info("table_active", holder=self.holder, tables=len(self.tables.all()))
+
+    async def _lost(self) -> None:
+        if not self._closing:
+            await self._step_down("it lost the lease")
+
+    async def _step_down(self, why: str) -> None:
+        """Stop acting at once (no call served, no clock, no queue, no feed), then
+        ``lease_lost`` (exit the process)."""
+        if self.role is Role.STEPPED_DOWN:
+            return
+        if self.role is Role.ACTIVE:
+            metrics.TABLE_ACTIVE.dec()
+        self.role = Role.STEPPED_DOWN
+        self.forwarder.refuse(f"this table instance stepped down ({why}) and is exiting")
+        log.error("table_stepped_down", holder=self.holder, why=why,
+                  then="exiting, to be started again as a standby")  # fmt: skip
+        activation = self._activation
+        if activation is not None and activation is not asyncio.current_task():
+            await _cancelled(activation)
+        await self._stop_acting(settle=False)
+        self.lease_lost()
+
+    async def _stop_acting(self, *, settle: bool) -> None:
+        """Clocks, queues, rounds and the feed stopped; with ``settle``, the tables' last
+        events written first (a clean stop: the next active one folds them)."""
+        if self._stopped_acting:
+            return
+        self._stopped_acting = True
+        if self.handlers is not None:
+            await self.handlers.close()
+        if self.clock is not None:
+            await self.clock.close()
+        if settle:
+            await self.tables.settle()  # the tables' last events, before the bus closes
+        if self.feed is not None:
+            # Acks what it handled; bounded, as NATS may be what is gone.
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.feed.close(), None if settle else STEP_DOWN_WAIT)
+
+    def _saw(self, active: Active | None) -> None:
+        """The lease changed hands: a standby forwards to its holder from now on."""
+        if self.role is not Role.STANDBY:
+            return
+        if active is None:
+            self.forwarder.refuse(
+                "no table instance is active: the lease is free (an instance takes it "
+                "within a second)"
+            )
+        elif active.holder == self.holder:
+            return  # ours: _taken comes next
+        elif active.address is None:
+            self.forwarder.refuse(
+                f"the active table instance ({active.holder}) advertises no address to "
+                "forward to (it listens on port 0 and DDZ_TABLE_ADVERTISE is not set)"
+            )
+        elif active.address == self.advertised:
+            self.forwarder.refuse(
+                f"the active table instance ({active.holder}) advertises {active.address}, "
+                "this instance's own address: set DDZ_TABLE_ADVERTISE on each instance to "
+                "an address the others reach"
+            )
+        else:
+            self.forwarder.point_at(active.address, active.holder)
 
     async def _rebuild(self, table_log: JetStreamTableLog) -> None:
         """Fold the open tables back from their streams, then write to them."""
@@ -124,11 +287,23 @@ class TableApp:
         self.tables.log = table_log
 
     def checks(self) -> Mapping[str, Check]:
-        bus, feed = self.bus, self.feed
-        assert bus is not None and feed is not None, "start() first"
-        return {"nats": lambda: bus.connected, "feed": lambda: feed.healthy}
+        """The active instance serves while it follows the feed; a standby while it
+        knows an active one to forward to (so the load balancer may send it calls)."""
+        bus, feed, lease = self.bus, self.feed, self.lease
+        assert bus is not None and feed is not None and lease is not None, "start() first"
+        return {
+            "nats": lambda: bus.connected,
+            "feed": lambda: self.role is not Role.ACTIVE or feed.healthy,
+            "lease": lambda: lease.running,
+            "active": lambda: (
+                self.role is Role.ACTIVE
+                or (self.role is Role.STANDBY and self.forwarder.target is not None)
+            ),
+        }
 
     def _changed(self, fold: HandFold, applied: object) -> None:
+        if self.role is Role.STEPPED_DOWN:
+            return  # acting no more: the feed is being stopped
         # Deadlines apply to the hands dealt at this service's tables.
         if self.clock is not None and self.tables.table_of(fold.hand_id) is not None:
             self.clock.update(fold)
@@ -136,17 +311,26 @@ class TableApp:
             self.handlers.hand_changed(fold)
 
     def add_to_server(self, server: grpc.aio.Server) -> None:
+        """One generic handler for every method: this instance's servicer while it is
+        the active one, the forwarder while it stands by (``forwarding.Switch``)."""
         assert self.servicer is not None, "start() first"
-        table_pb2_grpc.add_TableServiceServicer_to_server(self.servicer, server)  # type: ignore[no-untyped-call]
+        local = servicer_handlers(table_pb2_grpc.add_TableServiceServicer_to_server, self.servicer)
+        switch = Switch(local, self.forwarder, lambda: self.role is Role.ACTIVE)
+        server.add_generic_rpc_handlers((switch,))
 
     async def close(self) -> None:
-        if self.handlers is not None:
-            await self.handlers.close()
-        if self.clock is not None:
-            await self.clock.close()
-        await self.tables.settle()  # the tables' last events, before the bus closes
-        if self.feed is not None:
-            await self.feed.close()  # acks what it handled: before the connection closes
+        self._closing = True
+        if self.watch is not None:
+            await self.watch.stop()
+        if self._activation is not None:
+            await _cancelled(self._activation)
+        await self._stop_acting(settle=True)
+        if self.lease is not None:
+            await self.lease.stop()  # after the last writes: the next active one folds them
+        if self.role is Role.ACTIVE:
+            metrics.TABLE_ACTIVE.dec()
+        self.role = Role.STEPPED_DOWN
+        await self.forwarder.close()
         if self.bus is not None:
             await self.bus.close()
         for channel in self.channels:
@@ -155,5 +339,14 @@ class TableApp:
             await self.rules.close()
 
 
-async def build(settings: Settings) -> TableApp:
-    return TableApp(settings)
+async def _cancelled(task: asyncio.Task[None]) -> None:
+    if not task.done():
+        task.cancel()
+    with contextlib.suppress(asyncio.CancelledError, Exception):
+        await task
+
+
+async def build(settings: Settings, *, lease_lost: Callable[[], None] | None = None) -> TableApp:
+    """``lease_lost``: what an active instance that lost its lease does once it has stopped
+    acting (default: exit the process; tests that run instances in one process record it)."""
+    return TableApp(settings, lease_lost=lease_lost or exit_process)

@@ -127,9 +127,16 @@ class Dealing:
         self.floor.tables.add_hand(table, hand_id, first_bidder, balances)
         try:
             await self.floor.tables.recorded(table)
+        except BaseException:  # not known on the stream: a restart drops it unless dealt
+            self.floor.tables.drop_hand(table, hand_id, record=False)
+            raise
+        try:
             dealt = await self._deal(order)
-        except BaseException:
-            self.floor.tables.drop_hand(table, hand_id)
+        except Exception as exc:  # refused, or its answer lost every time: withdrawn
+            self.floor.tables.drop_hand(table, hand_id, withdrawn_because(exc))
+            raise
+        except BaseException:  # cut short (the service stops): a restart looks on the bus
+            self.floor.tables.drop_hand(table, hand_id, record=False)
             raise
         table.balances = balances
         await self.floor.learn(hand_id, dealt.events)
@@ -174,6 +181,15 @@ class Dealing:
             return True
         fold = await self.floor.last_hand(table)
         return fold is not None and fold.over
+
+
+def withdrawn_because(exc: Exception) -> str:
+    """Why a hand the table gave up dealing is withdrawn (``hand_withdrawn``)."""
+    if isinstance(exc, Refusal):
+        if exc.kind in LOST_ANSWER:
+            return f"the dealer's answer was lost {DEAL_ATTEMPTS} times: {exc.message}"
+        return f"the dealer refused it: {exc.message}"
+    return f"not dealt: {exc}"
 
 
 def balances_after(table: Table, previous: HandState | None) -> tuple[int, int, int] | None:

@@ -14,7 +14,9 @@ import asyncio
 import contextlib
 
 import structlog
+from ddz.adapters.bus import EventBus
 from ddz.adapters.hand_feed import HandFold
+from ddz.adapters.room_queue import RoomQueueKV
 
 from .auth import Gate
 from .dealing import Dealing
@@ -77,6 +79,18 @@ class TableHandlers:
         """A room table's next hand (the caller holds ``table.lock``)."""
         started = await self.dealing.deal(table)
         return started.hand_id, started.first_bidder
+
+    async def restore_queues(self, bus: EventBus, replicas: int = 1) -> int:
+        """At start, once the open tables are back: keep the rooms' queues in their KV
+        bucket from now on, and queue again whoever it holds (``Seating.restore_queues``).
+        A bucket out of reach leaves the queues in memory only (as before), said once."""
+        store = RoomQueueKV(bus, replicas)
+        try:
+            await store.open()
+            return await self.seating.restore_queues(store)
+        except Exception:
+            log.exception("queues_not_restored", then="room queues kept in memory only")
+            return 0
 
     async def disconnect(self, hand_id: str, seat: int, expected_version: int) -> None:
         """The turn clock's action: the seat missed its turn; the bot takes over."""

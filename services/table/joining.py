@@ -79,6 +79,10 @@ class Joining:
         if room is None:
             known = ", ".join(r.room_id for r in self.rooms.rooms)
             raise Refusal.not_found(Reason.UNKNOWN_ROOM, f"no room {room_id!r} (rooms: {known})")
+        kept = self.seating.back_in_queue(player_id, room)
+        if kept is not None:  # their call was cut (or the service restarted): same place
+            seat = await self.seating.wait(kept)
+            return self._joined(room, seat, player_id, kept.balance, rejoined=False)
         held = self.seating.seat_held(player_id, room)
         if held is not None and not await self.seating.release_if_done(player_id, held):
             return self._joined(room, held, player_id, None, rejoined=True)

@@ -1,6 +1,6 @@
 """What the table's use cases need from outside, in their own terms: the other services
-(dealer, rules, bot, settlement), the seat tokens, the hands as the bus folds them, and
-the tables' own streams.
+(dealer, rules, bot, settlement), the seat tokens, the hands as the bus folds them, the
+tables' own streams, and the rooms' queued tickets.
 
 ``clients`` implements the services' ports over gRPC and ``credentials`` the tokens;
 the fakes of the unit tests implement them in memory. A port that answers with the
@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from ddz.adapters.hand_feed import HandFold
+from ddz.adapters.room_queue import QueuedTicket
 from ddz.adapters.table_stream import TableCursor
 from ddz.domain.hand import SeatCommand, SeatInfo
 from ddz.domain.ruleset import RuleSet
@@ -124,6 +125,22 @@ class TableLog(Protocol):
     async def append(
         self, table_id: str, after: TableCursor, events: Sequence[TableEvent]
     ) -> TableCursor: ...
+
+
+class RoomQueueLog(Protocol):
+    """The rooms' queued tickets where a restart finds them
+    (``ddz.adapters.room_queue.RoomQueueKV``). ``keep`` and ``drop`` only schedule their
+    write (the lobby's steps do not wait), each key's writes in the order asked."""
+
+    def keep(self, ticket: QueuedTicket, ttl: float) -> None: ...
+
+    def drop(self, room_id: str, player_id: str) -> None: ...
+
+    async def tickets(self) -> list[QueuedTicket]: ...
+
+    async def settle(self) -> None:
+        """Wait for the writes under way (on close: before the bus goes)."""
+        ...
 
 
 class Hands(Protocol):

@@ -4,16 +4,22 @@ agree to play the table's next hand.
 
 A room's table deals its hands one after another while its people stay: after a hand,
 each person asks for the next (``next_hand``); when all have, it is dealt with the
-first bidder rotated (§2). Someone who leaves, or does not ask within the ready wait,
-closes the table: consecutive hands (and the rotation) end there, and the others join
-the room again for a new table. What it refuses (one place at a time, not now) it
-raises as a ``Refusal``.
+first bidder rotated (§2). Someone who leaves, or does not ask within the ready wait
+(from the round's first ask), closes the table: consecutive hands (and the rotation)
+end there, and the others join the room again for a new table. What it refuses (one
+place at a time, not now) it raises as a ``Refusal``.
+
+A restart loses neither: each ask is a ``seat_ready`` on the table's stream, so a
+rebuilt table resumes its round (``restore``), its wait running from the first ask;
+and the queues' tickets are kept in the ``RoomQueueLog``, read back once at start
+(``restore_queues``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +30,7 @@ from ddz.domain.hand import SeatInfo
 from ddz.domain.ruleset import Scoring
 
 from .lobby import LeftQueue, Lobby, Seat, Ticket
+from .ports import RoomQueueLog
 from .rooms import Room, Rooms
 from .tables import NextRound, Table, TableGone, Tables, new_table_id
 
@@ -106,11 +113,19 @@ class Seating:
             ticket = self.lobby.enqueue(room, player_id, balance)
         except LeftQueue as exc:  # they left while their balance was being checked
             raise _wrong_phase(str(exc)) from None
+        return await self.wait(ticket)
+
+    def back_in_queue(self, player_id: str, room: Room) -> Ticket | None:
+        """The place ``player_id`` kept in the room's queue when their JoinRoom was cut
+        (or the service restarted), if any: joining again waits on it."""
+        return self.lobby.attend(player_id, room.room_id)
+
+    async def wait(self, ticket: Ticket) -> Seat:
         try:
             # Shielded: the JoinRoom call ending must not cancel the seating itself.
             return await asyncio.shield(ticket.seated)
         except asyncio.CancelledError:
-            self.lobby.dequeue(player_id)  # the caller went away while queued
+            self.lobby.detach(ticket)  # the caller went away while queued
             raise
         except LeftQueue as exc:
             raise _wrong_phase(str(exc)) from None
@@ -138,9 +153,10 @@ class Seating:
     async def _first_hand(self, table: Table, tickets: list[Ticket]) -> None:
         try:
             async with table.lock:
-                await self.deal(table)
+                await self.deal(table)  # the table is on its stream before the deal
         except Exception as exc:
             log.exception("first_hand_failed", table_id=table.table_id)
+            self.lobby.forget(tickets)  # they are told, and join again
             self.tables.close(table, "the table's first hand could not be dealt")
             for ticket in tickets:
                 self.lobby.release(ticket.player_id)
@@ -148,17 +164,44 @@ class Seating:
                     ticket.seated.set_exception(exc)
                     ticket.seated.exception()
             return
+        self.lobby.forget(tickets)  # a restart finds them at the table, not queued
         for number, ticket in enumerate(tickets):
             if not ticket.seated.done():
                 ticket.seated.set_result(Seat(table.table_id, number))
 
     def restore(self, table: Table) -> None:
-        """A room table rebuilt after a restart: its people are seated at it again (who
-        was queued and not yet seated is not on any stream: they join again)."""
+        """A room table rebuilt after a restart: its people are seated at it again, and
+        the round of its next hand resumes with whoever had asked for it, its ready wait
+        running from the first ask (a wait that ran out meanwhile runs out at once)."""
         if not table.room_id or table.closed:
             return
         for seat in table.people:
             self.lobby.sit(table.seats[seat].player_id, Seat(table.table_id, seat))
+        state = table.state
+        ready = {s for s in state.ready_for_next if s in table.people} if state else set()
+        if state is not None and ready:
+            self._start_round(table, NextRound(len(table.hand_ids), ready, state.ready_since))
+            log.info("next_hand_round_resumed", table_id=table.table_id, ready=sorted(ready),
+                     since=state.ready_since)  # fmt: skip
+
+    async def restore_queues(self, store: RoomQueueLog) -> int:
+        """Keep the queues in ``store`` from now on and queue its tickets again (once,
+        at start, after the tables are restored): each in its room in the order they
+        joined, its bot fill wait counting from then; a player joining again waits on
+        their ticket, one who does not is seated like anyone (joining later brings them
+        to their seat). A ticket of a room no longer in the file, or of a player seated
+        at a restored table already, is dropped. Returns how many were queued again."""
+        kept = await store.tickets()
+        self.lobby.store = store
+        queued = 0
+        for saved in sorted(kept, key=lambda t: t.joined):
+            room = self.rooms.get(saved.room_id)
+            if room is None or self.lobby.requeue(room, saved) is None:
+                store.drop(saved.room_id, saved.player_id)
+                continue
+            queued += 1
+        log.info("queues_restored", tickets=queued)
+        return queued
 
     # -- leaving -------------------------------------------------------------------------
 
@@ -220,34 +263,57 @@ class Seating:
                 raise _wrong_phase(f"hand {table.last_hand_id} is still in play")
             current = table.next_round
             if current is None or current.number != len(table.hand_ids):
-                current = table.next_round = NextRound(len(table.hand_ids))
-                current.deadline = asyncio.create_task(self._ready_deadline(table, current))
+                current = self._start_round(table, NextRound(len(table.hand_ids)))
+            if seat is not None and seat not in current.ready:
+                self.tables.ready(table, seat, current.number)  # a restart resumes the round
             current.ready |= set(table.people) if seat is None else {seat}
             if set(table.people) <= current.ready and not current.dealt.done():
-                try:
-                    dealt = await self.deal(table)
-                except BaseException as exc:
-                    table.next_round = None  # whoever asks next starts a new round
-                    current.dealt.set_exception(_wrong_phase(f"the next hand failed: {exc}"))
-                    current.dealt.exception()
-                    if current.deadline is not None:
-                        current.deadline.cancel()
-                    raise
-                current.dealt.set_result(dealt)
-                if current.deadline is not None:
-                    current.deadline.cancel()
+                await self._deal_round(table, current)
         try:
             return await asyncio.shield(current.dealt)
         except TableGone as exc:
             raise _wrong_phase(f"table {table.table_id} is closed ({exc}): "
                                "join the room again") from None  # fmt: skip
 
+    def _start_round(self, table: Table, current: NextRound) -> NextRound:
+        table.next_round = current
+        current.deadline = asyncio.create_task(self._ready_deadline(table, current))
+        return current
+
+    async def _deal_round(self, table: Table, current: NextRound) -> None:
+        """Deal the round's hand (the caller holds ``table.lock``)."""
+        try:
+            dealt = await self.deal(table)
+        except BaseException as exc:
+            table.next_round = None  # whoever asks next starts a new round
+            current.dealt.set_exception(_wrong_phase(f"the next hand failed: {exc}"))
+            current.dealt.exception()
+            self._end_wait(current)
+            raise
+        current.dealt.set_result(dealt)
+        self._end_wait(current)
+
+    @staticmethod
+    def _end_wait(current: NextRound) -> None:
+        if current.deadline is not None and current.deadline is not asyncio.current_task():
+            current.deadline.cancel()
+
     async def _ready_deadline(self, table: Table, current: NextRound) -> None:
-        """Whoever has not asked for the next hand within the wait has left the table."""
-        await asyncio.sleep(self.ready_wait)
-        if current.dealt.done() or table.next_round is not current:
-            return
-        late = [s for s in table.people if s not in current.ready]
+        """Whoever has not asked for the next hand within the wait has left the table.
+        Everyone has (a round a restart brought back, its deal not made): deal it now."""
+        everyone = set(table.people) <= current.ready
+        await asyncio.sleep(0 if everyone else current.since + self.ready_wait - time.time())
+        async with table.lock:
+            if current.dealt.done() or table.next_round is not current or table.closed:
+                return
+            late = [s for s in table.people if s not in current.ready]
+            if not late:
+                with contextlib.suppress(Exception):  # told to whoever waits on the round
+                    await self._deal_round(table, current)
+                return
+            self._late_leave(table, late)
+
+    def _late_leave(self, table: Table, late: list[int]) -> None:
         for seat in late:
             player_id = table.seats[seat].player_id
             self.tables.leave(table, seat)
@@ -258,6 +324,8 @@ class Seating:
 
     async def close(self) -> None:
         await self.lobby.close()
+        if self.lobby.store is not None:
+            await self.lobby.store.settle()  # what is still queued is kept for the next start
         for table_id in list(self._tables_with_rounds()):
             table = self.tables.get(table_id)
             if table is not None and table.next_round is not None:

@@ -2,17 +2,19 @@
 and (for a room's tables) who has left and who is ready for the next hand.
 
 Each table is also the stream ``table-<id>`` (``ddz.domain.table``): the registry
-writes its events (opened, hand assigned, player left, closed) through the
-``TableLog`` port, in order, one table's writes after another's, and keeps their fold
-(``Table.state``). A restarted service ``restore``s the open tables from their
-streams. What is not an event stays in memory: who is ready for the next hand (a
-round the restart cancels; nobody is ready until they ask again).
+writes its events (opened, hand assigned or withdrawn, seat ready, player left, closed)
+through the ``TableLog`` port, in order, one table's writes after another's, and keeps
+their fold (``Table.state``). A restarted service ``restore``s the open tables from
+their streams, with who was ready for the next hand (``seating`` resumes the round).
+What a restart's rebuild records before the log is set (a hand it withdraws) is
+written once it is.
 """
 
 from __future__ import annotations
 
 import asyncio
 import re
+import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -25,7 +27,9 @@ from ddz.domain.ruleset import RuleSet
 from ddz.domain.settlement import RoomSettings
 from ddz.domain.table import (
     HandAssigned,
+    HandWithdrawn,
     PlayerLeft,
+    SeatReady,
     TableClosed,
     TableEvent,
     TableOpened,
@@ -59,6 +63,7 @@ class NextRound:
 
     number: int  # the hand to come: len(hand_ids) when the round began
     ready: set[int] = field(default_factory=set)
+    since: float = field(default_factory=time.time)  # the first ask (Unix seconds)
     dealt: asyncio.Future[tuple[str, int | None]] = field(
         default_factory=lambda: asyncio.get_running_loop().create_future()
     )
@@ -132,12 +137,27 @@ def check_id(kind: str, value: str) -> str:
 
 class Tables:
     def __init__(self, log: TableLog | None = None) -> None:
-        self.log = log  # None: in memory only (the unit tests)
+        self._log = log  # None: in memory only (the unit tests), or not yet (a rebuild)
+        self._unwritten: dict[str, list[TableEvent]] = {}  # restored tables, no log yet
         self._tables: dict[str, Table] = {}
         self._by_hand: dict[str, Table] = {}
         # Told when a table closes (its ``table_closed`` recorded): the service then
         # forgets it once its last hand is over (``evict``).
         self.on_closed: Callable[[Table], None] | None = None
+
+    @property
+    def log(self) -> TableLog | None:
+        return self._log
+
+    @log.setter
+    def log(self, log: TableLog | None) -> None:
+        """Write to ``log`` from now on, first what restored tables recorded meanwhile."""
+        self._log = log
+        unwritten, self._unwritten = self._unwritten, {}
+        for table_id, events in unwritten.items():
+            table = self._tables.get(table_id)
+            if table is not None and log is not None:
+                self._write(table, events)
 
     def open(
         self,
@@ -223,9 +243,14 @@ class Tables:
         for event in events:
             state = evolve(state, event)
         table.state = state
-        if self.log is None:
-            return
-        log_, previous = self.log, table.writing
+        if self._log is not None:
+            self._write(table, events)
+        elif table.cursor.version > 0:  # a table of the bus, being rebuilt
+            self._unwritten.setdefault(table.table_id, []).extend(events)
+
+    def _write(self, table: Table, events: Sequence[TableEvent]) -> None:
+        log_, previous = self._log, table.writing
+        assert log_ is not None
 
         async def write() -> None:
             if previous is not None:
@@ -265,12 +290,25 @@ class Tables:
         self._by_hand[hand_id] = table
         self._record(table, HandAssigned(hand_id, first_bidder, balances))
 
-    def drop_hand(self, table: Table, hand_id: str) -> None:
-        """Forget a hand the dealer did not deal (its ``hand_assigned`` stays on the
-        stream: a restart drops a last hand the bus does not have)."""
+    def drop_hand(
+        self, table: Table, hand_id: str, reason: str = "assigned, never dealt",
+        *, record: bool = True,
+    ) -> None:  # fmt: skip
+        """Forget a hand the dealer did not deal, with a ``hand_withdrawn`` on the
+        stream (so a restart does not list it again). ``record`` False: in memory only,
+        for a deal cut short that may have happened (a restart looks for it on the
+        bus and drops it then if it is not there)."""
         if hand_id in table.hand_ids:
             table.hand_ids.remove(hand_id)
         self._by_hand.pop(hand_id, None)
+        if record and table.state is not None and hand_id in table.state.hand_ids:
+            self._record(table, HandWithdrawn(hand_id, reason))
+            log.warning("hand_withdrawn", table_id=table.table_id, hand_id=hand_id,
+                        reason=reason)  # fmt: skip
+
+    def ready(self, table: Table, seat: int, hand_number: int) -> None:
+        """The seat asked for hand ``hand_number`` (a restart resumes the round)."""
+        self._record(table, SeatReady(seat, hand_number, time.time()))
 
     def table_of(self, hand_id: str) -> Table | None:
         """The table a hand was dealt at (hands dealt by this instance only)."""

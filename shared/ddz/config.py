@@ -179,6 +179,9 @@ class Settings:
     # Instances (ddz.adapters.lease; docs/ARCHITECTURE.md "Instances").
     lease_ttl: float = 10.0  # DDZ_LEASE_TTL: seconds a dead holder's lease outlives it
     bot_partitions: int = 1  # DDZ_BOT_PARTITIONS: >1 shares the hands among bot instances
+    # DDZ_TABLE_ADVERTISE: host:port the other table instances dial this one at while it
+    # is the active one; "": where it listens (loopback for a wildcard host).
+    table_advertise: str = ""
     # gRPC over TLS (ddz.adapters.certs; docs/SECURITY.md "gRPC"). Unset paths are under
     # <data dir>/tls/: ca.crt, <identity>.crt, <identity>.key.
     tls_ca_file: Path | None = None  # DDZ_TLS_CA: the CA bundle this process trusts
@@ -304,6 +307,7 @@ class Settings:
             stream_max_bytes=_limit(env, "DDZ_STREAM_MAX_BYTES", None, int),
             lease_ttl=_float(env, "DDZ_LEASE_TTL", 10.0),
             bot_partitions=_int(env, "DDZ_BOT_PARTITIONS", 1, low=1, high=1024),
+            table_advertise=_host_port(env, "DDZ_TABLE_ADVERTISE"),
             tls_ca_file=_path(env, "DDZ_TLS_CA"),
             tls_cert_file=_path(env, "DDZ_TLS_CERT"),
             tls_key_file=_path(env, "DDZ_TLS_KEY"),
@@ -488,6 +492,22 @@ def _targets(env: Mapping[str, str], suffix: str, *, several: bool = False) -> d
                 )
         found[service] = ",".join(parts)
     return found
+
+
+def _host_port(env: Mapping[str, str], name: str) -> str:
+    """One ``host:port`` (``[::1]:50055`` for IPv6), or "" when unset."""
+    raw = env.get(name, "").strip()
+    if not raw:
+        return ""
+    host, _, port = raw.rpartition(":")
+    if (
+        not host
+        or not port.isdigit()
+        or not 1 <= int(port) <= 65535
+        or any(c.isspace() or c in "@,/" for c in raw)
+    ):
+        raise ValueError(f"{name} must be host:port (e.g. 10.0.0.5:50055), got {raw!r}")
+    return raw
 
 
 def _path(env: Mapping[str, str], name: str) -> Path | None:

@@ -10,7 +10,8 @@ The schedule (victims, gaps, downtimes) comes from the seed alone, so a failing 
 replayed with ``DDZ_CHAOS_SEED=<seed>``. Every victim is hit once before any is hit
 twice. After the run: the driving client exited 0 with every hand played; the store
 holds each event once, every stream's versions without a gap, every hand at its end;
-``ddz audit --all`` is clean and ``ddz rebuild`` equals the live balances.
+``ddz audit --all`` is clean and ``ddz rebuild`` equals the live balances. Those checks
+(``check_store``, ``audit_all``, ``rebuild``) and ``kill`` serve ``cluster_kit`` too.
 """
 
 from __future__ import annotations
@@ -126,8 +127,7 @@ class ChaosReport:
         found += [f"{seed} {p}" for p in self.store_problems]
         if self.store.get("hands_started") != self.store.get("hands_over"):
             found.append(f"{seed} hands started but never over: {self.store}")
-        if self.audit_exit != 0 or self.audit.get("failed") != 0 or self.audit.get("incomplete"):
-            found.append(f"{seed} ddz audit --all exited {self.audit_exit}: {self.audit}")
+        found += [f"{seed} {p}" for p in audit_problems(self.audit_exit, self.audit)]
         if self.rebuild_exit != 0:
             found.append(f"{seed} ddz rebuild exited {self.rebuild_exit}: {self.rebuild_out}")
         if found:
@@ -160,14 +160,16 @@ def _wait_serving(stack: Stack, since: float) -> float | None:
     return None
 
 
-def _kill(stack: Stack, victim: str) -> None:
+def kill(stack: Stack, victim: str) -> None:
+    """SIGKILL the child named ``victim`` (``rules-2``, ``nats-1`` ...) and reap it."""
     child = next(c for c in stack.children() if c.name == victim)
     with contextlib.suppress(ProcessLookupError):
         os.kill(child.process.pid, signal.SIGKILL)
     child.process.wait()
 
 
-def _hands_over(settings: Settings) -> int:
+def hands_over(settings: Settings) -> int:
+    """Hands the store holds to their end (a ``seed_revealed``), 0 while it cannot say."""
     engine = make_engine(settings.database_url)
     try:
         with engine.connect() as connection:
@@ -182,11 +184,35 @@ def _hands_over(settings: Settings) -> int:
         engine.dispose()
 
 
-def _cli(stack: Stack, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+def cli(stack: Stack, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """``ddz <args>`` in a process of its own, with the stack's environment."""
     return subprocess.run(
         [sys.executable, "-m", "ddz.entrypoints.cli", *args],
         capture_output=True, text=True, env=stack.child_env(), timeout=timeout,
     )  # fmt: skip
+
+
+def audit_all(stack: Stack, timeout: float = 300) -> tuple[int, dict[str, object]]:
+    """``ddz audit --all``: its exit code and its JSON verdict (or what it printed)."""
+    audit = cli(stack, "audit", "--all", "--json", "--workers", "2", timeout=timeout)
+    try:
+        verdict: dict[str, object] = json.loads(audit.stdout)
+    except ValueError:
+        verdict = {"output": audit.stdout[-1000:], "stderr": audit.stderr[-1000:]}
+    return audit.returncode, verdict
+
+
+def rebuild(stack: Stack, timeout: float = 300) -> tuple[int, str]:
+    """``ddz rebuild`` (balances from the events vs settlement's): exit code, output."""
+    done = cli(stack, "rebuild", "--json", timeout=timeout)
+    return done.returncode, done.stdout[-1000:]
+
+
+def audit_problems(exit_code: int | None, verdict: dict[str, object]) -> list[str]:
+    """What is wrong with an ``audit_all`` answer ([] when the audit is clean)."""
+    if exit_code != 0 or verdict.get("failed") != 0 or verdict.get("incomplete"):
+        return [f"ddz audit --all exited {exit_code}: {verdict}"]
+    return []
 
 
 def run_chaos(data_dir: Path, chaos: Chaos) -> ChaosReport:
@@ -209,20 +235,20 @@ def run_chaos(data_dir: Path, chaos: Chaos) -> ChaosReport:
 
         reader = threading.Thread(target=drain, daemon=True)
         reader.start()
-        while _hands_over(stack.settings) == 0 and client.poll() is None:
+        while hands_over(stack.settings) == 0 and client.poll() is None:
             time.sleep(0.1)
         time.sleep(chaos.first_kill_after)
-        for kill in schedule(chaos):
+        for planned in schedule(chaos):
             at = time.monotonic()
             during_play = client.poll() is None
-            _kill(stack, kill.victim)
-            time.sleep(kill.downtime)
-            stack.restart(kill.victim)
+            kill(stack, planned.victim)
+            time.sleep(planned.downtime)
+            stack.restart(planned.victim)
             recovered = _wait_serving(stack, at)
-            report.kills.append(KillRecord(kill.victim, at - started, recovered, during_play))
+            report.kills.append(KillRecord(planned.victim, at - started, recovered, during_play))
             if recovered is None:
                 break
-            time.sleep(kill.gap)
+            time.sleep(planned.gap)
         reader.join(timeout=600)
         if client.poll() is None:
             client.kill()
@@ -234,15 +260,9 @@ def run_chaos(data_dir: Path, chaos: Chaos) -> ChaosReport:
             report.simulated = json.loads(report.client_out.strip().splitlines()[-1])
         except (ValueError, IndexError):
             report.simulated = {}
-        _check_store(stack.settings, report)
-        audit = _cli(stack, "audit", "--all", "--json", "--workers", "2")
-        report.audit_exit = audit.returncode
-        try:
-            report.audit = json.loads(audit.stdout)
-        except ValueError:
-            report.audit = {"output": audit.stdout[-1000:], "stderr": audit.stderr[-1000:]}
-        rebuild = _cli(stack, "rebuild", "--json")
-        report.rebuild_exit, report.rebuild_out = rebuild.returncode, rebuild.stdout[-1000:]
+        report.store, report.store_problems = check_store(stack.settings)
+        report.audit_exit, report.audit = audit_all(stack)
+        report.rebuild_exit, report.rebuild_out = rebuild(stack)
         if report.problems():
             report.logs = "\n".join(
                 f"--- {c.name} ({c.log_file})\n{c.log_lines(15)}" for c in stack.children()
@@ -250,8 +270,9 @@ def run_chaos(data_dir: Path, chaos: Chaos) -> ChaosReport:
     return report
 
 
-def _check_store(settings: Settings, report: ChaosReport) -> None:
-    """Each event once, every stream's versions 1..n, every hand dealt also over."""
+def check_store(settings: Settings) -> tuple[dict[str, int], list[str]]:
+    """Each event once, every stream's versions 1..n, every hand dealt also over: the
+    store's figures (events, streams, hands started and over) and what is wrong."""
     engine = make_engine(settings.database_url)
     try:
         with engine.connect() as connection:
@@ -261,20 +282,22 @@ def _check_store(settings: Settings, report: ChaosReport) -> None:
             ).all()  # fmt: skip
     finally:
         engine.dispose()
+    problems: list[str] = []
     ids = [row.event_id for row in rows]
     if len(set(ids)) != len(ids):
-        report.store_problems.append(f"{len(ids) - len(set(ids))} events stored twice")
+        problems.append(f"{len(ids) - len(set(ids))} events stored twice")
     versions: dict[str, list[int]] = {}
     for row in rows:
         versions.setdefault(row.stream_id, []).append(row.stream_version)
     for stream, seen in versions.items():
         if sorted(seen) != list(range(1, len(seen) + 1)):
-            report.store_problems.append(f"{stream}: versions {seen} have a gap or a repeat")
+            problems.append(f"{stream}: versions {seen} have a gap or a repeat")
     hand_streams = {s for s in versions if s.startswith("hand-")}
     over = {row.stream_id for row in rows if row.type == "seed_revealed"}
-    report.store = {
+    figures = {
         "events": len(rows),
         "streams": len(versions),
         "hands_started": len(hand_streams),
         "hands_over": len(over & hand_streams),
     }
+    return figures, problems

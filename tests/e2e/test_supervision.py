@@ -17,6 +17,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -33,10 +34,11 @@ from ddz.adapters.stack import (
     settings_env,
 )
 from ddz.config import SERVICE_PORTS, Settings
+from prometheus_client.parser import text_string_to_metric_families
 
 ROOT = Path(__file__).resolve().parents[2]
 ROOMS = ROOT / "services" / "table" / "rooms.toml"
-CHILD = re.compile(r"^  (\w+)\s+(\S+)  \(pid (\d+)\)$")
+CHILD = re.compile(r"^  ([\w-]+)\s+(\S+)  \(pid (\d+)\)$")
 BOUND = 120.0  # seconds any one wait may take on a loaded machine
 
 
@@ -77,7 +79,13 @@ class Up:
     """A ``ddz up`` process; its stdout and stderr lines are collected as they come."""
 
     def __init__(
-        self, data_dir: Path, extra_env: Mapping[str, str] | None = None, *, ready: bool = True
+        self,
+        data_dir: Path,
+        extra_env: Mapping[str, str] | None = None,
+        *,
+        ready: bool = True,
+        args: tuple[str, ...] = ("--nats-port", "0"),
+        expected: frozenset[str] = frozenset({*SERVICE_PORTS, "nats"}),
     ) -> None:
         settings = Settings.from_env({"DDZ_DATA_DIR": str(data_dir)})
         ports = {name: free_port("127.0.0.1") for name in SERVICE_PORTS}
@@ -90,7 +98,7 @@ class Up:
         self._open = 2  # streams still read
         self._more = threading.Condition()
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "ddz.entrypoints.cli", "up", "--nats-port", "0"],
+            [sys.executable, "-m", "ddz.entrypoints.cli", "up", *args],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
         )  # fmt: skip
         for stream, lines in ((self.process.stdout, self.out), (self.process.stderr, self.err)):
@@ -105,8 +113,9 @@ class Up:
             if match:
                 self.addresses[match[1]] = match[2]
                 self.pids[match[1]] = int(match[3])
-        assert set(self.pids) == {*SERVICE_PORTS, "nats"}, self.transcript()
-        self.settings = dataclasses.replace(self.settings, nats_url=self.addresses["nats"])
+        assert set(self.pids) == expected, self.transcript()
+        nats = sorted(url for name, url in self.addresses.items() if name.startswith("nats"))
+        self.settings = dataclasses.replace(self.settings, nats_url=",".join(nats))
 
     def _read(self, stream: object, lines: list[str]) -> None:
         for line in stream:  # type: ignore[attr-defined]
@@ -322,3 +331,69 @@ def test_the_restart_delay_doubles_to_its_cap_and_resets_once_stable(tmp_path: P
     message = str(loop.value)
     assert message.startswith("rules is crash looping: it exited with code 3, 7 exits within 60s")
     assert message.endswith("\n".join(f"line {n}" for n in range(30, 50)))
+
+
+def metric_sum(address: str, family: str, **labels: str) -> float:
+    """The sum of the samples of ``family`` (a Prometheus sample name) at the metrics
+    endpoint ``address`` whose labels start with the given values."""
+    with urllib.request.urlopen(f"http://{address}/metrics", timeout=5) as reply:
+        text = reply.read().decode("utf-8")
+    return sum(
+        sample.value
+        for metric in text_string_to_metric_families(text)
+        for sample in metric.samples
+        if sample.name == family
+        and all(sample.labels.get(k, "").startswith(v) for k, v in labels.items())
+    )
+
+
+def test_ddz_up_scales_services_on_a_nats_cluster_and_the_tools_find_it(tmp_path: Path) -> None:
+    """``ddz up --scale rules=2,bot=2,table=2 --nats-cluster 3``: one line per instance and
+    node, each its own address and pid; ``ddz simulate`` given nothing but the data dir
+    plays through every instance; Ctrl-C stops it all and takes ``stack.json`` away."""
+    data_dir = tmp_path / "ddz"
+    instances = frozenset(
+        {*SERVICE_PORTS, "rules-2", "bot-2", "table-2", "nats-1", "nats-2", "nats-3"}
+    )
+    up = Up(data_dir, args=("--scale", "rules=2,bot=2,table=2", "--nats-cluster", "3"),
+            expected=instances)  # fmt: skip
+    try:
+        assert len(set(up.addresses.values())) == len(instances), up.transcript()
+        assert len(set(up.pids.values())) == len(instances), up.transcript()
+        assert not any(gone(pid) for pid in up.pids.values()), up.transcript()
+        assert all(up.serving(name) for name in ("rules", "rules-2", "bot", "bot-2"))
+        up.wait_line(r"^  streams      3 replicas$")
+        record = json.loads((data_dir / "stack.json").read_text(encoding="utf-8"))
+        assert record["addresses"]["rules"] == f"{up.addresses['rules']},{up.addresses['rules-2']}"
+        assert record["nats_url"] == ",".join(up.addresses[f"nats-{n}"] for n in (1, 2, 3))
+
+        env = {k: v for k, v in os.environ.items() if not k.startswith("DDZ_")}
+        env["DDZ_DATA_DIR"] = str(data_dir)  # and nothing else: the stack file says the rest
+        done = subprocess.run(
+            [sys.executable, "-m", "ddz.entrypoints.cli", "simulate", "--hands", "24",
+             "--tables", "4", "--json"],
+            env=env, capture_output=True, text=True, timeout=BOUND,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert "starting a local stack" not in done.stderr
+        assert json.loads(done.stdout)["hands"] == 24
+
+        metrics = {entry["name"]: entry["metrics"] for entry in record["instances"]}
+        for name in ("rules", "rules-2"):  # each hand's commands reach one of them
+            decided = metric_sum(metrics[name], "ddz_rpc_handled_total", method="Decide")
+            assert decided > 0, f"{name} decided nothing\n{up.transcript()}"
+        for name in ("bot", "bot-2"):  # the partitions are shared
+            decisions = metric_sum(metrics[name], "ddz_decision_seconds_count")
+            assert decisions > 0, f"{name} played nothing\n{up.transcript()}"
+        # The simulation's calls went round robin: the standby forwarded its share.
+        assert metric_sum(metrics["table"], "ddz_table_active") == 1
+        assert metric_sum(metrics["table-2"], "ddz_table_active") == 0
+        forwarded = metric_sum(metrics["table-2"], "ddz_table_forwarded_total", code="OK")
+        assert forwarded > 0, up.transcript()
+
+        up.process.send_signal(signal.SIGINT)
+        assert up.ended() == 0, up.transcript()
+        assert not (data_dir / "stack.json").exists()
+        assert all(gone(pid) for pid in up.pids.values()), "an instance outlived ddz up"
+    finally:
+        up.close()

@@ -1,8 +1,10 @@
 """A table service that restarts loses nothing a table is: its tables come back from
 their ``table-<id>`` streams, a seat token issued before the restart still acts for
-its seat, a player who joins the room again is brought back to the same seat, and a
+its seat, a player who joins the room again is brought back to the same seat, a
 hand whose person is on turn (or stays away) still ends, its turn clock resumed from
-the hand's last event and handing the seat to the bot."""
+the hand's last event and handing the seat to the bot, and a hand the table withdrew
+(its deal lost every time) stays withdrawn. (Queues and next-hand rounds across a
+SIGKILL: test_table_queue_restart.py.)"""
 
 from __future__ import annotations
 
@@ -13,12 +15,14 @@ import sys
 from typing import Any
 
 import grpc
+import nats.js.errors
 import pytest
+from ddz.adapters.bus import stream_filter
 from ddz.adapters.event_signing import ensure_signer, event_keyring
 from ddz.adapters.hand_stream import hand_stream_id
-from ddz.adapters.table_stream import JetStreamTableLog, table_stream_id
+from ddz.adapters.table_stream import JetStreamTableLog, decode, table_stream_id
 from ddz.application.errors import Kind, Refusal
-from ddz.domain.table import TableClosed
+from ddz.domain.table import HandWithdrawn, TableClosed
 from ddz.v1 import envelope_pb2, recorder_pb2, table_pb2
 from suite_kit import Suite
 from table_kit import ENDED, act, hint, join, view_of
@@ -192,3 +196,51 @@ async def test_a_table_is_its_stream_with_one_writer_and_its_id_stays_taken(suit
         )
     assert taken.value.code() is grpc.StatusCode.ALREADY_EXISTS
     assert "t-restart" not in await table_log.open_table_ids()
+
+
+async def test_a_deal_lost_every_time_is_withdrawn_and_a_restart_does_not_list_it(
+    suite: Suite,
+) -> None:
+    """The dealer is away: each Deal times out (the answer lost) and the table, after
+    its last attempt, withdraws the hand on its stream (``hand_withdrawn``). A restarted
+    service no longer lists it, and the table deals on."""
+    seats = [table_pb2.SeatSpec(player_id=p) for p in ("eli", "fay")]
+    seats.append(table_pb2.SeatSpec(player_id="bot-w", is_bot=True))
+    await suite.table.OpenTable(
+        table_pb2.OpenTableRequest(table_id="t-withdrawn", variant="classic", seats=seats)
+    )
+    await suite.stop("dealer")
+    suite.settings = dataclasses.replace(suite.settings, rpc_timeout=1.0)  # a Deal's deadline
+    await restart_table(suite, turn_timeout=30.0)
+    with pytest.raises(grpc.aio.AioRpcError) as lost:
+        await suite.table.StartHand(table_pb2.StartHandRequest(table_id="t-withdrawn"), timeout=60)
+    assert lost.value.code() is grpc.StatusCode.DEADLINE_EXCEEDED, lost.value.details()
+    table_log = JetStreamTableLog(suite.bus, keyring=event_keyring(suite.settings))
+    history = await table_log.read("t-withdrawn")
+    assert history is not None and history.state.hand_ids == ()
+    withdrawn = await last_table_event(suite, "t-withdrawn")
+    assert isinstance(withdrawn, HandWithdrawn) and "answer was lost" in withdrawn.reason
+
+    await suite.start("dealer")
+    suite.settings = dataclasses.replace(suite.settings, rpc_timeout=30.0)
+    await restart_table(suite, turn_timeout=30.0)
+    got = await suite.table.GetTable(table_pb2.GetTableRequest(table_id="t-withdrawn"))
+    assert list(got.table.hand_ids) == [] and not got.table.current_hand_id
+    started = await suite.table.StartHand(table_pb2.StartHandRequest(table_id="t-withdrawn"))
+    got = await suite.table.GetTable(table_pb2.GetTableRequest(table_id="t-withdrawn"))
+    assert list(got.table.hand_ids) == [started.hand_id] != [withdrawn.hand_id]
+
+
+async def last_table_event(suite: Suite, table_id: str) -> object:
+    """The last event of the table's stream, read from the bus."""
+    subject = stream_filter(table_stream_id(table_id))
+    seq, last = 0, None
+    while True:
+        try:
+            msg = await suite.bus.js.get_msg(suite.bus.stream, seq + 1, subject=subject, next=True)
+        except nats.js.errors.NotFoundError:
+            break
+        seq, last = int(msg.seq or 0), msg
+    assert last is not None, f"no stream of table {table_id}"
+    envelope = event_keyring(suite.settings).open(last.data or b"")
+    return decode(envelope.type, envelope.type_version, envelope.payload)

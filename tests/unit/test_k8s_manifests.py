@@ -74,6 +74,10 @@ def container(name: str) -> dict[str, Any]:
     return only
 
 
+FORWARDING = {"table"}
+"""Services whose standby instances call the active one."""
+
+
 def settings_map() -> dict[str, str]:
     data: dict[str, str] = find("ConfigMap", "ddz-settings")["data"]
     return data
@@ -83,10 +87,13 @@ def pod_env(name: str) -> dict[str, str]:
     """The pod's environment: the shared ConfigMap, then its own variables (a Secret's
     value as a placeholder of the right form)."""
     placeholders = {("ddz-database", "url"): "postgresql://ddz@postgres.example:5432/ddz"}
+    fields = {"status.podIP": "10.1.2.3"}
     env = dict(settings_map())
     for item in container(name).get("env", []):
-        if "value" in item:
-            env[item["name"]] = item["value"]
+        if "value" in item:  # $(VAR) of an earlier variable is expanded, as the kubelet does
+            env[item["name"]] = re.sub(r"\$\((\w+)\)", lambda m: env[m[1]], item["value"])
+        elif "fieldRef" in item["valueFrom"]:
+            env[item["name"]] = fields[item["valueFrom"]["fieldRef"]["fieldPath"]]
         else:
             ref = item["valueFrom"]["secretKeyRef"]
             env[item["name"]] = placeholders.get((ref["name"], ref["key"]), "s3cret")
@@ -264,8 +271,10 @@ def test_network_policies_let_through_only_who_has_a_right() -> None:
             assert _peers(grpc_in[0], "from") == expected, name
         others = [r for r in spec["ingress"] if r is not grpc_in[0]]
         assert all(_ports(r) == {Settings().metrics_port(name)} for r in others)
-        # out: exactly the services it may call, NATS, and its database
+        # out: exactly the services it may call, NATS, and its database; a table standby
+        # forwards its players' calls to the active table instance
         called = {s for s in SERVICE_PORTS if name in callers_of(s) and s != name}
+        called |= {name} & FORWARDING
         egress = spec["egress"]
         assert {p for r in egress for p in _peers(r, "to") if p != "nats"} == called
         for callee in called:

@@ -36,9 +36,11 @@ from nats.js.api import (
     ConsumerConfig,
     ConsumerInfo,
     DeliverPolicy,
+    KeyValueConfig,
     StorageType,
     StreamConfig,
 )
+from nats.js.kv import KeyValue
 
 from ddz.adapters import metrics
 
@@ -319,6 +321,20 @@ class EventBus:
         )
         bus = cls(nc, stream)
         return bus
+
+    async def bucket(self, name: str, replicas: int = 1) -> KeyValue:
+        """The KV bucket ``name`` (leases, queued tickets), made when missing: on file,
+        one value per key, no bucket TTL (each entry carries its own)."""
+        try:
+            return await self.js.key_value(name)
+        except nats.js.errors.BucketNotFoundError:
+            pass
+        config = KeyValueConfig(bucket=name, history=1, replicas=replicas,
+                                storage=StorageType.FILE)  # fmt: skip
+        try:
+            return await self.js.create_key_value(config)
+        except nats.js.errors.BadRequestError:  # made meanwhile by another instance
+            return await self.js.key_value(name)
 
     async def close(self) -> None:
         """Stop every subscription started here, flush and close the connection."""

@@ -27,6 +27,7 @@ plaintext, for local development only.
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import json
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
@@ -178,11 +179,37 @@ def service_config() -> str:
             service, method = name.split("/")
             retried.append({"service": service, "method": method})
     return json.dumps({
+        # Several instances behind one target (a comma list, a DNS name with several
+        # addresses): calls spread over those that answer, one that died is skipped.
+        "loadBalancingConfig": [{"round_robin": {}}],
         "methodConfig": [
             {"name": retried, "waitForReady": True, "retryPolicy": dict(RETRY_POLICY)},
             {"name": [{}], "waitForReady": True},  # every other method: no retry
-        ]
+        ],
     })  # fmt: skip
+
+
+def channel_target(target: str) -> str:
+    """The gRPC target for an address as ``Settings.address`` gives it: one target as it
+    is; a comma list of ``ip:port`` (the instances of a service, ``ddz up --scale``) as
+    gRPC's ``ipv4:`` (or ``ipv6:``) list, which the channel's round_robin spreads calls
+    over. A list of names has no such form: a name with several instances is one
+    ``dns:///`` target."""
+    if "," not in target:
+        return target
+    families = set()
+    for part in target.split(","):
+        host = part.rsplit(":", 1)[0].strip("[]")
+        try:
+            families.add(ipaddress.ip_address(host).version)
+        except ValueError:
+            raise ValueError(
+                f"several addresses in {target!r} must be IP addresses (host:port each); "
+                "a name with several instances is one dns:/// target"
+            ) from None
+    if len(families) > 1:
+        raise ValueError(f"the addresses in {target!r} mix IPv4 and IPv6")
+    return f"ipv{families.pop()}:{target}"
 
 
 KEEPALIVE: tuple[tuple[str, int], ...] = (
@@ -252,14 +279,22 @@ def open_channel(
     ``tokens.bearer_channel``): TLS as ``channel_credentials`` says, the suite's
     options, ``interceptors``."""
     credentials = channel_credentials(settings, client_cert=client_cert)
+    several = "," in target
+    first_host = target.split(",")[0].rsplit(":", 1)[0].strip("[]")
+    target = channel_target(target)
     if credentials is None:
         return grpc.aio.insecure_channel(
             target, options=channel_options(settings), interceptors=list(interceptors)
         )
+    checked = tls_options(service)
+    if several and not checked:
+        # A list of instances has no one name: their certificate is checked against the
+        # first one's address (a local stack's certificates name 127.0.0.1).
+        checked = [("grpc.ssl_target_name_override", first_host)]
     return grpc.aio.secure_channel(
         target,
         credentials,
-        options=[*channel_options(settings), *tls_options(service)],
+        options=[*channel_options(settings), *checked],
         interceptors=list(interceptors),
     )
 

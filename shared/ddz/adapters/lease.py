@@ -14,7 +14,11 @@ if nobody wrote since), every ``ttl / 4``. So:
   case ``held`` turns false ``(1 - SAFETY) * ttl`` after the start of its last
   successful renewal, by its own clock, before any standby can have taken over;
 - a holder that stops cleanly deletes its entry (with its revision), so a standby takes
-  over within ``STANDBY_POLL`` instead of one TTL.
+  over within ``STANDBY_POLL`` instead of one TTL;
+- a holder that died on this host (its holder id names this host and a pid that no
+  longer runs, ``holder_is_gone``) is taken over at once, with a write expecting its
+  entry's revision: a service restarted by its supervisor does not wait one TTL for
+  its own earlier run's lease.
 
 This is the usual NATS KV election (create to take, update with the last revision to
 renew, a TTL to expire). ``want`` lets a holder give a lease up while it runs (the bot's
@@ -35,7 +39,7 @@ from collections.abc import Awaitable, Callable
 import nats.errors
 import nats.js.errors
 import structlog
-from nats.js.api import Header, KeyValueConfig, StorageType
+from nats.js.api import Header
 from nats.js.kv import KeyValue
 
 from ddz.adapters import metrics
@@ -66,17 +70,40 @@ def instance_id(service: str) -> str:
     return f"{service}-{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(3)}"
 
 
+_HOLDERS_HERE: set[str] = set()
+"""The holder ids of this process's leases (several instances may share a process)."""
+
+
+def holder_is_gone(value: bytes) -> bool:
+    """True when the holder id ``value`` (``instance_id``, optionally ``@address`` after
+    it) names a process of this host that no longer runs, or this very process's pid
+    when no lease of this process holds that id (an earlier run of a restarted container,
+    whose pid is the same): its entry is left to expire, but nobody renews it, so it is
+    taken at once rather than one TTL later. A holder on another host is never judged: it
+    may be alive."""
+    ident = value.decode("utf-8", "replace").split("@", 1)[0]
+    if ident in _HOLDERS_HERE:
+        return False
+    parts = ident.rsplit("-", 2)
+    if len(parts) != 3 or not parts[1].isdigit():
+        return False
+    service_and_host, pid = parts[0], int(parts[1])
+    if not service_and_host.endswith(f"-{socket.gethostname()}"):
+        return False
+    if pid == os.getpid():
+        return True  # not one of ours (above): a run before this one
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False  # a process of someone else's: alive
+    return False
+
+
 async def lease_bucket(bus: EventBus, replicas: int = 1) -> KeyValue:
     """The bucket of leases, made when missing (no bucket TTL: each entry has its own)."""
-    try:
-        return await bus.js.key_value(BUCKET)
-    except nats.js.errors.BucketNotFoundError:
-        pass
-    config = KeyValueConfig(bucket=BUCKET, history=1, replicas=replicas, storage=StorageType.FILE)
-    try:
-        return await bus.js.create_key_value(config)
-    except nats.js.errors.BadRequestError:  # made meanwhile by another instance
-        return await bus.js.key_value(BUCKET)
+    return await bus.bucket(BUCKET, replicas)
 
 
 class Lease:
@@ -100,6 +127,7 @@ class Lease:
         self.bus = bus
         self.name = name
         self.holder = holder
+        _HOLDERS_HERE.add(holder.split("@", 1)[0])
         self.service = service
         if ttl < 1:
             raise ValueError(f"a lease lives at least a second (Nats-TTL), got {ttl}")
@@ -233,8 +261,13 @@ class Lease:
                 if gone.entry is None or gone.entry.revision is None:
                     raise
                 return await self._put(value, last=gone.entry.revision)
-            if entry.value != value or entry.revision is None:
+            if entry.revision is None:
                 raise
+            if entry.value != value and not holder_is_gone(entry.value or b""):
+                raise
+            if entry.value != value:
+                log.info("lease_taken_from_dead_holder", lease=self.name,
+                         dead=(entry.value or b"").decode("utf-8", "replace"))  # fmt: skip
             return await self._put(value, last=entry.revision)
 
     async def _put(self, value: bytes, *, last: int) -> int:

@@ -92,6 +92,19 @@ LEASES_HELD = Gauge(
     ("service",),
     registry=REGISTRY,
 )
+TABLE_ACTIVE = Gauge(
+    "ddz_table_active",
+    "1 while this process's table instance is the active one (it holds the lease "
+    "`table`: the tables, room queues and turn clocks), 0 on a standby.",
+    registry=REGISTRY,
+)
+TABLE_FORWARDED = Counter(
+    "ddz_table_forwarded",
+    "TableService calls a standby table instance sent on to the active one, by method and "
+    "final status code (UNAVAILABLE with no active known or reachable included).",
+    ("method", "code"),
+    registry=REGISTRY,
+)
 
 
 def rpc_finished(service: str, method: str, code: str, seconds: float) -> None:
@@ -138,6 +151,11 @@ def unfollow_hands(feed: str) -> None:
 
 def decision_took(seconds: float) -> None:
     DECISION_SECONDS.observe(seconds)
+
+
+def table_forwarded(method: str, code: str) -> None:
+    """A standby's call to ``method`` (``Play``) ended with ``code`` (a status code name)."""
+    TABLE_FORWARDED.labels(method, code).inc()
 
 
 @dataclass

@@ -34,6 +34,8 @@ import nkeys
 from ddz.adapters.bus import INTERNAL, STREAM_NAME, SUBJECT_ROOT, EventBus
 from ddz.adapters.lease import BUCKET as LEASE_BUCKET
 from ddz.adapters.lease import lease_bucket
+from ddz.adapters.room_queue import BUCKET as ROOM_QUEUE_BUCKET
+from ddz.adapters.room_queue import room_queue_bucket
 from ddz.config import Settings
 from ddz.domain.hand.events import HandSettled
 
@@ -69,7 +71,11 @@ class Role:
     the consumer's configuration, so no other events can be delivered to it."""
     leases: str = ""
     """The first token of the instance leases it may hold (``ddz.adapters.lease``, keys
-    ``<leases>.…`` of the bucket the ``provision`` user makes); empty: none."""
+    ``<leases>`` and ``<leases>.…`` of the bucket the ``provision`` user makes); empty:
+    none."""
+    buckets: tuple[str, ...] = ()
+    """KV buckets of its own it reads and writes whole (the ``provision`` user makes
+    them): the table's room queues."""
 
 
 ROLES: Mapping[str, Role] = {
@@ -82,7 +88,12 @@ ROLES: Mapping[str, Role] = {
         subscribe=(_INTERNAL,), durables=("*",), reads_messages=True, scans=True, leases="bot"
     ),
     "table": Role(
-        publish=(_TABLE,), subscribe=(_INTERNAL,), durables=("table",), reads_messages=True
+        publish=(_TABLE,),
+        subscribe=(_INTERNAL,),
+        durables=("table",),
+        reads_messages=True,
+        leases="table",
+        buckets=(ROOM_QUEUE_BUCKET,),
     ),
     # ``last_started`` reads one stored message (the hand's ``hand_started``).
     "settlement": Role(durables=("settlement",), reads_messages=True, pinned=_HAND_SETTLED),
@@ -132,9 +143,14 @@ def permissions(name: str) -> dict[str, dict[str, list[str]]]:
         publish.append(_API.format(verb="CONSUMER.CREATE"))  # a consumer the server names
     if role.leases:
         leases = f"KV_{LEASE_BUCKET}"
-        publish += [f"$KV.{LEASE_BUCKET}.{role.leases}.>",
+        publish += [f"$KV.{LEASE_BUCKET}.{role.leases}", f"$KV.{LEASE_BUCKET}.{role.leases}.>",
                     f"$JS.API.STREAM.INFO.{leases}", f"$JS.API.STREAM.MSG.GET.{leases}",
                     f"$JS.API.DIRECT.GET.{leases}", f"$JS.API.DIRECT.GET.{leases}.>"]  # fmt: skip
+    for bucket in role.buckets:
+        stream = f"KV_{bucket}"
+        publish += [f"$KV.{bucket}.>", f"$JS.API.STREAM.INFO.{stream}",
+                    f"$JS.API.STREAM.MSG.GET.{stream}", f"$JS.API.DIRECT.GET.{stream}",
+                    f"$JS.API.DIRECT.GET.{stream}.>"]  # fmt: skip
     return {"publish": {"allow": publish}, "subscribe": {"allow": [*role.subscribe, inbox]}}
 
 
@@ -218,8 +234,9 @@ def tls_context(settings: Settings) -> ssl.SSLContext | None:
 
 async def provision_stream(settings: Settings) -> None:
     """Make (or fit) the ``DDZ`` stream as the ``provision`` user, with the settings'
-    replicas and limits, and the bucket of instance leases: the services' users may
-    only look at them (and write their own leases)."""
+    replicas and limits, the bucket of instance leases and that of the room queues: the
+    services' users may only look at them (and write their own leases, and the table
+    service its queues)."""
     seed = seed_path(settings.data_dir, PROVISION)
     bus = await EventBus.connect(
         settings.nats_url,
@@ -235,5 +252,6 @@ async def provision_stream(settings: Settings) -> None:
             max_bytes=settings.stream_max_bytes,
         )
         await lease_bucket(bus, settings.stream_replicas)  # the instances' leases
+        await room_queue_bucket(bus, settings.stream_replicas)  # the table's room queues
     finally:
         await bus.close()

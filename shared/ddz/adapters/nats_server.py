@@ -225,11 +225,15 @@ def start_nats_cluster(
     name: str = "ddz",
     host: str = "127.0.0.1",
     ready_timeout: float = 30.0,
+    include: Path | None = None,
+    log_dir: Path | None = None,
 ) -> NatsCluster:
     """Start ``size`` JetStream nodes ``nats-1`` ... clustered on ``host`` (each with its
     store and log under ``base_dir/nats-<n>``, a random client port and a free route
     port), and return once every node knows the JetStream metadata leader, i.e. the
-    cluster answers JetStream requests. A node that fails to start stops the rest."""
+    cluster answers JetStream requests. A node that fails to start stops the rest.
+    ``include``: a configuration file every node reads too (``ddz up``'s users);
+    ``log_dir``: the nodes log to ``<log_dir>/nats-<n>.log`` instead."""
     if size < 1:
         raise ValueError(f"a cluster needs at least one node, got {size}")
     route_ports = _free_ports(host, size)
@@ -242,12 +246,14 @@ def start_nats_cluster(
             node_dir.mkdir(parents=True, exist_ok=True)
             config = node_dir / "nats.conf"
             others = [f"{host}:{port}" for i, port in enumerate(route_ports) if i != index]
-            config.write_text(
-                cluster_config(f"nats-{index + 1}", name, f"{host}:{route_ports[index]}", others),
-                encoding="utf-8",
-            )
+            text = cluster_config(f"nats-{index + 1}", name, f"{host}:{route_ports[index]}", others)
+            if include is not None:
+                text += include.read_text(encoding="utf-8")
+            config.write_text(text, encoding="utf-8")
             configs.append(config)
-            log_file = node_dir / "nats-server.log"
+            log_file = (log_dir or node_dir) / (
+                f"nats-{index + 1}.log" if log_dir else "nats-server.log"
+            )
             offsets.append(log_file.stat().st_size if log_file.exists() else 0)
             nodes.append(
                 start_nats_server(

@@ -11,6 +11,14 @@ services.<name>`` with the environment rebuilt from the one ``Settings`` object,
 returns when every service's health check answers SERVING. Each service logs (JSON
 lines, and anything it prints) to ``<data dir>/logs/<name>.log``.
 
+``scale`` starts several instances of a service (``ddz up --scale rules=3``): the
+first is named after the service and has its port, the others ``rules-2``, ``rules-3``
+... on free ports; every client is given all of them (``DDZ_RULES_ADDR`` a comma list).
+``nats_cluster=3`` starts a JetStream cluster of three nodes (``nats-1`` ... on loopback
+routes) instead of one server, with every stream replicated three times. Once ready, the
+stack writes where everything is to ``<data dir>/stack.json`` (``stack_file``), where the
+tools find it; ``stop()`` removes it.
+
 ``stop()`` sends SIGTERM to every service and waits (SIGKILL after ``grace`` seconds),
 then stops NATS: children first, so they can finish and ack what is in flight. Every
 child runs in its own session, so a terminal's Ctrl-C reaches only the supervisor,
@@ -39,16 +47,23 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType, TracebackType
+from typing import Protocol
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from ddz.adapters import nats_auth
+from ddz.adapters import nats_auth, stack_file
 from ddz.adapters.certs import TlsSetupError, ensure_certificates
-from ddz.adapters.grpc_client import channel_credentials
-from ddz.adapters.nats_server import NatsServer, NatsServerError, start_nats_server
+from ddz.adapters.grpc_client import channel_credentials, channel_target
+from ddz.adapters.nats_server import (
+    NatsCluster,
+    NatsServer,
+    NatsServerError,
+    start_nats_cluster,
+    start_nats_server,
+)
 from ddz.adapters.token_keys import ensure_keys
-from ddz.config import SERVICE_PORTS, Settings
+from ddz.config import SERVICE_PORTS, WILDCARD_HOSTS, Settings
 
 SERVICES: tuple[str, ...] = ("recorder", "settlement", "dealer", "rules", "bot", "table")
 """Every service of the suite, in start order (consumers of events before producers)."""
@@ -56,11 +71,51 @@ SERVICES: tuple[str, ...] = ("recorder", "settlement", "dealer", "rules", "bot",
 SERVING = health_pb2.HealthCheckResponse.SERVING
 
 NATS = "nats"
-"""The name of the stack's own nats-server among its children."""
+"""The name of the stack's own nats-server among its children (a cluster's nodes are
+``nats-1``, ``nats-2`` ...)."""
+
+CLUSTER_DIR = "nats-cluster"
+"""Where a local cluster's nodes keep their stores and configuration, under the data dir
+(apart from the single server's store: the two never share a stream)."""
+
+SCALED_BOT_PARTITIONS = 16
+"""Partitions the bot's instances share when the stack starts several and no
+``DDZ_BOT_PARTITIONS`` says how many (one partition cannot be shared)."""
 
 
 class StackError(RuntimeError):
     """A part of the stack did not start (the message names it and its log)."""
+
+
+class Stop(Protocol):
+    """A request to stop that the stack and the supervisor look at (a
+    ``threading.Event`` is one; so is ``SignalStop``)."""
+
+    def is_set(self) -> bool: ...
+
+    def wait(self, timeout: float) -> bool: ...
+
+
+class SignalStop:
+    """A stop that a signal handler sets. ``threading.Event.set`` takes the event's lock,
+    which the main thread the signal interrupted may be holding inside ``wait``: the
+    handler would wait for it forever. Setting this takes no lock."""
+
+    def __init__(self) -> None:
+        self._set = False
+
+    def set(self) -> None:
+        self._set = True
+
+    def is_set(self) -> bool:
+        return self._set
+
+    def wait(self, timeout: float) -> bool:
+        """Sleep ``timeout`` seconds, or less once set; True when set."""
+        deadline = time.monotonic() + timeout
+        while not self._set and (left := deadline - time.monotonic()) > 0:
+            time.sleep(min(left, 0.05))
+        return self._set
 
 
 def settings_env(settings: Settings) -> dict[str, str]:
@@ -100,6 +155,8 @@ def settings_env(settings: Settings) -> dict[str, str]:
         env["DDZ_NATS_URL"] = settings.nats_url
     if settings.nats_sync:
         env["DDZ_NATS_SYNC"] = settings.nats_sync
+    if settings.table_advertise:
+        env["DDZ_TABLE_ADVERTISE"] = settings.table_advertise
     for variable, path in (
         ("DDZ_NATS_CREDS", settings.nats_creds_file),
         ("DDZ_NATS_NKEY_SEED", settings.nats_nkey_seed_file),
@@ -154,11 +211,16 @@ def free_port(host: str) -> int:
 
 def blocking_channel(address: str, settings: Settings) -> grpc.Channel:
     """A synchronous channel to ``address`` (health checks, scripts): TLS with this
-    process's certificate as ``grpc_client.channel_credentials`` says."""
+    process's certificate as ``grpc_client.channel_credentials`` says. A service's
+    instances (a comma list, ``--scale``) are one target: the first that answers, its
+    certificate checked for the first one's host (a list is no host name)."""
     credentials = channel_credentials(settings)
+    target = channel_target(address)
     if credentials is None:
-        return grpc.insecure_channel(address)
-    return grpc.secure_channel(address, credentials)
+        return grpc.insecure_channel(target)
+    first_host = address.split(",")[0].rsplit(":", 1)[0].strip("[]")
+    options = [("grpc.ssl_target_name_override", first_host)] if "," in address else []
+    return grpc.secure_channel(target, credentials, options=options)
 
 
 def health_status(
@@ -189,10 +251,11 @@ def stack_answers(settings: Settings, service: str = "table", timeout: float = 1
 
 @dataclass
 class ServiceProcess:
-    name: str
+    name: str  # the instance: ``rules``, ``rules-2`` ... (``nats``, ``nats-1`` ...)
     process: subprocess.Popen[bytes]
     address: str
     log_file: Path
+    service: str = ""  # the service it is an instance of ("" for NATS)
 
     def running(self) -> bool:
         return self.process.poll() is None
@@ -214,7 +277,9 @@ class Stack:
 
     ``ephemeral_ports=True`` gives every service a free port (tests, a second stack
     next to a running one); otherwise the configured ``DDZ_<SERVICE>_PORT`` are used.
-    ``nats_port``: None = 4222 if free else random; 0 = random.
+    ``nats_port``: None = 4222 if free else random; 0 = random. ``scale``: instances per
+    service (default one each); ``nats_cluster``: nodes of a local JetStream cluster
+    (0 or 1: one server).
     """
 
     def __init__(
@@ -228,10 +293,18 @@ class Stack:
         grace: float = 10.0,
         extra_env: Mapping[str, str] | None = None,
         profile_dir: Path | None = None,
+        scale: Mapping[str, int] | None = None,
+        nats_cluster: int = 0,
     ) -> None:
-        unknown = set(services) - set(SERVICE_PORTS)
+        unknown = (set(services) | set(scale or {})) - set(SERVICE_PORTS)
         if unknown:
             raise ValueError(f"unknown services: {', '.join(sorted(unknown))}")
+        if any(count < 1 for count in (scale or {}).values()):
+            raise ValueError("a service runs at least one instance")
+        if nats_cluster < 0:
+            raise ValueError(f"a NATS cluster has at least one node, got {nats_cluster}")
+        if nats_cluster > 1 and settings.nats_url:
+            raise ValueError("DDZ_NATS_URL names a NATS server: the stack starts no cluster")
         self.settings = settings
         self.services = tuple(services)
         self.ephemeral_ports = ephemeral_ports
@@ -239,17 +312,37 @@ class Stack:
         self.ready_timeout = ready_timeout
         self.grace = grace
         self.extra_env = dict(extra_env or {})
+        self.scale = {name: (scale or {}).get(name, 1) for name in self.services}
+        self.nats_cluster = nats_cluster if nats_cluster > 1 else 0
         self._nats_config: Path | None = None  # our nats-server's users (nats_auth)
         self._service_env: dict[str, dict[str, str]] = {}
+        self._instance_env: dict[str, dict[str, str]] = {}  # instance -> its own ports
+        self._ports_given: set[int] = set()  # to the children, by _free_port
         self.profile_dir = profile_dir  # cProfile each service into <dir>/<name>.prof
         self.nats: NatsServer | None = None
+        self.cluster: NatsCluster | None = None
         self.processes: dict[str, ServiceProcess] = {}
         self._env: dict[str, str] = {}
         self._stopping = False
 
+    def instances(self, service: str) -> list[ServiceProcess]:
+        """The running instances of ``service`` (the first one first)."""
+        return [child for child in self.processes.values() if child.service == service]
+
+    def metrics_address(self, child: ServiceProcess) -> str:
+        """Where the instance ``child`` serves its Prometheus metrics (dialled on
+        loopback when it listens on a wildcard host)."""
+        service = child.service
+        port = self._instance_env.get(child.name, {}).get(f"DDZ_{service.upper()}_METRICS_PORT")
+        address = self.settings.metrics_address(service)
+        host = address.rsplit(":", 1)[0]
+        if host in WILDCARD_HOSTS:
+            host = "127.0.0.1"
+        return f"{host}:{port or address.rsplit(':', 1)[1]}"
+
     # -- lifecycle -------------------------------------------------------------------
 
-    def start(self, cancel: threading.Event | None = None) -> Stack:
+    def start(self, cancel: Stop | None = None) -> Stack:
         """Start everything and wait until it answers; ``cancel`` set meanwhile (Ctrl-C)
         stops what was started and raises ``StackError``."""
         self._stopping = False
@@ -260,15 +353,50 @@ class Stack:
             raise
         return self
 
-    def _start(self, cancel: threading.Event) -> None:
+    def _start(self, cancel: Stop) -> None:
         settings = self.settings
         settings.log_dir.mkdir(parents=True, exist_ok=True)
         if not settings.nats_url:
-            # Our own server: one user per service (nats_auth), the stream made by the
-            # provisioning user before any service, which may not make it.
-            self._nats_config = nats_auth.write_config(
-                settings.data_dir, sync_interval=settings.nats_sync
+            settings = self._start_nats(settings)
+        if self.ephemeral_ports:
+            ports = dict(settings.ports)
+            host = settings.host
+            ports.update({name: self._free_port(host) for name in self.services})
+            metrics = {**settings.metrics_ports,
+                       **{name: self._free_port(host) for name in self.services}}  # fmt: skip
+            settings = dataclasses.replace(
+                settings, ports=MappingProxyType(ports), metrics_ports=MappingProxyType(metrics)
             )
+        settings = self._place_instances(dataclasses.replace(settings, log_to_file=True))
+        self.settings = settings
+        migrate(settings)
+        ensure_keys(settings)  # a fresh machine: every token key made before a service reads it
+        if not settings.insecure:
+            ensure_certificates(settings.data_dir)  # the CA and every identity's certificate
+        self._env = self.child_env()
+        for service in self.services:
+            for name in self._instance_names(service):
+                self.processes[name] = self._spawn(name, self._env)
+        self._wait_ready(cancel)
+        stack_file.write(self)
+
+    def _start_nats(self, settings: Settings) -> Settings:
+        """Our own server or cluster: one user per service (nats_auth), the stream made by
+        the provisioning user before any service, which may not make it."""
+        self._nats_config = nats_auth.write_config(
+            settings.data_dir, sync_interval=settings.nats_sync
+        )
+        if self.nats_cluster:
+            self.cluster = start_nats_cluster(
+                settings.data_dir / CLUSTER_DIR, self.nats_cluster, host=settings.host,
+                include=self._nats_config, log_dir=settings.log_dir,
+            )  # fmt: skip
+            url = self.cluster.url
+            # A stream on three nodes is kept by each; one on fewer would lose the
+            # point of the cluster (an operator's higher setting is kept).
+            replicas = max(settings.stream_replicas, min(3, self.nats_cluster))
+            settings = dataclasses.replace(settings, stream_replicas=replicas)
+        else:
             self.nats = start_nats_server(
                 settings.nats_store_dir,
                 log_file=settings.log_dir / "nats-server.log",
@@ -276,28 +404,57 @@ class Stack:
                 port=self.nats_port,
                 config_file=self._nats_config,
             )
-            settings = dataclasses.replace(settings, nats_url=self.nats.url)
-            asyncio.run(nats_auth.provision_stream(settings))
-            self._service_env = {
-                name: nats_auth.service_env(settings.data_dir, name) for name in self.services
-            }
-        if self.ephemeral_ports:
-            ports = dict(settings.ports)
-            ports.update({name: free_port(settings.host) for name in self.services})
-            metrics = {**settings.metrics_ports,
-                       **{name: free_port(settings.host) for name in self.services}}  # fmt: skip
-            settings = dataclasses.replace(
-                settings, ports=MappingProxyType(ports), metrics_ports=MappingProxyType(metrics)
-            )
-        self.settings = settings = dataclasses.replace(settings, log_to_file=True)
-        _migrate(settings)
-        ensure_keys(settings)  # a fresh machine: every token key made before a service reads it
-        if not settings.insecure:
-            ensure_certificates(settings.data_dir)  # the CA and every identity's certificate
-        self._env = self.child_env()
-        for name in self.services:
-            self.processes[name] = self._spawn(name, self._env)
-        self._wait_ready(cancel)
+            url = self.nats.url
+        settings = dataclasses.replace(settings, nats_url=url)
+        asyncio.run(nats_auth.provision_stream(settings))
+        self._service_env = {
+            name: nats_auth.service_env(settings.data_dir, name) for name in self.services
+        }
+        return settings
+
+    def _free_port(self, host: str) -> int:
+        """A free port that no other child of this stack was given: ``free_port`` lets
+        its probe go at once, so the OS may hand the same port out twice in a row."""
+        while True:
+            port = free_port(host)
+            if port not in self._ports_given:
+                self._ports_given.add(port)
+                return port
+
+    def _instance_names(self, service: str) -> list[str]:
+        count = self.scale.get(service, 1)
+        return [service if n == 1 else f"{service}-{n}" for n in range(1, count + 1)]
+
+    def _place_instances(self, settings: Settings) -> Settings:
+        """Give every instance after a service's first its own free ports, and every
+        client every instance: ``DDZ_<NAME>_ADDR`` lists them all."""
+        addresses: dict[str, str] = {}
+        for service in self.services:
+            names = self._instance_names(service)
+            if len(names) == 1:
+                continue
+            first = settings.address(service)
+            dial_host = first.rsplit(":", 1)[0]
+            targets = [first]
+            for name in names[1:]:
+                port = self._free_port(settings.host)
+                own = {
+                    # Its log lines go to stderr, which is its own log file (not the
+                    # first instance's <service>.log).
+                    "DDZ_LOG_TO_FILE": "false",
+                    f"DDZ_{service.upper()}_PORT": str(port),
+                    f"DDZ_{service.upper()}_METRICS_PORT": str(self._free_port(settings.host)),
+                }
+                if service in settings.listen:
+                    own[f"DDZ_{service.upper()}_LISTEN"] = settings.listen_address(service, port)
+                if service in settings.probe_ports:
+                    own[f"DDZ_{service.upper()}_PROBE_PORT"] = str(self._free_port(settings.host))
+                self._instance_env[name] = own
+                targets.append(f"{dial_host}:{port}")
+            addresses[service] = ",".join(targets)
+        if self.scale.get("bot", 1) > 1 and settings.bot_partitions == 1:
+            settings = dataclasses.replace(settings, bot_partitions=SCALED_BOT_PARTITIONS)
+        return settings.with_addresses(**addresses) if addresses else settings
 
     def child_env(self) -> dict[str, str]:
         """The environment of every child: ours without ``DDZ_*``, then the settings."""
@@ -308,9 +465,11 @@ class Stack:
         return env
 
     def _spawn(self, name: str, env: Mapping[str, str]) -> ServiceProcess:
+        service = name.rsplit("-", 1)[0] if name not in SERVICE_PORTS else name
         log_file = self.settings.log_dir / f"{name}.log"
-        env = {**env, **self._service_env.get(name, {})}  # its own NATS user
-        command = [sys.executable, "-m", f"services.{name}"]
+        # Its own NATS user (one per service), and its own ports (one per instance).
+        env = {**env, **self._service_env.get(service, {}), **self._instance_env.get(name, {})}
+        command = [sys.executable, "-m", f"services.{service}"]
         if self.profile_dir is not None:
             self.profile_dir.mkdir(parents=True, exist_ok=True)
             profile = str(self.profile_dir / f"{name}.prof")
@@ -324,9 +483,13 @@ class Stack:
                 env=dict(env),
                 start_new_session=True,  # Ctrl-C goes to the supervisor only (see stop)
             )
-        return ServiceProcess(name, process, self.settings.address(name), log_file)
+        port = self._instance_env.get(name, {}).get(f"DDZ_{service.upper()}_PORT")
+        address = self.settings.address(service).split(",")[0]
+        if port is not None:
+            address = f"{address.rsplit(':', 1)[0]}:{port}"
+        return ServiceProcess(name, process, address, log_file, service)
 
-    def _wait_ready(self, cancel: threading.Event) -> None:
+    def _wait_ready(self, cancel: Stop) -> None:
         deadline = time.monotonic() + self.ready_timeout
         waiting = dict(self.processes)
         while waiting:
@@ -360,6 +523,12 @@ class Stack:
         if self.nats is not None:
             nats = self.nats
             found.insert(0, ServiceProcess(NATS, nats.process, nats.url, nats.log_file))
+        if self.cluster is not None:
+            nodes = [
+                ServiceProcess(f"{NATS}-{n}", node.process, node.url, node.log_file)
+                for n, node in enumerate(self.cluster.nodes, start=1)
+            ]
+            found[:0] = nodes
         return found
 
     def restart(self, name: str) -> ServiceProcess:
@@ -368,6 +537,10 @@ class Stack:
         (a service may not answer yet). Refused once ``stop`` has begun."""
         if self._stopping:
             raise StackError(f"the stack is stopping: {name} is not restarted")
+        if name.startswith(f"{NATS}-") and self.cluster is not None:
+            index = int(name.rsplit("-", 1)[1]) - 1
+            self.cluster.restart(index)
+            return next(child for child in self.children() if child.name == name)
         if name == NATS:
             if self.nats is None:
                 raise StackError("this stack did not start NATS: it cannot restart it")
@@ -404,12 +577,17 @@ class Stack:
                 child.process.wait()
         if self.nats is not None:
             self.nats.stop()
+        if self.cluster is not None:
+            self.cluster.stop()
+        stack_file.remove(self.settings.data_dir)
 
     def pids(self) -> list[int]:
         """Every child's process id (services, then NATS when we started it)."""
         pids = [child.process.pid for child in self.processes.values()]
         if self.nats is not None:
             pids.append(self.nats.process.pid)
+        if self.cluster is not None:
+            pids += [node.process.pid for node in self.cluster.nodes]
         return pids
 
     def __enter__(self) -> Stack:
@@ -510,7 +688,7 @@ class Supervisor:
         now = clock()
         self._watches = {child.name: _Watch(started=now) for child in stack.children()}
 
-    def watch(self, stop: threading.Event, poll: float = 0.2) -> None:
+    def watch(self, stop: Stop, poll: float = 0.2) -> None:
         """Supervise until ``stop`` is set (then return at once, restarting nothing)."""
         while not stop.wait(poll):
             self.step(stop.is_set)
@@ -558,7 +736,7 @@ class Supervisor:
         )
 
 
-def _migrate(settings: Settings) -> None:
+def migrate(settings: Settings) -> None:
     """Create or upgrade the store's and the services' tables once, before the services
     start, so they do not all race to do it."""
     from ddz.adapters.service_db import upgrade_service_db

@@ -3,8 +3,9 @@ folds it back after a restart.
 
 A table is the stream ``table-<table_id>``; its events go to
 ``ddz.v1.table.<table_id>.<type>`` (``table_opened``, ``hand_assigned``,
-``player_left``, ``table_closed``), each an ``EventEnvelope`` like a hand's, so the
-recorder stores them with the rest of ``ddz.v1.>``. Every publish carries
+``seat_ready``, ``hand_withdrawn``, ``player_left``, ``table_closed``), each an
+``EventEnvelope`` like a hand's, so the recorder stores them with the rest of
+``ddz.v1.>``. Every publish carries
 ``Nats-Expected-Last-Subject-Sequence`` over the table's filter
 (``ddz.v1.table.<id>.*``), the check of ``hand_stream``: a second writer starting from
 the same table gets a CONFLICT ``Refusal`` and has published nothing; a retry after a
@@ -42,7 +43,9 @@ from ddz.adapters.hand_stream import HandConflict, _publish_checked
 from ddz.application.errors import Kind, Reason, Refusal
 from ddz.domain.table import (
     HandAssigned,
+    HandWithdrawn,
     PlayerLeft,
+    SeatReady,
     TableClosed,
     TableEvent,
     TableOpened,
@@ -96,6 +99,10 @@ def encode(event: TableEvent) -> Message:
         return pb.PlayerLeft(
             seat=event.seat, player_id=event.player_id, escaped_hand_id=event.escaped_hand_id
         )
+    if isinstance(event, SeatReady):
+        return pb.SeatReady(seat=event.seat, hand_number=event.hand_number, said_at=event.said_at)
+    if isinstance(event, HandWithdrawn):
+        return pb.HandWithdrawn(hand_id=event.hand_id, reason=event.reason)
     return pb.TableClosed(reason=event.reason)
 
 
@@ -119,6 +126,8 @@ _DECODERS: dict[str, tuple[type[Message], object]] = {
     HandAssigned.TYPE: (pb.HandAssigned, _assigned),
     PlayerLeft.TYPE: (pb.PlayerLeft, lambda m: PlayerLeft(m.seat, m.player_id, m.escaped_hand_id)),
     TableClosed.TYPE: (pb.TableClosed, lambda m: TableClosed(m.reason)),
+    SeatReady.TYPE: (pb.SeatReady, lambda m: SeatReady(m.seat, m.hand_number, m.said_at)),
+    HandWithdrawn.TYPE: (pb.HandWithdrawn, lambda m: HandWithdrawn(m.hand_id, m.reason)),
 }
 
 

@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import os
 import threading
+from collections.abc import Callable
 from typing import Any, Literal
 
 import grpc
@@ -25,7 +26,7 @@ from rich.text import Text
 from ddz.application.errors import Refusal
 from ddz.client.commands import HELP, Typed, hint_to_type, read
 from ddz.client.screen import PHASE_BIDDING, PHASE_ENDED, Scene, render
-from ddz.client.session import Session, refusal
+from ddz.client.session import Session, Unreachable, refusal
 from ddz.domain.cards import format_counts, parse_ranks
 from ddz.v1 import table_pb2
 
@@ -164,9 +165,11 @@ class PlayApp:
         )
         self.redraw()
         try:
-            joined = await self.session.join(room)
+            joined = await self.session.join(room, on_cut=self._cut("joining again"))
         except grpc.aio.AioRpcError as exc:
             raise ValueError(f"cannot join room {room.room_id}: {refusal(exc)}") from None
+        except Unreachable as exc:
+            raise ValueError(f"cannot join room {room.room_id}: {exc}") from None
         self.scene.table_id = joined.table.table_id
         self.scene.seat = joined.seat
         self.scene.status = ""
@@ -179,11 +182,24 @@ class PlayApp:
         self.scene.status = "waiting for the others at the table to want another hand…"
         self.redraw()
         try:
-            self.hand_id = await self.session.next_hand()
+            self.hand_id = await self.session.next_hand(
+                self.hand_id, on_cut=self._cut("asking again")
+            )
         except grpc.aio.AioRpcError as exc:
             self.scene.message = f"{refusal(exc)} — joining room {room.room_id} again"
             await self._join(room)
+        except Unreachable as exc:
+            raise ValueError(str(exc)) from None
         self.scene.status = ""
+
+    def _cut(self, then: str) -> Callable[[grpc.StatusCode], None]:
+        """Say on the status line that a call was cut and is being made again."""
+
+        def cut(code: grpc.StatusCode) -> None:
+            self.scene.status = f"connection lost ({code.name}): {then}…"
+            self.redraw()
+
+        return cut
 
     async def _leave(self) -> None:
         if self.session.joined is None:

@@ -5,6 +5,13 @@ joins rooms; the seat token ``JoinRoom`` answers with is sent on every call for 
 seat from then on (``authorization: Bearer <token>``). Seat tokens are short-lived: a
 task of the session exchanges the token for a new one (``RefreshSeatToken``) before it
 expires, for as long as the player sits.
+
+Joining and asking for the next hand ride through a restart of the table service: a
+call cut on the way (UNAVAILABLE) is made again once the service answers, within
+``RESUME_PATIENCE`` seconds (``Unreachable`` says why when it does not). The service
+keeps what they asked for across its restart (the place in the queue, the readiness),
+so asking again waits on the same place; a next hand dealt before the answer was lost
+is found on the table (``GetTable``).
 """
 
 from __future__ import annotations
@@ -12,8 +19,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Callable
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, TypeVar
 
 import grpc
 
@@ -33,6 +40,17 @@ REFRESH_RETRY = 5.0
 REFUSED_FOR_GOOD = (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED)
 """A refresh refused so: the seat is no longer the player's (or the token expired);
 the next call of the seat says why, and joining again gives a new token."""
+CUT = grpc.StatusCode.UNAVAILABLE
+"""A call cut on the way (the table service went away with it): asked again."""
+AGAIN_PAUSE = (0.2, 2.0)
+"""Seconds before asking again after a cut: the first pause, doubling up to the last."""
+
+T = TypeVar("T")
+
+
+class Unreachable(Exception):
+    """The table service did not answer again within ``RESUME_PATIENCE`` after a call
+    was cut; the message says which call and why, in one line."""
 
 
 class Session:
@@ -66,11 +84,23 @@ class Session:
         )
         return answer
 
-    async def join(self, room: table_pb2.Room) -> table_pb2.JoinRoomResponse:
-        answer: table_pb2.JoinRoomResponse = await self.lobby.JoinRoom(
-            table_pb2.JoinRoomRequest(room_id=room.room_id),
-            timeout=room.bot_fill_wait_s + JOIN_TIMEOUT_MARGIN,
-        )
+    async def join(
+        self, room: table_pb2.Room, on_cut: Callable[[grpc.StatusCode], None] | None = None
+    ) -> table_pb2.JoinRoomResponse:
+        """Join the room; a call cut by a restart joins again, into the same place
+        (ALREADY_EXISTS after a cut: the service has not yet seen the first call go)."""
+
+        async def call() -> table_pb2.JoinRoomResponse:
+            answer: table_pb2.JoinRoomResponse = await self.lobby.JoinRoom(
+                table_pb2.JoinRoomRequest(room_id=room.room_id),
+                timeout=room.bot_fill_wait_s + JOIN_TIMEOUT_MARGIN,
+            )
+            return answer
+
+        answer = await through_cuts(
+            call, f"joining room {room.room_id}", self._login,
+            after_cut=(grpc.StatusCode.ALREADY_EXISTS,), on_cut=on_cut,
+        )  # fmt: skip
         self.joined = answer
         self._seated(answer.token, answer.token_expires)
         return answer
@@ -100,11 +130,31 @@ class Session:
         )
         return answer
 
-    async def next_hand(self) -> str:
-        answer = await self.table.NextHand(
-            table_pb2.NextHandRequest(table_id=self.table_id), timeout=NEXT_HAND_TIMEOUT
+    async def next_hand(
+        self, after: str = "", on_cut: Callable[[grpc.StatusCode], None] | None = None
+    ) -> str:
+        """Ask for the hand after ``after`` (the hand just played); a call cut by a
+        restart asks again (the seat's readiness was kept), and a hand dealt before the
+        answer was lost is the one the table has in play."""
+        request = table_pb2.NextHandRequest(table_id=self.table_id)
+
+        async def call() -> str:
+            answer = await self.table.NextHand(request, timeout=NEXT_HAND_TIMEOUT)
+            return str(answer.hand_id)
+
+        async def dealt_meanwhile(exc: grpc.aio.AioRpcError) -> str | None:
+            if exc.code() is not grpc.StatusCode.FAILED_PRECONDITION:
+                return None
+            try:
+                got = await self.table.GetTable(table_pb2.GetTableRequest(table_id=self.table_id))
+            except grpc.aio.AioRpcError:  # the refusal stands
+                return None
+            hands = list(got.table.hand_ids)
+            return hands[-1] if hands and hands[-1] != after else None
+
+        return await through_cuts(
+            call, "asking for the next hand", self._seat, found=dealt_meanwhile, on_cut=on_cut
         )
-        return str(answer.hand_id)
 
     def watch(self, hand_id: str, after: int) -> AsyncIterator[table_pb2.WatchHandResponse]:
         stream: AsyncIterator[table_pb2.WatchHandResponse] = self.table.WatchHand(
@@ -165,6 +215,52 @@ class Session:
                 await self._refresher
         await self._login.close()
         await self._seat.close()
+
+
+async def through_cuts(
+    call: Callable[[], Awaitable[T]],
+    what: str,
+    channel: grpc.aio.Channel,
+    *,
+    after_cut: tuple[grpc.StatusCode, ...] = (),
+    found: Callable[[grpc.aio.AioRpcError], Awaitable[T | None]] | None = None,
+    on_cut: Callable[[grpc.StatusCode], None] | None = None,
+) -> T:
+    """``call()``, made again while it is cut (UNAVAILABLE), each time once the
+    service answers again, for ``RESUME_PATIENCE`` s after the first cut. After a
+    cut, ``after_cut`` refusals are asked again too, and ``found`` may find what
+    the lost answer was (else the refusal stands)."""
+    deadline: float | None = None
+    pause = AGAIN_PAUSE[0]
+    while True:
+        try:
+            return await call()
+        except grpc.aio.AioRpcError as exc:
+            code = exc.code()
+            if deadline is not None and found is not None:
+                answer = await found(exc)
+                if answer is not None:
+                    return answer
+            if code is not CUT and (deadline is None or code not in after_cut):
+                raise
+            if deadline is None:
+                deadline = time.monotonic() + RESUME_PATIENCE
+            if on_cut is not None:
+                on_cut(code)
+            left = deadline - time.monotonic()
+            if left <= pause:
+                raise Unreachable(
+                    f"{what}: the table service did not answer again within "
+                    f"{RESUME_PATIENCE:g} s ({code.name}: {refusal(exc)})"
+                ) from None
+            await asyncio.sleep(pause)
+            pause = min(2 * pause, AGAIN_PAUSE[1])
+            try:  # the call itself would wait for the service up to its own deadline
+                await asyncio.wait_for(channel.channel_ready(), deadline - time.monotonic())
+            except TimeoutError:
+                raise Unreachable(
+                    f"{what}: the table service did not answer again within {RESUME_PATIENCE:g} s"
+                ) from None
 
 
 def refusal(exc: grpc.aio.AioRpcError) -> str:

@@ -1,6 +1,7 @@
 """A table as the fold of its stream (``table-<table_id>``): opened with its rules,
-room settings and seats, then the hands dealt there, the people who left and, last,
-why it closed. Pure: ``evolve`` one event, ``replay`` a stream; no I/O.
+room settings and seats, then the hands dealt there (and any withdrawn again), who is
+ready for the next hand and since when, the people who left and, last, why it closed.
+Pure: ``evolve`` one event, ``replay`` a stream; no I/O.
 
 The table service keeps one ``TableState`` per table and writes each event to the
 table's stream before (or as) it acts on it, so a restarted service folds the same
@@ -53,7 +54,26 @@ class TableClosed:
     reason: str
 
 
-TableEvent = TableOpened | HandAssigned | PlayerLeft | TableClosed
+@dataclass(frozen=True, slots=True)
+class SeatReady:
+    """The seat asked for the table's next hand (NextHand)."""
+
+    TYPE: ClassVar[str] = "seat_ready"
+    seat: int
+    hand_number: int  # the hand it is ready for: the hands assigned when it said so
+    said_at: float = 0.0  # Unix seconds
+
+
+@dataclass(frozen=True, slots=True)
+class HandWithdrawn:
+    """A hand assigned here that the table gave up dealing: no longer the table's."""
+
+    TYPE: ClassVar[str] = "hand_withdrawn"
+    hand_id: str
+    reason: str = ""
+
+
+TableEvent = TableOpened | HandAssigned | PlayerLeft | TableClosed | SeatReady | HandWithdrawn
 
 
 class TableHistoryError(ValueError):
@@ -73,6 +93,11 @@ class TableState:
     left: tuple[tuple[int, str], ...] = ()  # (seat, player) in the order they left
     escaped: tuple[str, ...] = ()  # hands left in play
     closed_reason: str = ""
+    # Who has asked for hand number ``ready_for`` (the next one while it equals
+    # len(hand_ids)), and when the first of them did (Unix seconds).
+    ready: tuple[int, ...] = ()
+    ready_for: int = 0
+    ready_since: float = 0.0
     version: int = 1  # events folded (the opened event is version 1)
 
     @property
@@ -92,6 +117,11 @@ class TableState:
         """Seats a person still holds (not a bot, not left)."""
         gone = self.left_seats
         return [s for s, seat in enumerate(self.seats) if not seat.is_bot and s not in gone]
+
+    @property
+    def ready_for_next(self) -> tuple[int, ...]:
+        """The seats ready for the next hand (none once it is assigned)."""
+        return self.ready if self.ready_for == len(self.hand_ids) else ()
 
 
 def opened(event: TableOpened) -> TableState:
@@ -116,10 +146,28 @@ def evolve(state: TableState | None, event: TableEvent) -> TableState:
             hand_ids=(*state.hand_ids, event.hand_id),
             first_bidders=(*state.first_bidders, event.first_bidder),
             balances=balances,
+            ready=(),  # the round is over: its hand dealt (or, if withdrawn, asked for anew)
+        )
+    if isinstance(event, SeatReady):
+        _check_seat(state, event.seat)
+        if state.ready and state.ready_for == event.hand_number:
+            ready = state.ready if event.seat in state.ready else (*state.ready, event.seat)
+            return replace(after, ready=ready)
+        return replace(
+            after, ready=(event.seat,), ready_for=event.hand_number, ready_since=event.said_at
+        )
+    if isinstance(event, HandWithdrawn):
+        if event.hand_id not in state.hand_ids:
+            return after
+        index = state.hand_ids.index(event.hand_id)
+        # The balances stay: the hand never played, so the next starts with the same.
+        return replace(
+            after,
+            hand_ids=state.hand_ids[:index] + state.hand_ids[index + 1 :],
+            first_bidders=state.first_bidders[:index] + state.first_bidders[index + 1 :],
         )
     if isinstance(event, PlayerLeft):
-        if not 0 <= event.seat < len(state.seats):
-            raise TableHistoryError(f"no seat {event.seat} at table {state.table_id}")
+        _check_seat(state, event.seat)
         left = state.left if event.seat in state.left_seats else (
             *state.left, (event.seat, event.player_id)
         )  # fmt: skip
@@ -128,6 +176,11 @@ def evolve(state: TableState | None, event: TableEvent) -> TableState:
             escaped = (*escaped, event.escaped_hand_id)
         return replace(after, left=left, escaped=escaped)
     return replace(after, closed_reason=state.closed_reason or event.reason)
+
+
+def _check_seat(state: TableState, seat: int) -> None:
+    if not 0 <= seat < len(state.seats):
+        raise TableHistoryError(f"no seat {seat} at table {state.table_id}")
 
 
 def replay(events: Iterable[TableEvent]) -> TableState:

@@ -28,6 +28,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from ddz.adapters import stack_file
 from ddz.adapters.store import SqlEventStore, create_store
 from ddz.adapters.store.keys import Keyring
 from ddz.audit import NoSuchEvent, audit_hand
@@ -127,7 +128,7 @@ def open_store(settings: Settings) -> SqlEventStore:
 
 
 def run_audit(args: argparse.Namespace) -> int:
-    settings = Settings.from_env()
+    settings = stack_file.found(Settings.from_env())
     if args.all == (args.hand_id is not None):
         raise UsageError("give one HAND_ID, or --all")
     if args.all and args.at is not None:
@@ -274,7 +275,7 @@ def _print_all(report: AllReport) -> None:
 
 
 def run_rebuild(args: argparse.Namespace) -> int:
-    settings = Settings.from_env()
+    settings = stack_file.found(Settings.from_env())
     store = open_store(settings)
     try:
         settled = list(settled_hands(store.engine))

@@ -1,6 +1,7 @@
 """``ddz bench e2e``: bots at T tables at once through the local stack.
 
     ddz bench e2e [--tables T] [--hands N] [--variant V] [--json] [--profile DIR]
+                  [--scale NAME=N[,NAME=N...]] [--nats-cluster N]
 
 What is measured, and where:
 
@@ -15,9 +16,11 @@ What is measured, and where:
   player (``ddz.player_kinds``) in this process (``ddz.domain.selfplay.play_hand``): what
   the rules cost without the distribution. The ratio shows what the distribution costs.
 
-Uses the suite at the ``DDZ_*`` addresses if one answers, else starts a stack for the
-run (then the services' CPU time per hand is reported too, and ``--profile DIR``
-writes a cProfile of each service there).
+Uses the suite at the ``DDZ_*`` addresses (or the stack running from the data dir) if
+one answers, else starts a stack for the run, with ``--scale`` and ``--nats-cluster`` as
+``ddz up`` takes them: then the services' CPU time per hand is reported too (each
+service's instances summed; ``nats-server``: every node), and ``--profile DIR`` writes a
+cProfile of each service there.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from ddz.adapters import stack_file
 from ddz.adapters.driver import Driver
 from ddz.adapters.grpc_client import ask, make_channel
 from ddz.adapters.stack import Stack, StackError, stack_answers
@@ -43,6 +47,7 @@ from ddz.domain.settlement import RoomSettings
 from ddz.entrypoints.arguments import check_variant, whole
 from ddz.entrypoints.figures import print_figures
 from ddz.entrypoints.simulate_cmd import failing_suite
+from ddz.entrypoints.up_cmd import count_of, parse_scale
 from ddz.player_kinds import PLAYER_KINDS, make_player
 from ddz.v1 import bot_pb2, bot_pb2_grpc, recorder_pb2, recorder_pb2_grpc
 
@@ -71,6 +76,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     e2e.add_argument(
         "--profile", default=None, metavar="DIR",
         help="cProfile each service into DIR (only for a stack started here)",
+    )  # fmt: skip
+    e2e.add_argument(
+        "--scale", default="", metavar="NAME=N[,NAME=N...]",
+        help="instances of services for a stack started here (as ddz up --scale)",
+    )  # fmt: skip
+    e2e.add_argument(
+        "--nats-cluster", default=None, metavar="N",
+        help="a JetStream cluster of N nodes for a stack started here (as ddz up)",
     )  # fmt: skip
     e2e.set_defaults(handler=run_e2e)
 
@@ -133,15 +146,25 @@ class E2EResult:
 
 @contextmanager
 def bench_stack(
-    settings: Settings, profile: Path | None
+    settings: Settings,
+    profile: Path | None,
+    scale: dict[str, int] | None = None,
+    nats_cluster: int = 0,
 ) -> Iterator[tuple[Settings, Stack | None]]:
-    if stack_answers(settings):
-        if profile is not None:
-            raise ValueError("--profile needs a stack started by the bench: stop `ddz up` first")
-        yield settings, None
+    live = stack_file.found(settings)
+    if stack_answers(live):
+        if profile is not None or scale or nats_cluster:
+            raise ValueError(
+                "--profile, --scale and --nats-cluster need a stack started by the bench: "
+                "stop `ddz up` first"
+            )
+        yield live, None
         return
     try:
-        stack = Stack(settings, ephemeral_ports=True, profile_dir=profile).start()
+        stack = Stack(
+            settings, ephemeral_ports=True, profile_dir=profile, scale=scale,
+            nats_cluster=nats_cluster,
+        ).start()  # fmt: skip
     except StackError as exc:
         raise ValueError(f"cannot start the stack: {exc}") from None
     try:
@@ -162,20 +185,36 @@ def cpu_seconds(pid: int) -> float:
 def stack_cpu(stack: Stack | None) -> dict[str, float]:
     if stack is None:
         return {}
-    out = {name: cpu_seconds(child.process.pid) for name, child in stack.processes.items()}
-    if stack.nats is not None:
-        out["nats-server"] = cpu_seconds(stack.nats.process.pid)
+    out: dict[str, float] = {}
+    for child in stack.children():
+        name = child.service or "nats-server"  # every node of a cluster counts
+        out[name] = out.get(name, 0.0) + cpu_seconds(child.process.pid)
     return out
 
 
-async def _bot_stats(settings: Settings) -> bot_pb2.GetStatsResponse:
-    channel = make_channel(settings, "bot")
-    try:
-        stub = bot_pb2_grpc.BotServiceStub(channel)  # type: ignore[no-untyped-call]
-        stats: bot_pb2.GetStatsResponse = await ask("bot", stub.GetStats, bot_pb2.GetStatsRequest())
-        return stats
-    finally:
-        await channel.close()
+async def _bot_stats(settings: Settings, stack: Stack | None) -> bot_pb2.GetStatsResponse:
+    """The bot service's counters; of a stack started here, every instance's summed."""
+    targets = [c.address for c in stack.instances("bot")] if stack is not None else [None]
+    total = bot_pb2.GetStatsResponse()
+    buckets: dict[int, int] = {}
+    for target in targets:
+        channel = make_channel(settings, "bot", target=target)
+        try:
+            stub = bot_pb2_grpc.BotServiceStub(channel)  # type: ignore[no-untyped-call]
+            stats = await ask("bot", stub.GetStats, bot_pb2.GetStatsRequest())
+        finally:
+            await channel.close()
+        total.player = stats.player
+        total.accepted += stats.accepted
+        total.refused += stats.refused
+        total.conflicts += stats.conflicts
+        total.errors += stats.errors
+        total.hands_in_play += stats.hands_in_play
+        for bucket in stats.latency:
+            buckets[bucket.le_us] = buckets.get(bucket.le_us, 0) + bucket.count
+    for le_us, count in sorted(buckets.items()):
+        total.latency.add(le_us=le_us, count=count)
+    return total
 
 
 async def _store_position(stub: recorder_pb2_grpc.RecorderServiceStub) -> int:
@@ -193,7 +232,7 @@ async def e2e(settings: Settings, stack: Stack | None, variant: str, hands: int,
     try:
         async with Driver(settings) as driver:
             await driver.play(variant, tables, tables)  # warm up every table's path
-            before = await _bot_stats(settings)
+            before = await _bot_stats(settings, stack)
             start_position = await _store_position(recorder)
             cpu_before = stack_cpu(stack)
             started = time.perf_counter()
@@ -209,7 +248,7 @@ async def e2e(settings: Settings, stack: Stack | None, variant: str, hands: int,
                 await asyncio.sleep(0.01)
             result.seconds = time.perf_counter() - started
             cpu_after = stack_cpu(stack)
-            after = await _bot_stats(settings)
+            after = await _bot_stats(settings, stack)
             result.hands = len(results)
             result.stored_events = await driver.stored_events(results)
     finally:
@@ -253,8 +292,11 @@ def run_e2e(args: argparse.Namespace) -> int:
     if args.player:
         settings = replace(settings, bot_player=args.player)
 
+    scale = parse_scale(args.scale)
+    cluster = 0 if args.nats_cluster is None else count_of(args.nats_cluster, "--nats-cluster")
+
     def measure() -> int:
-        with bench_stack(settings, profile) as (live, stack):
+        with bench_stack(settings, profile, scale, cluster) as (live, stack):
             if stack is None and args.player:
                 raise ValueError(
                     "--player applies to a stack started by the bench: stop `ddz up` first"

@@ -23,6 +23,7 @@ import re
 import sys
 from collections.abc import Iterator
 
+from ddz.adapters import stack_file
 from ddz.adapters.stack import stack_answers
 from ddz.adapters.tokens import player_token
 from ddz.config import Settings
@@ -75,8 +76,9 @@ def table_service(settings: Settings, address: str | None) -> Iterator[tuple[Set
     if address is not None:
         yield settings, address
         return
-    if stack_answers(settings):
-        yield settings, settings.address("table")
+    live = stack_file.found(settings)
+    if stack_answers(live):
+        yield live, live.address("table")
         return
     from ddz.entrypoints.simulate_cmd import running_stack
 

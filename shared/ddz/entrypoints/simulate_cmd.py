@@ -30,6 +30,7 @@ from typing import Any
 
 import grpc
 
+from ddz.adapters import stack_file
 from ddz.adapters.driver import Driver, HandResult, SettlementTotals
 from ddz.adapters.grpc_client import refusal_from
 from ddz.adapters.stack import Stack, StackError, stack_answers
@@ -75,9 +76,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 @contextlib.contextmanager
 def running_stack(settings: Settings, *, quiet: bool = False) -> Iterator[Settings]:
     """The settings of a suite that answers: the one already running at the configured
-    addresses, or a stack started here (ephemeral ports) and stopped on exit."""
-    if stack_answers(settings):
-        yield settings
+    addresses (or where the stack running from the data dir says), or a stack started
+    here (ephemeral ports) and stopped on exit."""
+    live = stack_file.found(settings)
+    if stack_answers(live):
+        yield live
         return
     if not quiet:
         print(

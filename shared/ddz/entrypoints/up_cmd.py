@@ -1,13 +1,19 @@
 """``ddz up``: the whole suite on this machine until Ctrl-C.
 
-    ddz up [--nats-port PORT]
+    ddz up [--nats-port PORT] [--scale NAME=N[,NAME=N...]] [--nats-cluster N]
 
 Starts a NATS server with JetStream (unless ``DDZ_NATS_URL`` names one; on a random
 port when 4222 is taken) and the six services, each a child process logging to
 ``<DDZ_DATA_DIR>/logs/``; waits until every health check answers SERVING; prints
-where everything is. Then it supervises them (``Supervisor``): a service or NATS that
-exits is restarted at the same address, one line each on stdout; a crash loop (more
-than ``DDZ_RESTART_LIMIT`` restarts of one child within ``DDZ_RESTART_WINDOW`` s) stops
+where everything is, one line per instance and per NATS node, and writes it to
+``<DDZ_DATA_DIR>/stack.json`` for the other tools. ``--scale rules=3,bot=2`` starts that
+many instances of those services (each on its own port; every client is given all of
+them); ``--nats-cluster 3`` starts a three-node JetStream cluster on loopback instead of
+one server, with the streams replicated on three nodes.
+
+Then it supervises them (``Supervisor``): a service instance or NATS node that exits is
+restarted at the same address, one line each on stdout; a crash loop (more than
+``DDZ_RESTART_LIMIT`` restarts of one child within ``DDZ_RESTART_WINDOW`` s) stops
 everything and exits 1 with that child's log tail, as does a service that exits before
 it first answers. Ctrl-C or SIGTERM stops the services, then NATS, restarting nothing.
 """
@@ -17,12 +23,14 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
-import threading
 from types import FrameType
 
 from ddz.adapters.certs import grpcurl_flags
-from ddz.adapters.stack import CrashLoop, Stack, StackError, Supervisor
-from ddz.config import Settings, redacted_url
+from ddz.adapters.stack import CrashLoop, SignalStop, Stack, StackError, Supervisor
+from ddz.config import SERVICE_PORTS, Settings, redacted_url
+
+MAX_INSTANCES = 16
+"""Instances of one service, and nodes of a cluster, that one machine's stack starts."""
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -37,29 +45,67 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="port of the NATS server it starts (default 4222, or a free one when 4222 is "
         "taken; 0: always a free one)",
     )  # fmt: skip
+    parser.add_argument(
+        "--scale", default="", metavar="NAME=N[,NAME=N...]",
+        help=f"instances of services (e.g. rules=3,bot=2; names: {', '.join(SERVICE_PORTS)})",
+    )  # fmt: skip
+    parser.add_argument(
+        "--nats-cluster", default=None, metavar="N",
+        help="start a JetStream cluster of N nodes on loopback (e.g. 3) instead of one server",
+    )  # fmt: skip
     parser.set_defaults(handler=run)
+
+
+def parse_scale(text: str) -> dict[str, int]:
+    """``rules=3,bot=2`` as ``{"rules": 3, "bot": 2}`` (``--scale`` may be given once,
+    with commas); a ValueError names what is wrong."""
+    scale: dict[str, int] = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        name, sep, count = item.partition("=")
+        name = name.strip()
+        if not sep or name not in SERVICE_PORTS:
+            raise ValueError(
+                f"--scale takes NAME=N with NAME one of {', '.join(SERVICE_PORTS)}, got {item!r}"
+            )
+        scale[name] = count_of(count, f"--scale {name}")
+    return scale
+
+
+def count_of(text: str, what: str) -> int:
+    try:
+        count = int(text)
+    except ValueError:
+        raise ValueError(f"{what} must be a whole number, got {text.strip()!r}") from None
+    if not 1 <= count <= MAX_INSTANCES:
+        raise ValueError(f"{what} must be 1..{MAX_INSTANCES}, got {count}")
+    return count
 
 
 def describe(stack: Stack) -> str:
     """Where everything is, for people and for ``grpcurl``."""
     settings = stack.settings
-    nats = redacted_url(settings.nats_url, keep_user=False) + (
-        f"  (pid {stack.nats.process.pid})" if stack.nats is not None else "  (external)"
-    )
     lines = [
         "ddz: the suite is up",
         f"  data dir     {settings.data_dir}",
         f"  event store  {_redacted(settings.database_url)}",
-        f"  nats         {nats}",
         f"  logs         {settings.log_dir}/",
     ]
-    for name, child in stack.processes.items():
-        lines.append(f"  {name:<12} {child.address}  (pid {child.process.pid})")
+    children = stack.children()
+    if not any(not child.service for child in children):
+        nats = redacted_url(settings.nats_url, keep_user=False)
+        lines.append(f"  nats         {nats}  (external)")
+    for child in children:
+        lines.append(f"  {child.name:<12} {child.address}  (pid {child.process.pid})")
+    if stack.cluster is not None:
+        lines.append(f"  streams      {settings.stream_replicas} replicas")
+
+    def first(service: str) -> str:  # of its instances
+        return settings.address(service).split(",")[0]
+
     lines += ["", "  try:  ddz simulate --variant classic --hands 20"]
     lines += [
-        f"        grpcurl {grpcurl_flags(settings, client_cert=False)} "
-        f"{settings.address('table')} list",
-        f"        grpcurl {grpcurl_flags(settings)} {settings.address('recorder')} list",
+        f"        grpcurl {grpcurl_flags(settings, client_cert=False)} {first('table')} list",
+        f"        grpcurl {grpcurl_flags(settings)} {first('recorder')} list",
     ]
     if settings.insecure:
         lines.append("  WARNING: DDZ_INSECURE is set: plaintext gRPC, no identities, no rights.")
@@ -89,15 +135,23 @@ def _redacted(url: str) -> str:
 def run(args: argparse.Namespace) -> int:
     settings = Settings.from_env()
     nats_port = None if args.nats_port is None else _port(args.nats_port)
-    stop = threading.Event()
+    scale = parse_scale(args.scale)
+    cluster = 0 if args.nats_cluster is None else count_of(args.nats_cluster, "--nats-cluster")
+    if cluster > 1 and settings.nats_url:
+        raise ValueError("--nats-cluster starts a cluster here; DDZ_NATS_URL names one already")
+    if cluster > 1 and nats_port is not None:
+        raise ValueError("--nats-port is for one server; a cluster's nodes take free ports")
+    stop = SignalStop()  # set by the handler below, which must take no lock
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         stop.set()
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
-    stack = Stack(settings, nats_port=nats_port)
+    stack = Stack(settings, nats_port=nats_port, scale=scale, nats_cluster=cluster)
     try:
-        print(f"ddz: starting NATS and {len(stack.services)} services...", file=sys.stderr)
+        nats = f"a {cluster}-node NATS cluster" if cluster > 1 else "NATS"
+        instances = sum(stack.scale.values())
+        print(f"ddz: starting {nats} and {instances} service instances...", file=sys.stderr)
         try:
             stack.start(cancel=stop)
         except StackError as exc:

@@ -48,3 +48,21 @@ class TableClosed(_message.Message):
     REASON_FIELD_NUMBER: _ClassVar[int]
     reason: str
     def __init__(self, reason: _Optional[str] = ...) -> None: ...
+
+class SeatReady(_message.Message):
+    __slots__ = ("seat", "hand_number", "said_at")
+    SEAT_FIELD_NUMBER: _ClassVar[int]
+    HAND_NUMBER_FIELD_NUMBER: _ClassVar[int]
+    SAID_AT_FIELD_NUMBER: _ClassVar[int]
+    seat: int
+    hand_number: int
+    said_at: float
+    def __init__(self, seat: _Optional[int] = ..., hand_number: _Optional[int] = ..., said_at: _Optional[float] = ...) -> None: ...
+
+class HandWithdrawn(_message.Message):
+    __slots__ = ("hand_id", "reason")
+    HAND_ID_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    hand_id: str
+    reason: str
+    def __init__(self, hand_id: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...

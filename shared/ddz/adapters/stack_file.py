@@ -1,0 +1,139 @@
+"""Where a running local stack is: ``<data dir>/stack.json``.
+
+``Stack`` writes it once every service answers and removes it when it stops. The tools
+(``ddz simulate``, ``bench``, ``audit``, ``play``, ``demo``) read it (``found``), so
+against a stack started with ``--scale`` or ``--nats-cluster`` they need no flags: it
+gives them every instance's address and every NATS node, and what the environment sets
+(``DDZ_NATS_URL``, ``DDZ_<NAME>_ADDR``) still wins.
+
+It holds no secret: addresses, NATS URLs without credentials (the NATS users' seeds are
+files of the data dir, found by their names), and the pid of the process that started
+the stack, so that the file a killed ``ddz up`` left behind is ignored.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+from ddz.config import SERVICE_PORTS, Settings, redacted_url
+
+if TYPE_CHECKING:
+    from ddz.adapters.stack import Stack
+
+FILE = "stack.json"
+VERSION = 1
+
+
+def path(data_dir: Path) -> Path:
+    return data_dir / FILE
+
+
+def describe(stack: Stack) -> dict[str, Any]:
+    """What the file says of ``stack``: its instances, its NATS nodes, every client's
+    addresses."""
+    settings = stack.settings
+    children = stack.children()
+    return {
+        "version": VERSION,
+        "pid": os.getpid(),
+        "nats_url": ",".join(
+            redacted_url(url, keep_user=False) for url in settings.nats_url.split(",")
+        ),
+        "addresses": {name: settings.address(name) for name in stack.services},
+        # Only a URL without a password: the tools are given the rest by the environment.
+        "database_url": settings.database_url
+        if redacted_url(settings.database_url) == settings.database_url
+        else "",
+        "instances": [
+            {
+                "name": c.name,
+                "service": c.service,
+                "address": c.address,
+                "metrics": stack.metrics_address(c),
+                "pid": c.process.pid,
+            }
+            for c in children
+            if c.service
+        ],
+        "nats": [
+            {"name": c.name, "url": c.address, "pid": c.process.pid}
+            for c in children
+            if not c.service
+        ],
+    }
+
+
+def write(stack: Stack) -> None:
+    """Write (atomically: a reader never sees half a file) where ``stack`` is."""
+    target = path(stack.settings.data_dir)
+    partial = target.with_name(f".{FILE}.{os.getpid()}")
+    partial.write_text(json.dumps(describe(stack), indent=2) + "\n", encoding="utf-8")
+    os.replace(partial, target)
+
+
+def remove(data_dir: Path) -> None:
+    """Remove the file if this process wrote it (another stack's stays)."""
+    record = _load(path(data_dir))
+    if record is not None and record.get("pid") == os.getpid():
+        with contextlib.suppress(FileNotFoundError):
+            path(data_dir).unlink()
+
+
+def read(data_dir: Path) -> dict[str, Any] | None:
+    """The running stack's record, or None: no file, one this code cannot read, or one
+    whose stack is gone (its process no longer runs)."""
+    record = _load(path(data_dir))
+    if record is None or record.get("version") != VERSION:
+        return None
+    pid = record.get("pid")
+    if not isinstance(pid, int) or not _alive(pid):
+        return None
+    return record
+
+
+def found(settings: Settings, env: Mapping[str, str] = os.environ) -> Settings:
+    """``settings`` with the NATS URL, service addresses and event store of the stack
+    running from their data dir, where the environment (``env``) does not name them."""
+    record = read(settings.data_dir)
+    if record is None:
+        return settings
+    database_url = record.get("database_url")
+    if isinstance(database_url, str) and database_url and not env.get("DDZ_DATABASE_URL"):
+        settings = dataclasses.replace(settings, database_url=database_url)
+    raw = record.get("addresses")
+    addresses = {
+        name: target
+        for name, target in (raw.items() if isinstance(raw, dict) else ())
+        if name in SERVICE_PORTS and isinstance(target, str) and target
+    }
+    nats_url = record.get("nats_url")
+    return dataclasses.replace(
+        settings,
+        nats_url=settings.nats_url or (nats_url if isinstance(nats_url, str) else ""),
+        addresses=MappingProxyType({**addresses, **settings.addresses}),
+    )
+
+
+def _load(file: Path) -> dict[str, Any] | None:
+    try:
+        record = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's process: it runs
+    return True

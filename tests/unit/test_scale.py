@@ -1,0 +1,109 @@
+"""Several instances of a service on one machine: ``ddz up --scale`` and ``--nats-cluster``
+as typed, the gRPC target a comma list of instances becomes, and how the tools find a
+running stack from its data dir (``stack.json``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from ddz.adapters import stack_file
+from ddz.adapters.grpc_client import channel_target, service_config
+from ddz.config import Settings
+from ddz.entrypoints.up_cmd import parse_scale
+
+
+def test_scale_names_services_and_counts() -> None:
+    assert parse_scale("rules=3,bot=2") == {"rules": 3, "bot": 2}
+    assert parse_scale(" table = 2 , ") == {"table": 2}
+    assert parse_scale("") == {}
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("rulez=2", "NAME one of"),
+        ("rules", "NAME=N"),
+        ("rules=two", "whole number"),
+        ("rules=0", "1..16"),
+        ("bot=17", "1..16"),
+    ],
+)
+def test_a_bad_scale_says_what_is_wrong(text: str, says: str) -> None:
+    with pytest.raises(ValueError, match=says):
+        parse_scale(text)
+
+
+def test_ddz_up_refuses_a_bad_scale_in_one_line_with_exit_2(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DDZ_")}
+    env["DDZ_DATA_DIR"] = str(tmp_path)
+    for args in (["--scale", "rules=x"], ["--nats-cluster", "0"],
+                 ["--nats-cluster", "3", "--nats-port", "0"]):  # fmt: skip
+        done = subprocess.run(
+            [sys.executable, "-m", "ddz.entrypoints.cli", "up", *args],
+            env=env, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert done.returncode == 2, done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+        assert "Traceback" not in done.stderr
+
+
+def test_a_comma_list_of_instances_is_one_round_robin_target() -> None:
+    assert channel_target("127.0.0.1:50052") == "127.0.0.1:50052"
+    assert channel_target("dns:///rules:50052") == "dns:///rules:50052"
+    assert channel_target("127.0.0.1:1,10.0.0.2:2") == "ipv4:127.0.0.1:1,10.0.0.2:2"
+    assert channel_target("[::1]:1,[::1]:2") == "ipv6:[::1]:1,[::1]:2"
+    assert json.loads(service_config())["loadBalancingConfig"] == [{"round_robin": {}}]
+
+
+@pytest.mark.parametrize(
+    ("target", "says"),
+    [("rules-1:50052,rules-2:50052", "must be IP addresses"), ("127.0.0.1:1,[::1]:2", "mix")],
+)
+def test_a_comma_list_that_grpc_cannot_dial_says_why(target: str, says: str) -> None:
+    with pytest.raises(ValueError, match=says):
+        channel_target(target)
+
+
+def write_record(data_dir: Path, pid: int, **fields: object) -> None:
+    record = {
+        "version": stack_file.VERSION,
+        "pid": pid,
+        "nats_url": "nats://127.0.0.1:1,nats://127.0.0.1:2",
+        "addresses": {"rules": "127.0.0.1:7,127.0.0.1:8", "table": "127.0.0.1:9"},
+        "database_url": f"sqlite:///{data_dir}/elsewhere.sqlite3",
+        **fields,
+    }
+    stack_file.path(data_dir).write_text(json.dumps(record), encoding="utf-8")
+
+
+def test_the_tools_take_a_running_stacks_addresses_but_the_environment_wins(
+    tmp_path: Path,
+) -> None:
+    write_record(tmp_path, os.getpid())
+    settings = Settings.from_env({"DDZ_DATA_DIR": str(tmp_path), "DDZ_TABLE_ADDR": "10.0.0.1:5"})
+    found = stack_file.found(settings, env={})
+    assert found.nats_url == "nats://127.0.0.1:1,nats://127.0.0.1:2"
+    assert found.address("rules") == "127.0.0.1:7,127.0.0.1:8"
+    assert found.address("table") == "10.0.0.1:5"  # the environment named it
+    assert found.address("bot") == settings.address("bot")  # the record names it not
+    assert found.database_url.endswith("elsewhere.sqlite3")
+    kept = stack_file.found(settings, env={"DDZ_DATABASE_URL": settings.database_url})
+    assert kept.database_url == settings.database_url
+
+
+def test_a_record_left_by_a_stack_that_is_gone_is_ignored(tmp_path: Path) -> None:
+    ended = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                           capture_output=True, text=True, check=True)  # fmt: skip
+    write_record(tmp_path, int(ended.stdout))  # that process has exited
+    settings = Settings.from_env({"DDZ_DATA_DIR": str(tmp_path)})
+    assert stack_file.read(tmp_path) is None
+    assert stack_file.found(settings) == settings
+    stack_file.path(tmp_path).write_text("{not json", encoding="utf-8")
+    assert stack_file.found(settings) == settings
+    write_record(tmp_path, os.getpid(), version=stack_file.VERSION + 1)
+    assert stack_file.found(settings) == settings
