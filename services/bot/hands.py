@@ -38,6 +38,10 @@ hand. A hand older than that was abandoned long ago; its players have moved on."
 SCAN_BATCH = 1024
 SCAN_WAIT = 5.0
 LOADS_AT_ONCE = 8
+RESUME_ATTEMPTS = 10
+RESUME_PAUSE = 0.5
+MAX_RESUME_PAUSE = 10.0
+"""Ten attempts 0.5 s, 1 s ... 10 s apart: a minute of NATS not answering is ridden out."""
 
 
 class FeedLookup:
@@ -84,10 +88,9 @@ async def unfinished_hands(
     pending = info.num_pending or 0
     try:
         while pending > 0:
-            try:
-                messages = await pull.fetch(SCAN_BATCH, timeout=SCAN_WAIT)
-            except TimeoutError:
-                break  # what is left came after the scan began: the feed brings it
+            # A fetch that times out while the server counts messages pending is NATS
+            # not answering (TimeoutError: the scan is tried again), not the end.
+            messages = await pull.fetch(SCAN_BATCH, timeout=SCAN_WAIT)
             for msg in messages:
                 parts = parse_subject(msg.subject)
                 _category, hand_id = stream_parts(parts.stream_id)
@@ -109,28 +112,54 @@ async def resume_hands(
     *,
     within: float = RESUME_WINDOW,
     accept: Callable[[str], bool] | None = None,
+    attempts: int = RESUME_ATTEMPTS,
+    pause: float = RESUME_PAUSE,
 ) -> int:
     """Fold every unfinished hand of the last ``within`` seconds into ``feed`` (read
     from JetStream), so its ``on_change`` sees any seat waiting on the bot: those the
     feed accepts, and of them those ``accept`` takes (a partition just taken). How many
-    hands were read."""
+    hands were read.
+
+    A scan or a load that NATS does not answer (a node died, a stream's leader is being
+    elected) is tried again, after ``pause`` seconds doubling up to ``MAX_RESUME_PAUSE``,
+    up to ``attempts`` times: a hand left unread here would wait on the bot for ever."""
     wanted = feed.accept if accept is None else (lambda h: feed.accept(h) and accept(h))
-    try:
-        hand_ids = await unfinished_hands(feed.bus, within=within, accept=wanted)
-    except (nats.errors.Error, TimeoutError) as exc:
-        log.warning("resume_scan_failed", error=repr(exc))
-        return 0
+    loaded: set[str] = set()
+    for attempt in range(1, attempts + 1):
+        try:
+            hand_ids = await unfinished_hands(feed.bus, within=within, accept=wanted)
+            failed = await _load_all(feed, [h for h in hand_ids if h not in loaded], loaded)
+        except (nats.errors.Error, nats.js.errors.Error, TimeoutError) as exc:
+            failed, why = -1, repr(exc)
+        else:
+            if not failed:
+                log.info("hands_resumed", unfinished=len(hand_ids), read=len(loaded),
+                         window_s=within, attempts=attempt)  # fmt: skip
+                return len(loaded)
+            why = f"{failed} hands not read"
+        log.warning("resume_failed", attempt=attempt, of=attempts, why=why)
+        if attempt < attempts:
+            await asyncio.sleep(min(MAX_RESUME_PAUSE, pause * 2 ** (attempt - 1)))
+    log.error("resume_gave_up", attempts=attempts, read=len(loaded))
+    return len(loaded)
+
+
+async def _load_all(feed: HandFeed, hand_ids: list[str], loaded: set[str]) -> int:
+    """Fold each hand not over into the feed (``loaded`` gets those read); how many
+    could not be read."""
     todo = [h for h in hand_ids if (fold := feed.get(h)) is None or not fold.over]
     gate = asyncio.Semaphore(LOADS_AT_ONCE)
 
     async def load(hand_id: str) -> bool:
         async with gate:
             try:
-                return await feed.load(hand_id) is not None
-            except (nats.errors.Error, nats.js.errors.Error, TimeoutError, ValueError) as exc:
+                await feed.load(hand_id)
+            except (nats.errors.Error, nats.js.errors.Error, TimeoutError) as exc:
                 log.warning("resume_load_failed", hand_id=hand_id, error=repr(exc))
                 return False
+            except ValueError as exc:  # not a hand this version can read: not again
+                log.warning("resume_load_failed", hand_id=hand_id, error=repr(exc))
+            loaded.add(hand_id)
+            return True
 
-    loaded = sum(await asyncio.gather(*(load(hand_id) for hand_id in todo)))
-    log.info("hands_resumed", unfinished=len(hand_ids), read=loaded, window_s=within)
-    return loaded
+    return sum(not ok for ok in await asyncio.gather(*(load(h) for h in todo)))

@@ -29,6 +29,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 
 import grpc
+import nats.errors
 import structlog
 from ddz.adapters import metrics
 from ddz.adapters.bus import EventBus
@@ -70,6 +71,9 @@ from the bus on demand)."""
 LEASE_LOST_EXIT = 3
 """The exit code of an active instance that lost its lease."""
 STEP_DOWN_WAIT = 2.0
+TAKE_OVER_ATTEMPTS = 8
+"""Tries at folding the tables back before an instance that took the lease gives up (0.5
+s, 1 s ... 5 s apart: about half a minute of NATS not answering)."""
 """Seconds an instance that lost its lease gives its feed to stop (NATS may be gone)."""
 
 
@@ -180,16 +184,27 @@ class TableApp:
         """The lease is ours: fold the tables back and serve, in a task of its own so
         the lease goes on being renewed meanwhile (many tables take a while)."""
         self.role = Role.TAKING_OVER
-        self.forwarder.refuse("this table instance is taking over as the active one")
+        self.forwarder.hold("this table instance is taking over as the active one")
         self._activation = asyncio.create_task(self._activate(), name="table:take-over")
 
     async def _activate(self) -> None:
         assert self.feed is not None and self.table_log is not None
         assert self.bus is not None and self.handlers is not None
         try:
-            await self._rebuild(self.table_log)
-            await self.handlers.restore_queues(self.bus, self.settings.stream_replicas)
-            await self.feed.follow(NAME)
+            for attempt in range(1, TAKE_OVER_ATTEMPTS + 1):
+                try:
+                    await self._rebuild(self.table_log)  # again: only the tables not yet known
+                    await self.handlers.restore_queues(self.bus, self.settings.stream_replicas)
+                    await self.feed.follow(NAME)
+                    break
+                except (nats.errors.Error, TimeoutError) as exc:
+                    # NATS not answering (a node died, a leader being elected): the lease
+                    # is still ours until its deadline, so try again rather than leave
+                    # the players without an active instance.
+                    if attempt == TAKE_OVER_ATTEMPTS or not self._still_ours():
+                        raise
+                    log.warning("table_take_over_retry", attempt=attempt, error=repr(exc))
+                    await asyncio.sleep(min(5.0, 0.5 * 2 ** (attempt - 1)))
         except Exception:
             if not self._serving:
                 raise  # start() fails with it, as before
@@ -197,8 +212,12 @@ class TableApp:
             await self._step_down("its take-over failed")
             return
         self.role = Role.ACTIVE
+        self.forwarder.release()  # the calls that waited are served here now
         metrics.TABLE_ACTIVE.inc()
         log.info("table_active", holder=self.holder, tables=len(self.tables.all()))
+
+    def _still_ours(self) -> bool:
+        return self.lease is not None and self.lease.held
 
     async def _lost(self) -> None:
         if not self._closing:
@@ -267,6 +286,8 @@ class TableApp:
         """Fold the open tables back from their streams, then write to them."""
         assert self.feed is not None and self.clock is not None and self.handlers is not None
         for table_id in await table_log.open_table_ids():
+            if self.tables.get(table_id) is not None:
+                continue  # restored by an earlier try of this take-over
             try:
                 history = await table_log.read(table_id)
             except ValueError:  # CodecError too: a table this version cannot read
@@ -274,10 +295,13 @@ class TableApp:
                 continue
             if history is None or history.state.closed:
                 continue
+            hand_ids = history.state.hand_ids
+            last = hand_ids[-1] if hand_ids else None
+            # Read before the table is known here: a read NATS does not answer leaves
+            # nothing half restored for the next try.
+            fold = await self.feed.load(last) if last is not None else None
             table = self.tables.restore(history)
             self.handlers.seating.restore(table)
-            last = table.last_hand_id
-            fold = await self.feed.load(last) if last is not None else None
             if last is not None and fold is None:
                 self.tables.drop_hand(table, last)  # assigned, never dealt
             elif fold is not None and not fold.over and fold.log:

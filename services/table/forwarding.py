@@ -106,6 +106,27 @@ class Forwarder:
         self.why_not = "no active table instance is known yet"
         self._channel: grpc.aio.Channel | None = None
         self._closing: set[asyncio.Task[None]] = set()
+        self._taking_over: asyncio.Event | None = None  # set once it is over, either way
+
+    def hold(self, why: str) -> None:
+        """This instance is taking over: calls wait (``settled``) until it serves them
+        itself or gives up, rather than be refused while the tables are folded back."""
+        self.refuse(why)
+        self._taking_over = asyncio.Event()
+
+    def release(self) -> None:
+        """The take-over is over (the instance is active, or it stepped down)."""
+        if self._taking_over is not None:
+            self._taking_over.set()
+            self._taking_over = None
+
+    async def settled(self, context: Context) -> None:
+        """Wait while a take-over is under way, within the caller's deadline."""
+        taking_over = self._taking_over
+        if taking_over is None:
+            return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(taking_over.wait(), remaining(context))
 
     def point_at(self, address: str, holder: str) -> None:
         if address != self.target:
@@ -120,6 +141,7 @@ class Forwarder:
         self._drop_channel()
         self.target = None
         self.why_not = why
+        self.release()
 
     def _drop_channel(self) -> None:
         if self._channel is not None:
@@ -241,7 +263,8 @@ def _code_of(exc: BaseException, context: Context) -> str:
 class Switch(grpc.GenericRpcHandler):  # type: ignore[misc]
     """Every method of the service, served locally while ``active()`` (the handlers of
     the generated servicer), else forwarded. Asked for each call, so an instance that
-    takes over serves its next call itself."""
+    takes over serves its next call itself; a call that came while it was taking over
+    waits for that and is then served here (``Forwarder.settled``)."""
 
     def __init__(
         self,
@@ -250,18 +273,47 @@ class Switch(grpc.GenericRpcHandler):  # type: ignore[misc]
         active: Callable[[], bool],
     ) -> None:
         self.local = dict(local)
-        self.forwarded = {
-            method: forwarder.handler(method, bool(handler.response_streaming))
+        self.forwarder = forwarder
+        self.active = active
+        self.standby = {
+            method: self._standby(handler, forwarder.handler(method, handler.response_streaming))
             for method, handler in self.local.items()
         }
-        self.active = active
 
     def service(self, handler_call_details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler:
         method: str = handler_call_details.method
         local = self.local.get(method)
         if local is None:
             return None
-        return local if self.active() else self.forwarded[method]
+        return local if self.active() else self.standby[method]
+
+    def _standby(
+        self, local: grpc.RpcMethodHandler, forwarded: grpc.RpcMethodHandler
+    ) -> grpc.RpcMethodHandler:
+        """Wait out a take-over, then serve here if it made this instance the active one
+        (the request decoded now: a forwarded call is never decoded), else forward."""
+        settled, active = self.forwarder.settled, self.active
+        decode, encode = local.request_deserializer, local.response_serializer
+        if local.response_streaming:
+
+            async def stream(request: bytes, context: Context) -> AsyncIterator[bytes]:
+                await settled(context)
+                if active():
+                    async for response in local.unary_stream(decode(request), context):
+                        yield encode(response)
+                    return
+                async for forwarded_response in forwarded.unary_stream(request, context):
+                    yield forwarded_response
+
+            return grpc.unary_stream_rpc_method_handler(stream)
+
+        async def unary(request: bytes, context: Context) -> bytes:
+            await settled(context)
+            if active():
+                return bytes(encode(await local.unary_unary(decode(request), context)))
+            return bytes(await forwarded.unary_unary(request, context))
+
+        return grpc.unary_unary_rpc_method_handler(unary)
 
 
 class Registered:

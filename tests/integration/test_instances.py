@@ -124,7 +124,9 @@ async def test_a_clean_stop_hands_the_lease_on_at_once(buses: list[EventBus]) ->
         await second.stop()
 
 
-async def test_a_holder_that_cannot_renew_stops_at_once(buses: list[EventBus]) -> None:
+async def test_a_holder_that_cannot_renew_stops_before_its_lease_can_expire(
+    buses: list[EventBus],
+) -> None:
     name = f"test-{uuid.uuid4().hex[:8]}"
     events: list[str] = []
     lease = Lease(buses[0], name, "only", service="test", ttl=TTL,

@@ -9,10 +9,12 @@ if nobody wrote since), every ``ttl / 4``. So:
 
 - a holder that dies (killed, cut off) stops renewing; its entry ages out of the
   bucket one TTL after its last renewal, and a standby's next ``create`` takes it;
-- a holder that fails to renew (NATS unreachable, a slow answer, someone else's
-  revision) counts the lease as lost at once and stops acting (``on_lost``), and in any
-  case ``held`` turns false ``(1 - SAFETY) * ttl`` after the start of its last
-  successful renewal, by its own clock, before any standby can have taken over;
+- a holder whose renewal is refused (someone else's revision) counts the lease as lost
+  at once and stops acting (``on_lost``); one whose renewal gets no answer (NATS
+  unreachable, a stream leader being elected after a node died) keeps trying, and in
+  any case ``held`` turns false, and the lease is lost, ``(1 - SAFETY) * ttl`` after the
+  start of its last successful renewal, by its own clock, before any standby can have
+  taken over;
 - a holder that stops cleanly deletes its entry (with its revision), so a standby takes
   over within ``STANDBY_POLL`` instead of one TTL;
 - a holder that died on this host (its holder id names this host and a pid that no
@@ -223,13 +225,25 @@ class Lease:
             try:
                 revision = await asyncio.wait_for(self._write(was_held), self.interval)
             except nats.js.errors.NoStreamResponseError:
+                if was_held:
+                    raise  # no answer while renewing: likely a leader being elected
                 # No bucket (a server that restarted without its store): made again.
-                self._kv = await lease_bucket(self.bus, self.replicas)
+                self._kv = await asyncio.wait_for(
+                    lease_bucket(self.bus, self.replicas), self.interval
+                )
                 revision = await asyncio.wait_for(self._write(was_held), self.interval)
         except (nats.errors.Error, TimeoutError, OSError) as exc:
-            self.answering = isinstance(exc, nats.js.errors.KeyWrongLastSequenceError)
-            if was_held:
+            refused = isinstance(exc, nats.js.errors.KeyWrongLastSequenceError)
+            self.answering = refused
+            if was_held and (refused or not self.held):
                 await self._lose(type(exc).__name__)
+            elif was_held:
+                # NATS did not answer (a node died, a stream leader is being elected): the
+                # entry lives on, so the lease is still ours until our own deadline, before
+                # which nobody can take it; the next renewal may get through.
+                log.warning("lease_renewal_failed", lease=self.name, holder=self.holder,
+                            error=type(exc).__name__,
+                            held_for_s=round(self._deadline - time.monotonic(), 2))  # fmt: skip
             return
         self.answering = True
         self._revision = revision
@@ -248,7 +262,16 @@ class Lease:
         value = self.holder.encode()
         if renewing:
             assert self._revision is not None
-            return await self._put(value, last=self._revision)
+            try:
+                return await self._put(value, last=self._revision)
+            except nats.js.errors.KeyWrongLastSequenceError:
+                # Our last renewal was written but its answer lost (NATS failed over):
+                # the entry holds our id at a revision we were not told. Nobody else
+                # writes our id, so it is still ours.
+                entry = await self._kv.get(self.name)
+                if entry.value != value or entry.revision is None:
+                    raise
+                return await self._put(value, last=entry.revision)
         try:
             return await self._put(value, last=0)
         except nats.js.errors.KeyWrongLastSequenceError:

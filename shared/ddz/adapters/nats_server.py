@@ -10,6 +10,7 @@ guessing and has no race).
 from __future__ import annotations
 
 import os
+import random
 import re
 import shutil
 import signal
@@ -112,6 +113,8 @@ def start_nats_server(
     log_file.parent.mkdir(parents=True, exist_ok=True)
     if port is None:
         port = preferred_port if port_is_free(host, preferred_port) else 0
+    if port == 0:
+        port = free_port(host)  # not nats-server's own pick: see free_port
     offset = log_file.stat().st_size if log_file.exists() else 0
     command = [
         str(binary), "-js", "-sd", str(store_dir), "-a", host,
@@ -286,14 +289,34 @@ def start_nats_cluster(
 
 
 def _free_ports(host: str, count: int) -> list[int]:
-    """``count`` distinct ports free on ``host`` right now (the OS picks them)."""
-    probes = []
+    """``count`` distinct ports free on ``host`` right now (``free_port``)."""
+    ports: list[int] = []
+    while len(ports) < count:
+        port = free_port(host)
+        if port not in ports:
+            ports.append(port)
+    return ports
+
+
+LISTEN_PORTS_BELOW = 12_000
+"""How far below the OS's ephemeral range ``free_port`` looks."""
+
+
+def free_port(host: str) -> int:
+    """A port free on ``host`` right now, for a server to listen on: below the OS's range
+    of ephemeral ports (``ip_local_port_range``), where no outgoing connection's own end
+    can take it while its server restarts (a port the OS picks for a ``bind`` to 0 is in
+    that range). Port 0's pick if none is found there."""
     try:
-        for _ in range(count):
-            probe = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            probes.append(probe)
-            probe.bind((host, 0))
-        return [probe.getsockname()[1] for probe in probes]
-    finally:
-        for probe in probes:
-            probe.close()
+        low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768
+    first = max(1024, low - LISTEN_PORTS_BELOW)
+    for _ in range(200):
+        port = random.randrange(first, low)
+        if port_is_free(host, port):
+            return port
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind((host, 0))
+        chosen: int = probe.getsockname()[1]
+        return chosen

@@ -37,7 +37,6 @@ import contextlib
 import dataclasses
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -59,6 +58,7 @@ from ddz.adapters.nats_server import (
     NatsCluster,
     NatsServer,
     NatsServerError,
+    free_port,
     start_nats_cluster,
     start_nats_server,
 )
@@ -199,14 +199,6 @@ def settings_env(settings: Settings) -> dict[str, str]:
     for service, port in settings.probe_ports.items():
         env[f"DDZ_{service.upper()}_PROBE_PORT"] = str(port)
     return env
-
-
-def free_port(host: str) -> int:
-    """A port that is free on ``host`` right now (the OS picks it)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind((host, 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 def blocking_channel(address: str, settings: Settings) -> grpc.Channel:
