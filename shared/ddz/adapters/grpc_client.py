@@ -279,24 +279,27 @@ def open_channel(
     ``tokens.bearer_channel``): TLS as ``channel_credentials`` says, the suite's
     options, ``interceptors``."""
     credentials = channel_credentials(settings, client_cert=client_cert)
-    several = "," in target
-    first_host = target.split(",")[0].rsplit(":", 1)[0].strip("[]")
-    target = channel_target(target)
     if credentials is None:
         return grpc.aio.insecure_channel(
-            target, options=channel_options(settings), interceptors=list(interceptors)
+            channel_target(target),
+            options=channel_options(settings),
+            interceptors=list(interceptors),
         )
-    checked = tls_options(service)
-    if several and not checked:
-        # A list of instances has no one name: their certificate is checked against the
-        # first one's address (a local stack's certificates name 127.0.0.1).
-        checked = [("grpc.ssl_target_name_override", first_host)]
     return grpc.aio.secure_channel(
-        target,
+        channel_target(target),
         credentials,
-        options=[*channel_options(settings), *checked],
+        options=[*channel_options(settings), *(tls_options(service) or list_tls_options(target))],
         interceptors=list(interceptors),
     )
+
+
+def list_tls_options(target: str) -> list[tuple[str, Any]]:
+    """A list of instances has no one name: their certificate is checked against the
+    first one's address (a local stack's certificates name 127.0.0.1)."""
+    if "," not in target:
+        return []
+    first_host = target.split(",")[0].rsplit(":", 1)[0].strip("[]")
+    return [("grpc.ssl_target_name_override", first_host)]
 
 
 def make_channel(

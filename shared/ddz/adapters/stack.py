@@ -53,7 +53,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from ddz.adapters import nats_auth, stack_file
 from ddz.adapters.certs import TlsSetupError, ensure_certificates
-from ddz.adapters.grpc_client import channel_credentials, channel_target
+from ddz.adapters.grpc_client import channel_credentials, channel_target, list_tls_options
 from ddz.adapters.nats_server import (
     NatsCluster,
     NatsServer,
@@ -210,9 +210,7 @@ def blocking_channel(address: str, settings: Settings) -> grpc.Channel:
     target = channel_target(address)
     if credentials is None:
         return grpc.insecure_channel(target)
-    first_host = address.split(",")[0].rsplit(":", 1)[0].strip("[]")
-    options = [("grpc.ssl_target_name_override", first_host)] if "," in address else []
-    return grpc.secure_channel(target, credentials, options=options)
+    return grpc.secure_channel(target, credentials, options=list_tls_options(address))
 
 
 def health_status(
