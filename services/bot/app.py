@@ -35,6 +35,7 @@ from ddz.adapters.health import Check
 from ddz.adapters.lease import instance_id
 from ddz.adapters.routing import RoutedRules, rules_service
 from ddz.adapters.service_runner import connect_bus
+from ddz.application.tasks import cancel_and_wait
 from ddz.config import Settings
 from ddz.player_kinds import make_player
 from ddz.v1 import bot_pb2, bot_pb2_grpc
@@ -169,16 +170,11 @@ class BotApp:
         bot_pb2_grpc.add_BotServiceServicer_to_server(self.servicer, server)  # type: ignore[no-untyped-call]
 
     async def close(self) -> None:
-        for task in list(self._taking):
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        with contextlib.suppress(Exception):  # logged where they ended
+            await cancel_and_wait(list(self._taking))
         if self.partitions is not None:
             await self.partitions.stop()  # released: the others take them at once
-        if self._resuming is not None:
-            self._resuming.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._resuming
+        await cancel_and_wait([self._resuming])
         if self.watchdog is not None:
             await self.watchdog.close()
         if self.autoplay is not None:

@@ -31,6 +31,7 @@ import structlog
 from ddz.adapters import metrics
 from ddz.adapters.hand_feed import HandFold, deal_complete
 from ddz.application.errors import Kind, Refusal
+from ddz.application.tasks import cancel_and_wait
 from ddz.domain.hand import Bid, Command, HandState, Pass, Phase, PlayerView, view_for
 from ddz.domain.players import Player, play_of
 from ddz.v1 import rules_pb2
@@ -209,10 +210,6 @@ class AutoPlay:
         return sum(1 for fold in self.feed.hands.values() if not fold.over)
 
     async def close(self) -> None:
-        tasks = [*self._tasks.values(), *self._rechecks]
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        with contextlib.suppress(Exception):  # logged where they ended
+            await cancel_and_wait([*self._tasks.values(), *self._rechecks])
         await self.moves.close()

@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 
 from ddz.application.errors import Kind, Reason, Refusal
+from ddz.application.tasks import cancel_and_wait
 from ddz.v1 import rules_pb2
 
 from .ports import Move, Rules
@@ -86,11 +87,8 @@ class DecideBatcher:
                 future.set_result(outcome)
 
     async def close(self) -> None:
-        for task in list(self._in_flight):
-            task.cancel()
-        for task in list(self._in_flight):
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        with contextlib.suppress(Exception):  # each caller has its own answer
+            await cancel_and_wait(list(self._in_flight))
         for _, future in self._waiting:
             future.cancel()
         self._waiting.clear()

@@ -24,6 +24,7 @@ import nats.errors
 import structlog
 from ddz.adapters.bus import EventBus
 from ddz.adapters.lease import BUCKET, Lease, lease_bucket
+from ddz.application.tasks import cancel_and_wait
 
 log = structlog.get_logger("ddz.bot.partitions")
 
@@ -81,11 +82,8 @@ class Partitions:
         self._task = asyncio.create_task(self._run(), name="bot:members")
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await cancel_and_wait([self._task])
+        self._task = None
         for lease in self.leases:
             await lease.stop()
 

@@ -22,7 +22,6 @@ A remedy restarts the hand's stall time: each is tried once per stall period.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import enum
 import time
 import uuid
@@ -32,6 +31,7 @@ from dataclasses import dataclass
 import structlog
 from ddz.adapters.hand_feed import HandFold, deal_complete
 from ddz.application.errors import Kind, Refusal
+from ddz.application.tasks import cancel_and_wait
 from ddz.domain.hand import Disconnect, HandState, Phase
 
 from .ports import Hands, Move, MoveSender
@@ -164,8 +164,5 @@ class Watchdog:
             await self.check()
 
     async def close(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await cancel_and_wait([self._task])
+        self._task = None

@@ -129,7 +129,8 @@ class StoreConsumer:
                     return  # the connection went with the batch's replies
                 if len(messages) < self.batch and self.linger > 0:
                     with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(self._stopping.wait(), self.linger)
+                        async with asyncio.timeout(self.linger):
+                            await self._stopping.wait()
         finally:
             await pull.unsubscribe()
 

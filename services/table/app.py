@@ -43,6 +43,7 @@ from ddz.adapters.routing import RoutedRules, rules_service
 from ddz.adapters.service_runner import connect_bus
 from ddz.adapters.table_stream import JetStreamTableLog, occurred_at
 from ddz.adapters.tokens import table_token_key, verification_keys
+from ddz.application.tasks import cancel_and_wait
 from ddz.config import Settings
 from ddz.v1 import (
     bot_pb2_grpc,
@@ -255,7 +256,8 @@ class TableApp:
         if self.feed is not None:
             # Acks what it handled; bounded, as NATS may be what is gone.
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.feed.close(), None if settle else STEP_DOWN_WAIT)
+                async with asyncio.timeout(None if settle else STEP_DOWN_WAIT):
+                    await self.feed.close()
 
     def _saw(self, active: Active | None) -> None:
         """The lease changed hands: a standby forwards to its holder from now on."""
@@ -264,7 +266,8 @@ class TableApp:
         if active is None:
             self.forwarder.refuse(
                 "no table instance is active: the lease is free (an instance takes it "
-                "within a second)"
+                "within a second)",
+                for_now=True,
             )
         elif active.holder == self.holder:
             return  # ours: _taken comes next
@@ -364,10 +367,8 @@ class TableApp:
 
 
 async def _cancelled(task: asyncio.Task[None]) -> None:
-    if not task.done():
-        task.cancel()
-    with contextlib.suppress(asyncio.CancelledError, Exception):
-        await task
+    with contextlib.suppress(Exception):  # logged where it ended
+        await cancel_and_wait([task])
 
 
 async def build(settings: Settings, *, lease_lost: Callable[[], None] | None = None) -> TableApp:

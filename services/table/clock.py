@@ -11,12 +11,12 @@ race and the disconnect is refused as stale (ABORTED), never applied on top of i
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections.abc import Awaitable, Callable
 
 import structlog
 from ddz.adapters.hand_feed import HandFold, deal_complete
+from ddz.application.tasks import cancel_and_wait
 from ddz.domain.hand import Phase
 
 log = structlog.get_logger("ddz.table.clock")
@@ -85,8 +85,4 @@ class TurnClock:
     async def close(self) -> None:
         tasks = [task for _turn, task in self._timers.values()]
         self._timers.clear()
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(tasks)

@@ -11,8 +11,11 @@ load balancer may send a call to any of them.
 
 The channel to the active instance is TLS checking that the peer holds the suite's
 ``table`` certificate (its DNS SAN ``table``, whatever address it is dialled at), or
-plaintext under ``DDZ_INSECURE``. It neither waits for the active instance nor sends a
-call twice: a standby whose active instance is unknown or cannot be reached answers
+plaintext under ``DDZ_INSECURE``. It never sends a call twice. A call the active
+instance could not be sent at all (its connection refused: it died) waits, within the
+caller's deadline and ``UNREACHED_PATIENCE``, for the lease to change hands, and is then
+served by whoever holds it: this instance, once it has taken over, or the new active
+one. Any other failure, and a standby whose active instance is unknown, answers
 UNAVAILABLE at once, saying why, and the callers' channels retry what
 ``grpc_client.REPEATS`` allows (a second instance retrying too would multiply the
 attempts).
@@ -52,6 +55,11 @@ STATUS_DETAILS = "grpc-status-details-bin"
 """The one ``grpc-*`` trailer passed back: the rich status (ErrorInfo and its reason)."""
 CLOSE_GRACE = 1.0
 """Seconds the calls on a channel to a former active instance may still take."""
+UNREACHED_PATIENCE = 30.0
+"""Seconds at most a call the active instance could not be sent waits for another one
+(a dead holder's lease is free within its TTL, 10 s by default, and taken at once)."""
+NEVER_SENT = "failed to connect to all addresses"
+"""How gRPC says that a call failed before it was sent: no connection could be made."""
 
 log = structlog.get_logger("ddz.table.forwarding")
 
@@ -95,6 +103,10 @@ def forwarding_channel(settings: Settings, address: str) -> grpc.aio.Channel:
     return grpc.aio.secure_channel(address, credentials, options=options)
 
 
+class Unreached(Refusal):
+    """The forwarded call could not be sent: the active instance is not there."""
+
+
 class Forwarder:
     """Sends calls to the active instance (``point_at``), or refuses them UNAVAILABLE
     with the reason ``refuse`` gave (none known, taking over, stepped down)."""
@@ -107,18 +119,45 @@ class Forwarder:
         self._channel: grpc.aio.Channel | None = None
         self._closing: set[asyncio.Task[None]] = set()
         self._taking_over: asyncio.Event | None = None  # set once it is over, either way
+        self._changed = asyncio.Event()  # set (and replaced) whenever the target changes
+        self._for_now = False  # no target, but one is expected soon (``refuse``)
+
+    @property
+    def generation(self) -> asyncio.Event:
+        """Set once the active instance as this one knows it changes after now."""
+        return self._changed
+
+    async def changed(self, since: asyncio.Event, context: Context) -> bool:
+        """Wait, within the caller's deadline and ``UNREACHED_PATIENCE``, until the target
+        changed after ``since`` (``generation``) and any take-over has settled; False if
+        it did not."""
+        left = remaining(context)
+        patience = UNREACHED_PATIENCE if left is None else min(left, UNREACHED_PATIENCE)
+        try:
+            async with asyncio.timeout(patience):
+                await since.wait()
+        except TimeoutError:
+            return False
+        await self.settled(context)
+        return True
+
+    def _moved(self) -> None:
+        self._changed.set()
+        self._changed = asyncio.Event()
 
     def hold(self, why: str) -> None:
         """This instance is taking over: calls wait (``settled``) until it serves them
         itself or gives up, rather than be refused while the tables are folded back."""
         self.refuse(why)
         self._taking_over = asyncio.Event()
+        self._moved()
 
     def release(self) -> None:
         """The take-over is over (the instance is active, or it stepped down)."""
         if self._taking_over is not None:
             self._taking_over.set()
             self._taking_over = None
+            self._moved()
 
     async def settled(self, context: Context) -> None:
         """Wait while a take-over is under way, within the caller's deadline."""
@@ -126,7 +165,8 @@ class Forwarder:
         if taking_over is None:
             return
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(taking_over.wait(), remaining(context))
+            async with asyncio.timeout(remaining(context)):
+                await taking_over.wait()
 
     def point_at(self, address: str, holder: str) -> None:
         if address != self.target:
@@ -134,14 +174,19 @@ class Forwarder:
             self.target = address
             self._channel = forwarding_channel(self.settings, address)
             log.info("table_forwarding", to=address, active=holder)
+            self._moved()
 
-    def refuse(self, why: str) -> None:
+    def refuse(self, why: str, *, for_now: bool = False) -> None:
+        """Forward nothing, saying ``why``; ``for_now``: an instance is expected to take
+        the lease soon, so a call that could not be sent waits for it (``changed``)."""
         if self.target is not None:
             log.info("table_not_forwarding", why=why)
         self._drop_channel()
         self.target = None
         self.why_not = why
+        self._for_now = for_now
         self.release()
+        self._moved()
 
     def _drop_channel(self) -> None:
         if self._channel is not None:
@@ -158,7 +203,8 @@ class Forwarder:
                 "(the instances disagree about it for a moment); try again"
             )
         if self._channel is None or self.target is None:
-            raise Refusal.unavailable(f"table: {self.why_not}; try again")
+            refused = Unreached if self._for_now else Refusal
+            raise refused.unavailable(f"table: {self.why_not}; try again")
         return self._channel, self.target
 
     def _outgoing(self, context: Context) -> Metadata:
@@ -238,9 +284,15 @@ async def _pass_initial(context: Context, call: Any) -> None:
 async def _answer_failure(context: Context, error: grpc.aio.AioRpcError, address: str) -> NoReturn:
     """End the caller's call as the active instance ended the forwarded one; a call the
     transport failed (no answer of the active instance: it is gone, or not yet there)
-    is UNAVAILABLE with the reason."""
+    is UNAVAILABLE with the reason (``Unreached`` if it was never sent)."""
     code = error.code()
     if code is grpc.StatusCode.UNAVAILABLE and error_info(error) is None:
+        if NEVER_SENT in (error.details() or ""):
+            unreached = Unreached.unavailable(
+                f"table: the active table instance at {address} cannot be reached "
+                f"({error.details()}); try again"
+            )
+            raise unreached from None
         raise Refusal.unavailable(
             f"table: the active table instance at {address} cannot be reached "
             f"({error.details() or code.name}); try again"
@@ -291,27 +343,38 @@ class Switch(grpc.GenericRpcHandler):  # type: ignore[misc]
         self, local: grpc.RpcMethodHandler, forwarded: grpc.RpcMethodHandler
     ) -> grpc.RpcMethodHandler:
         """Wait out a take-over, then serve here if it made this instance the active one
-        (the request decoded now: a forwarded call is never decoded), else forward."""
-        settled, active = self.forwarder.settled, self.active
+        (the request decoded now: a forwarded call is never decoded), else forward; a
+        forward that could not be sent is dispatched again once the active one changed."""
+        forwarder, active = self.forwarder, self.active
         decode, encode = local.request_deserializer, local.response_serializer
         if local.response_streaming:
 
             async def stream(request: bytes, context: Context) -> AsyncIterator[bytes]:
-                await settled(context)
-                if active():
-                    async for response in local.unary_stream(decode(request), context):
-                        yield encode(response)
-                    return
-                async for forwarded_response in forwarded.unary_stream(request, context):
-                    yield forwarded_response
+                await forwarder.settled(context)
+                while not active():
+                    since = forwarder.generation
+                    try:
+                        async for forwarded_response in forwarded.unary_stream(request, context):
+                            yield forwarded_response
+                        return
+                    except Unreached:  # raised before anything was sent on
+                        if not await forwarder.changed(since, context):
+                            raise
+                async for response in local.unary_stream(decode(request), context):
+                    yield encode(response)
 
             return grpc.unary_stream_rpc_method_handler(stream)
 
         async def unary(request: bytes, context: Context) -> bytes:
-            await settled(context)
-            if active():
-                return bytes(encode(await local.unary_unary(decode(request), context)))
-            return bytes(await forwarded.unary_unary(request, context))
+            await forwarder.settled(context)
+            while not active():
+                since = forwarder.generation
+                try:
+                    return bytes(await forwarded.unary_unary(request, context))
+                except Unreached:
+                    if not await forwarder.changed(since, context):
+                        raise
+            return bytes(encode(await local.unary_unary(decode(request), context)))
 
         return grpc.unary_unary_rpc_method_handler(unary)
 

@@ -17,6 +17,7 @@ import structlog
 from ddz.adapters.bus import EventBus
 from ddz.adapters.hand_feed import HandFold
 from ddz.adapters.room_queue import RoomQueueKV
+from ddz.application.tasks import cancel_and_wait
 
 from .auth import Gate
 from .dealing import Dealing
@@ -141,9 +142,6 @@ class TableHandlers:
         log.info("table_evicted", table_id=table.table_id, hands=len(table.hand_ids))
 
     async def close(self) -> None:
-        for task in list(self._evictions.values()):
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(list(self._evictions.values()))
         await self.presence.close()
         await self.seating.close()

@@ -9,7 +9,6 @@ holder's address: no second key that could outlive its holder or name another on
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import socket
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ import nats.js.errors
 import structlog
 from ddz.adapters.bus import EventBus
 from ddz.adapters.lease import STANDBY_POLL, lease_bucket
+from ddz.application.tasks import cancel_and_wait
 from ddz.config import WILDCARD_HOSTS, Settings
 from nats.js.kv import KeyValue
 
@@ -96,7 +96,8 @@ class ActiveWatch:
     async def _read(self) -> None:
         assert self._kv is not None
         try:
-            entry = await asyncio.wait_for(self._kv.get(LEASE), POLL)
+            async with asyncio.timeout(POLL):
+                entry = await self._kv.get(LEASE)
             value = entry.value.decode("utf-8", "replace") if entry.value else ""
             active: Active | None = Active.of(value) if value else None
         except nats.js.errors.KeyNotFoundError:  # deleted or expired too
@@ -108,8 +109,5 @@ class ActiveWatch:
             self.on_change(active)
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await cancel_and_wait([self._task])
+        self._task = None

@@ -33,6 +33,7 @@ from typing import Any
 
 import structlog
 from ddz.adapters.room_queue import QueuedTicket
+from ddz.application.tasks import cancel_and_wait
 
 from .ports import RoomQueueLog
 from .rooms import Room, Rooms
@@ -237,12 +238,8 @@ class Lobby:
         for expiry in self._expiries.values():
             expiry.cancel()
         self._expiries.clear()
-        tasks = [*self._fillers.values(), *self._seatings]
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        with contextlib.suppress(Exception):  # logged where they ended
+            await cancel_and_wait([*self._fillers.values(), *self._seatings])
         for queue in self.queues.values():
             for ticket in queue:
                 if not ticket.seated.done():

@@ -10,11 +10,11 @@ reconnect never overtakes the disconnect it answers.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections import Counter
 from collections.abc import Awaitable, Callable
 
 import structlog
+from ddz.application.tasks import cancel_and_wait
 
 log = structlog.get_logger("ddz.table.presence")
 
@@ -78,9 +78,4 @@ class Presence:
     async def close(self) -> None:
         """Stopping the service ends every stream: that is no player's drop."""
         self._closing = True
-        tasks = list(self._tasks)
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(list(self._tasks))

@@ -26,6 +26,7 @@ from typing import Any
 
 import structlog
 from ddz.application.errors import Kind, Reason, Refusal
+from ddz.application.tasks import cancel_and_wait
 from ddz.domain.hand import SeatInfo
 from ddz.domain.ruleset import Scoring
 
@@ -330,10 +331,7 @@ class Seating:
             table = self.tables.get(table_id)
             if table is not None and table.next_round is not None:
                 deadline = table.next_round.deadline
-                if deadline is not None:
-                    deadline.cancel()
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await deadline
+                await cancel_and_wait([deadline])
 
     def _tables_with_rounds(self) -> list[str]:
         return [t.table_id for t in self.tables.all() if t.next_round is not None]

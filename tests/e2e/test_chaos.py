@@ -31,6 +31,7 @@ def test_a_dozen_kills_of_every_service_and_nats_lose_and_stall_nothing(
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(3600)  # the long run: ~5-10 min
 def test_a_thousand_hands_through_a_hundred_kills(tmp_path: Path) -> None:
     report = run_chaos(tmp_path, Chaos(seed=SEED, hands=1000, tables=4, kills=100, gap=(0.2, 1.0)))
     print(report.figures())

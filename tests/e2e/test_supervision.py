@@ -367,6 +367,13 @@ def test_ddz_up_scales_services_on_a_nats_cluster_and_the_tools_find_it(tmp_path
         assert record["addresses"]["rules"] == f"{up.addresses['rules']},{up.addresses['rules-2']}"
         assert record["nats_url"] == ",".join(up.addresses[f"nats-{n}"] for n in (1, 2, 3))
 
+        metrics = {entry["name"]: entry["metrics"] for entry in record["instances"]}
+        # The bots' partitions are shared once the second instance has counted the first
+        # (a lease interval or two): before that one of them may hold them all.
+        deadline = time.monotonic() + BOUND
+        while not all(metric_sum(metrics[n], "ddz_leases_held") for n in ("bot", "bot-2")):
+            assert time.monotonic() < deadline, f"the bots share no partitions\n{up.transcript()}"
+            time.sleep(0.2)
         env = {k: v for k, v in os.environ.items() if not k.startswith("DDZ_")}
         env["DDZ_DATA_DIR"] = str(data_dir)  # and nothing else: the stack file says the rest
         done = subprocess.run(
@@ -378,7 +385,6 @@ def test_ddz_up_scales_services_on_a_nats_cluster_and_the_tools_find_it(tmp_path
         assert "starting a local stack" not in done.stderr
         assert json.loads(done.stdout)["hands"] == 24
 
-        metrics = {entry["name"]: entry["metrics"] for entry in record["instances"]}
         for name in ("rules", "rules-2"):  # each hand's commands reach one of them
             decided = metric_sum(metrics[name], "ddz_rpc_handled_total", method="Decide")
             assert decided > 0, f"{name} decided nothing\n{up.transcript()}"

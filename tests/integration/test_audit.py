@@ -158,6 +158,7 @@ async def test_hands_of_every_variant_through_the_services_audit_clean(core_suit
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(3600)  # the long run: ~5-10 min
 @pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 async def test_a_thousand_hands_per_variant_through_the_services_audit_clean(
     core_suite: Suite,

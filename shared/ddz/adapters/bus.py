@@ -43,6 +43,7 @@ from nats.js.api import (
 from nats.js.kv import KeyValue
 
 from ddz.adapters import metrics
+from ddz.application.tasks import cancel_and_wait
 
 STREAM_NAME = "DDZ"
 SUBJECT_ROOT = "ddz.v1"
@@ -339,10 +340,7 @@ class EventBus:
     async def close(self) -> None:
         """Stop every subscription started here, flush and close the connection."""
         self.closing = True
-        if self._restoring is not None:
-            self._restoring.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._restoring
+        await cancel_and_wait([self._restoring])
         for subscription in self._subscriptions:
             await subscription.stop()
         self._subscriptions.clear()
@@ -884,7 +882,8 @@ class StreamingPull:
         if not self._arrived and self._lost is None:
             self._ready.clear()
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._ready.wait(), timeout)
+                async with asyncio.timeout(timeout):
+                    await self._ready.wait()
         if self._arrived:
             batch, self._arrived = self._arrived, []
             return batch

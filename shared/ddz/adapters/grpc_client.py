@@ -407,7 +407,8 @@ async def resumed(
             left = stalled_since + patience - now
             if left <= 0:
                 raise TimeoutError
-            await asyncio.wait_for(channel.channel_ready(), left)
+            async with asyncio.timeout(left):
+                await channel.channel_ready()
             await asyncio.sleep(min(RESUME_PAUSE, left))  # a server that cuts at once
         except TimeoutError:
             raise Refusal(

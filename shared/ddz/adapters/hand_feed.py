@@ -41,6 +41,7 @@ from ddz.adapters.bus import (
 )
 from ddz.adapters.codec import CodecError, decode_event, parse_envelope
 from ddz.adapters.event_signing import BadEvent, EventKeyring
+from ddz.application.tasks import cancel_and_wait
 from ddz.domain.hand import CommandRejected, HandState, Phase, Recorded, evolve
 from ddz.domain.ruleset import WildcardDraw
 from ddz.v1 import envelope_pb2
@@ -136,9 +137,8 @@ class HandFold:
             return True
         async with self.changed:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(
-                    self.changed.wait_for(lambda: self.version >= version), timeout
-                )
+                async with asyncio.timeout(timeout):
+                    await self.changed.wait_for(lambda: self.version >= version)
         return self.version >= version
 
 
@@ -400,7 +400,8 @@ class HandFeed:
             self._recovered()
             return
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._stopping.wait(), FAILURE_PAUSE)
+            async with asyncio.timeout(FAILURE_PAUSE):
+                await self._stopping.wait()
 
     def _failing(self, why: str) -> None:
         if self._failure is None:
@@ -565,9 +566,5 @@ class HandFeed:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
             self._task = None
-        for task in list(self._repairs.values()):
-            task.cancel()
-        for task in list(self._repairs.values()):
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(list(self._repairs.values()))
         self._repairs.clear()

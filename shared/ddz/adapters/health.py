@@ -13,7 +13,6 @@ naming what is down. A check that raises, or a probe that does not answer within
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import inspect
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 
@@ -22,6 +21,8 @@ from grpc_health.v1 import health_pb2
 from grpc_health.v1._async import HealthServicer
 from sqlalchemy import Engine
 from sqlalchemy.pool import StaticPool
+
+from ddz.application.tasks import cancel_and_wait
 
 INTERVAL = 1.0  # seconds between two rounds of checks
 PROBE_TIMEOUT = 2.0  # seconds a probe may take before its part counts as down
@@ -69,11 +70,8 @@ class HealthWatch:
             self._task = asyncio.create_task(self._watch(), name=f"health:{self.service}")
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await cancel_and_wait([self._task])
+        self._task = None
 
     async def update(self) -> frozenset[str]:
         """Ask every check once; set the status if what is down changed. What is down."""
@@ -96,7 +94,8 @@ class HealthWatch:
         try:
             answer = check()
             if inspect.isawaitable(answer):
-                answer = await asyncio.wait_for(answer, self.probe_timeout)
+                async with asyncio.timeout(self.probe_timeout):
+                    answer = await answer
         except Exception:
             return False
         return bool(answer)

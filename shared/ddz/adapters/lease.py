@@ -46,6 +46,7 @@ from nats.js.kv import KeyValue
 
 from ddz.adapters import metrics
 from ddz.adapters.bus import EventBus
+from ddz.application.tasks import cancel_and_wait
 
 log = structlog.get_logger("ddz.lease")
 
@@ -174,11 +175,8 @@ class Lease:
     async def stop(self) -> None:
         """Stop renewing and release the lease if held (a standby takes it at once)."""
         self._stopping.set()
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await cancel_and_wait([self._task])
+        self._task = None
         await self._release()
 
     async def _release(self) -> None:
@@ -204,7 +202,8 @@ class Lease:
             holding = self._revision is not None
             pause = self.interval if holding else min(self.interval, STANDBY_POLL)
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._stopping.wait(), pause)
+                async with asyncio.timeout(pause):
+                    await self._stopping.wait()
             if not self._stopping.is_set():
                 await self._tick()
 
@@ -223,15 +222,16 @@ class Lease:
             return
         try:
             try:
-                revision = await asyncio.wait_for(self._write(was_held), self.interval)
+                async with asyncio.timeout(self.interval):
+                    revision = await self._write(was_held)
             except nats.js.errors.NoStreamResponseError:
                 if was_held:
                     raise  # no answer while renewing: likely a leader being elected
                 # No bucket (a server that restarted without its store): made again.
-                self._kv = await asyncio.wait_for(
-                    lease_bucket(self.bus, self.replicas), self.interval
-                )
-                revision = await asyncio.wait_for(self._write(was_held), self.interval)
+                async with asyncio.timeout(self.interval):
+                    self._kv = await lease_bucket(self.bus, self.replicas)
+                async with asyncio.timeout(self.interval):
+                    revision = await self._write(was_held)
         except (nats.errors.Error, TimeoutError, OSError) as exc:
             refused = isinstance(exc, nats.js.errors.KeyWrongLastSequenceError)
             self.answering = refused

@@ -38,7 +38,6 @@ disagree for a moment about who is live) cannot fork it, and a stale copy is rea
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
 import socket
 from collections.abc import Callable, Sequence
@@ -50,6 +49,7 @@ import structlog
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from ddz.adapters.grpc_client import CUT, REPEATS, error_reason, make_channel
+from ddz.application.tasks import cancel_and_wait
 from ddz.config import Settings
 from ddz.v1 import rules_pb2, rules_pb2_grpc
 
@@ -234,14 +234,7 @@ class HandRouter:
             await self._remove(target)
 
     async def close(self) -> None:
-        tasks = [self._resolving, *(i.watching for i in self.instances.values())]
-        for task in tasks:
-            if task is not None:
-                task.cancel()
-        for task in tasks:
-            if task is not None:
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+        await cancel_and_wait([self._resolving, *(i.watching for i in self.instances.values())])
         for instance in self.instances.values():
             await instance.channel.close()
 

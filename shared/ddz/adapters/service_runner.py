@@ -112,8 +112,8 @@ async def connect_bus(settings: Settings, service: str) -> EventBus:
             log.error("nats_closed", service=service, url=shown)
 
     try:
-        bus = await asyncio.wait_for(
-            EventBus.connect(
+        async with asyncio.timeout(NATS_CONNECT_TIMEOUT):
+            bus = await EventBus.connect(
                 url,
                 name=service,
                 error_cb=on_error,
@@ -121,9 +121,7 @@ async def connect_bus(settings: Settings, service: str) -> EventBus:
                 on_reconnected=on_reconnected,
                 on_closed=on_closed,
                 **connect_options(settings, service),
-            ),
-            NATS_CONNECT_TIMEOUT,
-        )
+            )
     except (TimeoutError, nats.errors.Error, OSError) as exc:
         raise OSError(f"cannot reach NATS at {shown} ({exc or type(exc).__name__})") from None
     bus.atomic_decisions = settings.atomic_decisions

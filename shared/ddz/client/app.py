@@ -24,6 +24,7 @@ from rich.console import Console
 from rich.text import Text
 
 from ddz.application.errors import Refusal
+from ddz.application.tasks import cancel_and_wait
 from ddz.client.commands import HELP, Typed, hint_to_type, read
 from ddz.client.screen import PHASE_BIDDING, PHASE_ENDED, Scene, render
 from ddz.client.session import Session, Unreachable, refusal
@@ -225,9 +226,7 @@ class PlayApp:
                     return outcome
                 self.redraw()
         finally:
-            watching.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await watching
+            await cancel_and_wait([watching])
 
     async def _watch(self, hand_id: str) -> None:
         """Follow the seat's stream to the hand's end, resuming after any cut."""

@@ -17,7 +17,6 @@ is found on the table (``GetTable``).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
@@ -26,6 +25,7 @@ import grpc
 
 from ddz.adapters.grpc_client import resumed
 from ddz.adapters.tokens import bearer_channel, refresh_delay
+from ddz.application.tasks import cancel_and_wait
 from ddz.config import Settings
 from ddz.v1 import hand_events_pb2, table_pb2, table_pb2_grpc
 
@@ -209,10 +209,7 @@ class Session:
         return move
 
     async def close(self) -> None:
-        if self._refresher is not None:
-            self._refresher.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._refresher
+        await cancel_and_wait([self._refresher])
         await self._login.close()
         await self._seat.close()
 
@@ -256,7 +253,8 @@ async def through_cuts(
             await asyncio.sleep(pause)
             pause = min(2 * pause, AGAIN_PAUSE[1])
             try:  # the call itself would wait for the service up to its own deadline
-                await asyncio.wait_for(channel.channel_ready(), deadline - time.monotonic())
+                async with asyncio.timeout(deadline - time.monotonic()):
+                    await channel.channel_ready()
             except TimeoutError:
                 raise Unreachable(
                     f"{what}: the table service did not answer again within {RESUME_PATIENCE:g} s"
