@@ -37,7 +37,7 @@ from ddz.adapters.event_signing import ensure_signer, event_keyring
 from ddz.adapters.grpc_client import make_channel
 from ddz.adapters.grpc_server import full_service_name
 from ddz.adapters.hand_feed import HandFeed, HandFold
-from ddz.adapters.health import Check
+from ddz.adapters.health import ACTIVE_TABLE, Check
 from ddz.adapters.lease import Lease, instance_id
 from ddz.adapters.routing import RoutedRules, rules_service
 from ddz.adapters.service_runner import connect_bus
@@ -327,6 +327,11 @@ class TableApp:
                 or (self.role is Role.STANDBY and self.forwarder.target is not None)
             ),
         }
+
+    def roles(self) -> Mapping[str, Check]:
+        """SERVING for ``ACTIVE_TABLE`` on the active instance only: players' channels
+        balance by it, so their calls skip the standbys' forwarding hop."""
+        return {ACTIVE_TABLE: lambda: self.role is Role.ACTIVE}
 
     def _changed(self, fold: HandFold, applied: object) -> None:
         if self.role is Role.STEPPED_DOWN:

@@ -391,15 +391,18 @@ def test_ddz_up_scales_services_on_a_nats_cluster_and_the_tools_find_it(tmp_path
         for name in ("bot", "bot-2"):  # the partitions are shared
             decisions = metric_sum(metrics[name], "ddz_decision_seconds_count")
             assert decisions > 0, f"{name} played nothing\n{up.transcript()}"
-        # One table instance is active (whichever took the lease first); the calls went
-        # round robin, so the standby forwarded its share.
+        # One table instance is active (whichever took the lease first); the tools'
+        # channels, given both, call the one SERVING the active role: none was forwarded.
         active = {
             name: metric_sum(metrics[name], "ddz_table_active") for name in ("table", "table-2")
         }
         assert sorted(active.values()) == [0, 1], active
         standby = min(active, key=active.__getitem__)
-        forwarded = metric_sum(metrics[standby], "ddz_table_forwarded_total", code="OK")
-        assert forwarded > 0, up.transcript()
+        forwarded = metric_sum(metrics[standby], "ddz_table_forwarded_total")
+        assert forwarded == 0, up.transcript()
+        holder = max(active, key=active.__getitem__)
+        started = metric_sum(metrics[holder], "ddz_rpc_handled_total", method="StartHand")
+        assert started > 0, up.transcript()
 
         up.process.send_signal(signal.SIGINT)
         assert up.ended() == 0, up.transcript()

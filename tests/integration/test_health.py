@@ -83,6 +83,33 @@ async def test_the_status_follows_the_checks_with_one_log_line_per_change() -> N
     ]
 
 
+async def test_a_role_is_serving_while_its_check_holds_and_the_service_serves() -> None:
+    servicer = HealthServicer()
+    up, active = {"nats": True}, {"now": False}
+    watch = HealthWatch(
+        "table", ["ddz.v1.TableService"], {"nats": lambda: up["nats"]}, servicer,
+        roles={"ddz.v1.TableService.active": lambda: active["now"]}, interval=3600,
+    )  # fmt: skip
+
+    async def status(name: str) -> int:
+        reply = await servicer.Check(health_pb2.HealthCheckRequest(service=name), None)
+        return int(reply.status)
+
+    await watch.start()
+    role = "ddz.v1.TableService.active"
+    assert (await status(""), await status(role)) == (SERVING, NOT_SERVING)  # a standby
+    active["now"] = True
+    await watch.update()
+    assert await status(role) == SERVING
+    up["nats"] = False  # a role is not served by a service that does not serve
+    await watch.update()
+    assert (await status(""), await status(role)) == (NOT_SERVING, NOT_SERVING)
+    up["nats"] = True
+    await watch.update()
+    assert await status(role) == SERVING
+    await watch.stop()
+
+
 async def test_a_check_that_raises_or_hangs_counts_as_down() -> None:
     def raises() -> bool:
         raise RuntimeError("no answer")

@@ -301,6 +301,34 @@ async def test_players_joining_through_either_instance_are_seated_exactly_once(
     assert len(first.app.tables.all()) == 3 and not second.app.tables.all()
 
 
+async def test_a_channel_to_every_instance_calls_the_active_one_and_follows_the_lease(
+    tables: Tables,
+) -> None:
+    """A player's channel given every instance (``ddz up --scale table=2``) balances by
+    the active instance's own health name: its calls skip the standby's hop, and after
+    the lease moves they reach the new holder."""
+    active, standby = await tables.start(), await tables.start()
+    both = f"127.0.0.1:{standby.running.port},127.0.0.1:{active.running.port}"
+    view = Suite(tables.suite.settings.with_addresses(table=both), tables.suite.bus, {})
+    try:
+        before = {name: forwarded(name) for name in ("JoinRoom", "GetView")}
+        joined = await join(view.player("dee"), "classic")
+        stub = view.table_as(joined.token)
+        for _ in range(10):
+            assert (await view_of(stub, joined.hand_id, joined.seat)).seat == joined.seat
+        assert {name: forwarded(name) for name in before} == before  # nothing forwarded
+
+        kv = await tables.suite.bus.js.key_value(BUCKET)
+        await kv.delete(LEASE)  # the active one steps down; the standby takes over
+        await eventually(when(lambda: standby.app.role is Role.ACTIVE), timeout=10 * TTL)
+        await eventually(when(lambda: active.app.role is Role.STEPPED_DOWN), timeout=10 * TTL)
+        view_now = await view_of(stub, joined.hand_id, joined.seat)  # waits for its health
+        assert view_now.seat == joined.seat
+        assert {name: forwarded(name) for name in before} == before
+    finally:
+        await view.close()
+
+
 # --- the active instance killed --------------------------------------------------------------
 
 

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 from ddz.adapters import stack_file
-from ddz.adapters.grpc_client import channel_target, service_config
+from ddz.adapters.grpc_client import channel_target, health_name_for, service_config
+from ddz.adapters.health import ACTIVE_TABLE
 from ddz.config import Settings
 from ddz.entrypoints.up_cmd import parse_scale
 
@@ -58,6 +59,16 @@ def test_a_comma_list_of_instances_is_one_round_robin_target() -> None:
     assert channel_target("127.0.0.1:1,10.0.0.2:2") == "ipv4:127.0.0.1:1,10.0.0.2:2"
     assert channel_target("[::1]:1,[::1]:2") == "ipv6:[::1]:1,[::1]:2"
     assert json.loads(service_config())["loadBalancingConfig"] == [{"round_robin": {}}]
+
+
+def test_a_list_of_table_instances_is_balanced_by_the_active_ones_health() -> None:
+    assert health_name_for("127.0.0.1:1,127.0.0.1:2", "table") == ACTIVE_TABLE
+    assert health_name_for("127.0.0.1:1,127.0.0.1:2", None) == ACTIVE_TABLE  # a player's
+    assert health_name_for("127.0.0.1:1", "table") is None  # one instance: no health stream
+    assert health_name_for("127.0.0.1:1,127.0.0.1:2", "settlement") is None
+    config = json.loads(service_config(ACTIVE_TABLE))
+    assert config["healthCheckConfig"] == {"serviceName": ACTIVE_TABLE}
+    assert "healthCheckConfig" not in json.loads(service_config())
 
 
 @pytest.mark.parametrize(

@@ -42,6 +42,7 @@ from grpc_status import rpc_status
 
 from ddz.adapters.certs import read_tls_file
 from ddz.adapters.grpc_server import ERROR_DOMAIN, REQUEST_ID_HEADER, STATUS_OF
+from ddz.adapters.health import ACTIVE_TABLE
 from ddz.adapters.rights import PLAYER_FACING
 from ddz.application.errors import Kind, Reason, Refusal
 from ddz.config import Settings
@@ -170,15 +171,16 @@ RECONNECT_BACKOFF_MS = (200, 1000)
 (gRPC's defaults grow to two minutes: a restarted service would be found late)."""
 
 
-def service_config() -> str:
+def service_config(health_name: str | None = None) -> str:
     """The ``grpc.service_config`` of every channel: ``waitForReady`` for every call,
-    gRPC's retry policy for the ones ``REPEATS`` retries."""
+    gRPC's retry policy for the ones ``REPEATS`` retries; with ``health_name``, calls
+    go only to the instances whose health says SERVING for that name."""
     retried: list[dict[str, str]] = []
     for name, repeat in REPEATS.items():
         if repeat.retried:
             service, method = name.split("/")
             retried.append({"service": service, "method": method})
-    return json.dumps({
+    config: dict[str, Any] = {
         # Several instances behind one target (a comma list, a DNS name with several
         # addresses): calls spread over those that answer, one that died is skipped.
         "loadBalancingConfig": [{"round_robin": {}}],
@@ -186,7 +188,18 @@ def service_config() -> str:
             {"name": retried, "waitForReady": True, "retryPolicy": dict(RETRY_POLICY)},
             {"name": [{}], "waitForReady": True},  # every other method: no retry
         ],
-    })  # fmt: skip
+    }
+    if health_name is not None:
+        # gRPC's client-side health checking: each instance's Health/Watch of the name.
+        config["healthCheckConfig"] = {"serviceName": health_name}
+    return json.dumps(config)
+
+
+def health_name_for(target: str, service: str | None) -> str | None:
+    """The health name a channel's calls are balanced by: the active table instance's
+    (``health.ACTIVE_TABLE``) on a list of table instances, so that players' calls go
+    to the active one rather than through a standby's forwarding hop; else none."""
+    return ACTIVE_TABLE if "," in target and service in (None, "table") else None
 
 
 def channel_target(target: str) -> str:
@@ -223,16 +236,16 @@ KEEPALIVE: tuple[tuple[str, int], ...] = (
 )
 
 
-def channel_options(settings: Settings) -> list[tuple[str, Any]]:
+def channel_options(settings: Settings, health_name: str | None = None) -> list[tuple[str, Any]]:
     """The options of every channel to a service of the suite (``make_channel``,
-    ``tokens.bearer_channel``): message limits, waiting and retries, reconnecting,
-    keepalive."""
+    ``tokens.bearer_channel``): message limits, waiting and retries, balancing by
+    ``health_name``, reconnecting, keepalive."""
     initial, most = RECONNECT_BACKOFF_MS
     return [
         ("grpc.max_receive_message_length", settings.max_message_bytes),
         ("grpc.max_send_message_length", settings.max_message_bytes),
         ("grpc.enable_retries", 1),
-        ("grpc.service_config", service_config()),
+        ("grpc.service_config", service_config(health_name)),
         ("grpc.initial_reconnect_backoff_ms", initial),
         ("grpc.max_reconnect_backoff_ms", most),
         *KEEPALIVE,
@@ -279,16 +292,17 @@ def open_channel(
     ``tokens.bearer_channel``): TLS as ``channel_credentials`` says, the suite's
     options, ``interceptors``."""
     credentials = channel_credentials(settings, client_cert=client_cert)
+    options = channel_options(settings, health_name_for(target, service))
     if credentials is None:
         return grpc.aio.insecure_channel(
             channel_target(target),
-            options=channel_options(settings),
+            options=options,
             interceptors=list(interceptors),
         )
     return grpc.aio.secure_channel(
         channel_target(target),
         credentials,
-        options=[*channel_options(settings), *(tls_options(service) or list_tls_options(target))],
+        options=[*options, *(tls_options(service) or list_tls_options(target))],
         interceptors=list(interceptors),
     )
 

@@ -369,10 +369,11 @@ async def start_server(
     settings: Settings,
     port: int | None = None,
     checks: Mapping[str, Check] | None = None,
+    roles: Mapping[str, Check] | None = None,
 ) -> RunningServer:
     """Build, bind and start the server (``port=None``: the service's configured port),
-    its health true to ``checks`` (none: SERVING while it runs): TLS with the service's
-    certificate and its callers' rights, or plaintext under ``DDZ_INSECURE``."""
+    its health true to ``checks`` (none: SERVING while it runs) and ``roles``: TLS with
+    the service's certificate and its callers' rights, or plaintext under ``DDZ_INSECURE``."""
     credentials = None if settings.insecure else server_credentials(settings, service_name)
     if credentials is None:
         log.warning(
@@ -408,7 +409,7 @@ async def start_server(
         raise OSError(f"{service_name}: cannot listen on {address}: {exc}") from None
     if bound == 0:
         raise OSError(f"{service_name}: cannot listen on {address}")
-    watch = HealthWatch(service_name, service_full_names, checks or {}, health)
+    watch = HealthWatch(service_name, service_full_names, checks or {}, health, roles=roles)
     await watch.start()  # the first status is set before the first call is taken
     try:
         await server.start()
@@ -440,10 +441,11 @@ async def serve(
     grace: float = 5.0,
     on_started: Callable[[RunningServer], Awaitable[None] | None] | None = None,
     checks: Mapping[str, Check] | None = None,
+    roles: Mapping[str, Check] | None = None,
 ) -> None:
     """Run a service until SIGTERM/SIGINT (or ``stop`` is set), then stop gracefully."""
     running = await start_server(
-        service_name, add_servicers, service_full_names, settings, port, checks
+        service_name, add_servicers, service_full_names, settings, port, checks, roles
     )
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -8,6 +8,10 @@ consumer loop runs) or awaitable (a probe: the database answers ``SELECT 1``). A
 and each of the service's names when the answer changes, with one log line per change
 naming what is down. A check that raises, or a probe that does not answer within
 ``PROBE_TIMEOUT``, counts as down.
+
+A service may also name roles (``Service.roles()``): a health name of its own for each,
+SERVING while the service serves and the role's check holds (the active one of several
+table instances), so that a client's load balancer can send calls to that one only.
 """
 
 from __future__ import annotations
@@ -26,6 +30,9 @@ from ddz.application.tasks import cancel_and_wait
 
 INTERVAL = 1.0  # seconds between two rounds of checks
 PROBE_TIMEOUT = 2.0  # seconds a probe may take before its part counts as down
+
+ACTIVE_TABLE = "ddz.v1.TableService.active"
+"""The role of the table instance holding the tables (the others forward to it)."""
 
 SERVING = health_pb2.HealthCheckResponse.SERVING
 NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
@@ -46,12 +53,16 @@ class HealthWatch:
         checks: Mapping[str, Check],
         servicer: HealthServicer,
         *,
+        roles: Mapping[str, Check] | None = None,
         interval: float = INTERVAL,
         probe_timeout: float = PROBE_TIMEOUT,
     ) -> None:
         self.service = service
         self.names = ("", *names)
         self.checks = dict(checks)
+        self.roles = dict(roles or {})
+        self.playing: frozenset[str] = frozenset()  # the roles SERVING now
+        self._reported_roles = False
         self.servicer = servicer
         self.interval = interval
         self.probe_timeout = probe_timeout
@@ -66,7 +77,7 @@ class HealthWatch:
     async def start(self) -> None:
         """Set the status from a first round of checks, then keep it true."""
         await self.update()
-        if self.checks:
+        if self.checks or self.roles:
             self._task = asyncio.create_task(self._watch(), name=f"health:{self.service}")
 
     async def stop(self) -> None:
@@ -88,7 +99,19 @@ class HealthWatch:
             else:
                 log.info("serving", service=self.service, recovered=sorted(self.down))
             self.down = down
+        await self._update_roles()
         return down
+
+    async def _update_roles(self) -> None:
+        answers = await asyncio.gather(*(self._ask(check) for check in self.roles.values()))
+        playing = frozenset(
+            name for name, up in zip(self.roles, answers, strict=True) if up and not self.down
+        )
+        for name in self.roles:
+            if not self._reported_roles or (name in self.playing) != (name in playing):
+                await self.servicer.set(name, SERVING if name in playing else NOT_SERVING)
+        self._reported_roles = True
+        self.playing = playing
 
     async def _ask(self, check: Check) -> bool:
         try:

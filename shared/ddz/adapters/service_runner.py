@@ -75,6 +75,12 @@ def checks_of(service: Service) -> Mapping[str, Check]:
     return declared() if declared is not None else {}
 
 
+def roles_of(service: Service) -> Mapping[str, Check]:
+    """The service's roles (``health.HealthWatch``), by health name; most have none."""
+    declared: Callable[[], Mapping[str, Check]] | None = getattr(service, "roles", None)
+    return declared() if declared is not None else {}
+
+
 def nats_url(settings: Settings) -> str:
     """``DDZ_NATS_URL``, or the default local server when it is not set."""
     return settings.nats_url or DEFAULT_NATS_URL
@@ -184,8 +190,9 @@ async def start_service(
     await service.start()
     try:
         server = await start_server(
-            name, service.add_to_server, service.full_names, settings, port, checks_of(service)
-        )
+            name, service.add_to_server, service.full_names, settings, port,
+            checks_of(service), roles_of(service),
+        )  # fmt: skip
     except BaseException:
         await service.close()
         raise
@@ -235,7 +242,7 @@ async def run_service(
         try:
             await serve(
                 name, service.add_to_server, service.full_names, settings,
-                stop=stop, checks=checks_of(service),
+                stop=stop, checks=checks_of(service), roles=roles_of(service),
             )  # fmt: skip
         finally:
             exposition.stop()
