@@ -28,7 +28,6 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,7 +35,7 @@ from chaos_kit import audit_all, audit_problems, check_store, hands_over, kill, 
 from ddz.adapters.stack import SERVICES, ServiceProcess, Stack
 from ddz.config import Settings
 from ddz.domain.ruleset import VARIANTS
-from prometheus_client.parser import text_string_to_metric_families
+from metrics_kit import Series, scrape, total
 
 SEED_VARIABLE = "DDZ_CLUSTER_SEED"
 INSTANCES = 2
@@ -44,7 +43,6 @@ NATS_NODES = 3
 LOCAL_STACK = "starting a local stack"
 """What ``ddz simulate`` says on stderr when it finds no stack and starts its own."""
 
-Series = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
 RPC = "ddz_rpc_handled_total"
 CONSUMED = "ddz_events_consumed_total"
@@ -180,25 +178,6 @@ class ClusterReport:
             f"{', '.join(self.victims)} at {self.over_at_kill} hands over, "
             f"{self.kill_at:.1f} s in"
         )
-
-
-def scrape(address: str) -> Series:
-    """Every sample an instance's metrics endpoint (``host:port``) serves now."""
-    with urllib.request.urlopen(f"http://{address}/metrics", timeout=10) as answer:
-        text = answer.read().decode("utf-8")
-    return {
-        (sample.name, frozenset(sample.labels.items())): sample.value
-        for family in text_string_to_metric_families(text)
-        for sample in family.samples
-    }
-
-
-def total(series: Series, name: str, **labels: str) -> float:
-    """The sum of the samples ``name`` whose labels include ``labels``."""
-    wanted = set(labels.items())
-    return sum(
-        value for (sample, have), value in series.items() if sample == name and wanted <= have
-    )
 
 
 def work(service: str, series: Series) -> float:

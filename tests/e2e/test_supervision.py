@@ -17,7 +17,6 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.request
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -34,11 +33,12 @@ from ddz.adapters.stack import (
     settings_env,
 )
 from ddz.config import SERVICE_PORTS, Settings
-from prometheus_client.parser import text_string_to_metric_families
+from metrics_kit import scrape, total
 
 ROOT = Path(__file__).resolve().parents[2]
 ROOMS = ROOT / "services" / "table" / "rooms.toml"
 CHILD = re.compile(r"^  ([\w-]+)\s+(\S+)  \(pid (\d+)\)$")
+RPC = "ddz_rpc_handled_total"
 BOUND = 120.0  # seconds any one wait may take on a loaded machine
 
 
@@ -333,20 +333,6 @@ def test_the_restart_delay_doubles_to_its_cap_and_resets_once_stable(tmp_path: P
     assert message.endswith("\n".join(f"line {n}" for n in range(30, 50)))
 
 
-def metric_sum(address: str, family: str, **labels: str) -> float:
-    """The sum of the samples of ``family`` (a Prometheus sample name) at the metrics
-    endpoint ``address`` whose labels start with the given values."""
-    with urllib.request.urlopen(f"http://{address}/metrics", timeout=5) as reply:
-        text = reply.read().decode("utf-8")
-    return sum(
-        sample.value
-        for metric in text_string_to_metric_families(text)
-        for sample in metric.samples
-        if sample.name == family
-        and all(sample.labels.get(k, "").startswith(v) for k, v in labels.items())
-    )
-
-
 def test_ddz_up_scales_services_on_a_nats_cluster_and_the_tools_find_it(tmp_path: Path) -> None:
     """``ddz up --scale rules=2,bot=2,table=2 --nats-cluster 3``: one line per instance and
     node, each its own address and pid; ``ddz simulate`` given nothing but the data dir
@@ -371,7 +357,7 @@ def test_ddz_up_scales_services_on_a_nats_cluster_and_the_tools_find_it(tmp_path
         # The bots' partitions are shared once the second instance has counted the first
         # (a lease interval or two): before that one of them may hold them all.
         deadline = time.monotonic() + BOUND
-        while not all(metric_sum(metrics[n], "ddz_leases_held") for n in ("bot", "bot-2")):
+        while not all(total(scrape(metrics[n]), "ddz_leases_held") for n in ("bot", "bot-2")):
             assert time.monotonic() < deadline, f"the bots share no partitions\n{up.transcript()}"
             time.sleep(0.2)
         env = {k: v for k, v in os.environ.items() if not k.startswith("DDZ_")}
@@ -386,22 +372,23 @@ def test_ddz_up_scales_services_on_a_nats_cluster_and_the_tools_find_it(tmp_path
         assert json.loads(done.stdout)["hands"] == 24
 
         for name in ("rules", "rules-2"):  # each hand's commands reach one of them
-            decided = metric_sum(metrics[name], "ddz_rpc_handled_total", method="Decide")
+            series = scrape(metrics[name])
+            decided = sum(total(series, RPC, method=m) for m in ("Decide", "DecideBatch"))
             assert decided > 0, f"{name} decided nothing\n{up.transcript()}"
         for name in ("bot", "bot-2"):  # the partitions are shared
-            decisions = metric_sum(metrics[name], "ddz_decision_seconds_count")
+            decisions = total(scrape(metrics[name]), "ddz_decision_seconds_count")
             assert decisions > 0, f"{name} played nothing\n{up.transcript()}"
         # One table instance is active (whichever took the lease first); the tools'
         # channels, given both, call the one SERVING the active role: none was forwarded.
         active = {
-            name: metric_sum(metrics[name], "ddz_table_active") for name in ("table", "table-2")
+            name: total(scrape(metrics[name]), "ddz_table_active") for name in ("table", "table-2")
         }
         assert sorted(active.values()) == [0, 1], active
         standby = min(active, key=active.__getitem__)
-        forwarded = metric_sum(metrics[standby], "ddz_table_forwarded_total")
+        forwarded = total(scrape(metrics[standby]), "ddz_table_forwarded_total")
         assert forwarded == 0, up.transcript()
         holder = max(active, key=active.__getitem__)
-        started = metric_sum(metrics[holder], "ddz_rpc_handled_total", method="StartHand")
+        started = total(scrape(metrics[holder]), RPC, method="StartHand")
         assert started > 0, up.transcript()
 
         up.process.send_signal(signal.SIGINT)

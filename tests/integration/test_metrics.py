@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import random
-import urllib.request
 import uuid
 from pathlib import Path
 
 import grpc
+import metrics_kit
 import nats.js.errors
 import pytest
 from audit_kit import settled
@@ -31,39 +31,17 @@ from ddz.domain.hand import Pass, SeatInfo
 from ddz.domain.hand.events import HandSettled
 from ddz.v1 import recorder_pb2, recorder_pb2_grpc, rules_pb2
 from deal_kit import assigned
-from prometheus_client.parser import text_string_to_metric_families
+from metrics_kit import Series, total, value
 from suite_kit import Suite, eventually
 
-Series = dict[tuple[str, frozenset[tuple[str, str]]], float]
 SEED = 20261201
 RPC = "ddz_rpc_handled_total"
 CONSUMED = "ddz_events_consumed_total"
 PLAYERS = ("alice", "bob", "carol")
 
 
-def scrape_once(address: str) -> Series:
-    with urllib.request.urlopen(f"http://{address}/metrics", timeout=10) as answer:
-        text = answer.read().decode("utf-8")
-    return {
-        (sample.name, frozenset(sample.labels.items())): sample.value
-        for family in text_string_to_metric_families(text)
-        for sample in family.samples
-    }
-
-
 async def scrape(address: str) -> Series:
-    return await asyncio.to_thread(scrape_once, address)
-
-
-def value(series: Series, name: str, **labels: str) -> float:
-    """The sample ``name`` with exactly these labels (0 when absent)."""
-    return series.get((name, frozenset(labels.items())), 0.0)
-
-
-def total(series: Series, name: str, **labels: str) -> float:
-    """The sum of the samples ``name`` whose labels include these."""
-    wanted = set(labels.items())
-    return sum(v for (n, have), v in series.items() if n == name and wanted <= have)
+    return await asyncio.to_thread(metrics_kit.scrape, address)
 
 
 def endpoint(suite: Suite, name: str) -> str:
