@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from typing import Any, NoReturn, TypeAlias
 
 import grpc
@@ -216,27 +216,15 @@ class Forwarder:
         if streaming:
 
             async def stream(request: bytes, context: Context) -> AsyncIterator[bytes]:
-                code = "OK"
-                try:
+                with _counted(rpc, context):
                     async for response in self._stream(method, request, context):
                         yield response
-                except BaseException as exc:
-                    code = _code_of(exc, context)
-                    raise
-                finally:
-                    metrics.table_forwarded(rpc, code)
 
             return grpc.unary_stream_rpc_method_handler(stream)
 
         async def unary(request: bytes, context: Context) -> bytes:
-            code = "OK"
-            try:
+            with _counted(rpc, context):
                 return await self._unary(method, request, context)
-            except BaseException as exc:
-                code = _code_of(exc, context)
-                raise
-            finally:
-                metrics.table_forwarded(rpc, code)
 
         return grpc.unary_unary_rpc_method_handler(unary)
 
@@ -301,6 +289,19 @@ async def _answer_failure(context: Context, error: grpc.aio.AioRpcError, address
         code, error.details() or "", passed_on(error.trailing_metadata(), keep=STATUS_DETAILS)
     )
     raise AssertionError("unreachable: abort raises")  # pragma: no cover
+
+
+@contextlib.contextmanager
+def _counted(rpc: str, context: Context) -> Iterator[None]:
+    """Count the forwarded call under the code it ended with (``ddz_table_forwarded``)."""
+    code = "OK"
+    try:
+        yield
+    except BaseException as exc:
+        code = _code_of(exc, context)
+        raise
+    finally:
+        metrics.table_forwarded(rpc, code)
 
 
 def _code_of(exc: BaseException, context: Context) -> str:
