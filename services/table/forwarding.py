@@ -275,13 +275,8 @@ async def _answer_failure(context: Context, error: grpc.aio.AioRpcError, address
     is UNAVAILABLE with the reason (``Unreached`` if it was never sent)."""
     code = error.code()
     if code is grpc.StatusCode.UNAVAILABLE and error_info(error) is None:
-        if NEVER_SENT in (error.details() or ""):
-            unreached = Unreached.unavailable(
-                f"table: the active table instance at {address} cannot be reached "
-                f"({error.details()}); try again"
-            )
-            raise unreached from None
-        raise Refusal.unavailable(
+        refused = Unreached if NEVER_SENT in (error.details() or "") else Refusal
+        raise refused.unavailable(
             f"table: the active table instance at {address} cannot be reached "
             f"({error.details() or code.name}); try again"
         ) from None

@@ -61,8 +61,7 @@ class HealthWatch:
         self.names = ("", *names)
         self.checks = dict(checks)
         self.roles = dict(roles or {})
-        self.playing: frozenset[str] = frozenset()  # the roles SERVING now
-        self._reported_roles = False
+        self.playing: frozenset[str] | None = None  # the roles SERVING now (None: unset)
         self.servicer = servicer
         self.interval = interval
         self.probe_timeout = probe_timeout
@@ -108,9 +107,8 @@ class HealthWatch:
             name for name, up in zip(self.roles, answers, strict=True) if up and not self.down
         )
         for name in self.roles:
-            if not self._reported_roles or (name in self.playing) != (name in playing):
+            if self.playing is None or (name in self.playing) != (name in playing):
                 await self.servicer.set(name, SERVING if name in playing else NOT_SERVING)
-        self._reported_roles = True
         self.playing = playing
 
     async def _ask(self, check: Check) -> bool:
