@@ -290,23 +290,23 @@ def start_nats_cluster(
 
 def _free_ports(host: str, count: int) -> list[int]:
     """``count`` distinct ports free on ``host`` right now (``free_port``)."""
-    ports: list[int] = []
-    while len(ports) < count:
-        port = free_port(host)
-        if port not in ports:
-            ports.append(port)
-    return ports
+    return [free_port(host) for _ in range(count)]
 
 
 LISTEN_PORTS_BELOW = 12_000
 """How far below the OS's ephemeral range ``free_port`` looks."""
+_GIVEN: set[int] = set()
+"""Every port ``free_port`` returned in this process. A port is free when it is picked,
+but its server binds it only later, so two picks in a row (a cluster's route ports, then
+its nodes' client ports; a stack's children) could otherwise get the same one."""
 
 
 def free_port(host: str) -> int:
     """A port free on ``host`` right now, for a server to listen on: below the OS's range
     of ephemeral ports (``ip_local_port_range``), where no outgoing connection's own end
     can take it while its server restarts (a port the OS picks for a ``bind`` to 0 is in
-    that range). Port 0's pick if none is found there."""
+    that range). Port 0's pick if none is found there. Never a port it returned before
+    in this process (``_GIVEN``)."""
     try:
         low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
     except (OSError, ValueError, IndexError):
@@ -314,9 +314,13 @@ def free_port(host: str) -> int:
     first = max(1024, low - LISTEN_PORTS_BELOW)
     for _ in range(200):
         port = random.randrange(first, low)
-        if port_is_free(host, port):
+        if port not in _GIVEN and port_is_free(host, port):
+            _GIVEN.add(port)
             return port
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind((host, 0))
-        chosen: int = probe.getsockname()[1]
-        return chosen
+    while True:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            probe.bind((host, 0))
+            chosen: int = probe.getsockname()[1]
+        if chosen not in _GIVEN:
+            _GIVEN.add(chosen)
+            return chosen

@@ -307,7 +307,6 @@ class Stack:
         self._nats_config: Path | None = None  # our nats-server's users (nats_auth)
         self._service_env: dict[str, dict[str, str]] = {}
         self._instance_env: dict[str, dict[str, str]] = {}  # instance -> its own ports
-        self._ports_given: set[int] = set()  # to the children, by _free_port
         self.profile_dir = profile_dir  # cProfile each service into <dir>/<name>.prof
         self.nats: NatsServer | None = None
         self.cluster: NatsCluster | None = None
@@ -351,9 +350,9 @@ class Stack:
         if self.ephemeral_ports:
             ports = dict(settings.ports)
             host = settings.host
-            ports.update({name: self._free_port(host) for name in self.services})
+            ports.update({name: free_port(host) for name in self.services})
             metrics = {**settings.metrics_ports,
-                       **{name: self._free_port(host) for name in self.services}}  # fmt: skip
+                       **{name: free_port(host) for name in self.services}}  # fmt: skip
             settings = dataclasses.replace(
                 settings, ports=MappingProxyType(ports), metrics_ports=MappingProxyType(metrics)
             )
@@ -402,15 +401,6 @@ class Stack:
         }
         return settings
 
-    def _free_port(self, host: str) -> int:
-        """A free port that no other child of this stack was given: ``free_port`` lets
-        its probe go at once, so the OS may hand the same port out twice in a row."""
-        while True:
-            port = free_port(host)
-            if port not in self._ports_given:
-                self._ports_given.add(port)
-                return port
-
     def _instance_names(self, service: str) -> list[str]:
         count = self.scale.get(service, 1)
         return [service if n == 1 else f"{service}-{n}" for n in range(1, count + 1)]
@@ -427,18 +417,18 @@ class Stack:
             dial_host = first.rsplit(":", 1)[0]
             targets = [first]
             for name in names[1:]:
-                port = self._free_port(settings.host)
+                port = free_port(settings.host)
                 own = {
                     # Its log lines go to stderr, which is its own log file (not the
                     # first instance's <service>.log).
                     "DDZ_LOG_TO_FILE": "false",
                     f"DDZ_{service.upper()}_PORT": str(port),
-                    f"DDZ_{service.upper()}_METRICS_PORT": str(self._free_port(settings.host)),
+                    f"DDZ_{service.upper()}_METRICS_PORT": str(free_port(settings.host)),
                 }
                 if service in settings.listen:
                     own[f"DDZ_{service.upper()}_LISTEN"] = settings.listen_address(service, port)
                 if service in settings.probe_ports:
-                    own[f"DDZ_{service.upper()}_PROBE_PORT"] = str(self._free_port(settings.host))
+                    own[f"DDZ_{service.upper()}_PROBE_PORT"] = str(free_port(settings.host))
                 self._instance_env[name] = own
                 targets.append(f"{dial_host}:{port}")
             addresses[service] = ",".join(targets)

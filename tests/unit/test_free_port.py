@@ -1,0 +1,24 @@
+"""``free_port`` never hands out a port twice in one process: a port picked is free,
+but its server binds it only later, and the next pick must not get it meanwhile (a
+cluster's route ports, then its nodes' client ports)."""
+
+from __future__ import annotations
+
+import pytest
+from ddz.adapters import nats_server
+from ddz.adapters.nats_server import free_port
+
+
+def test_a_port_picked_and_not_yet_bound_is_not_picked_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    first = free_port("127.0.0.1")
+    # Every random try lands on the first pick, which nothing has bound yet.
+    monkeypatch.setattr(nats_server.random, "randrange", lambda _low, _high: first)
+    second = free_port("127.0.0.1")
+    assert second != first
+    assert nats_server.port_is_free("127.0.0.1", second)
+
+
+def test_a_clusters_route_ports_are_distinct() -> None:
+    assert len(set(nats_server._free_ports("127.0.0.1", 50))) == 50
