@@ -6,7 +6,6 @@ with a temporary ``DDZ_DATA_DIR``; and ``ddz up``/``ddz simulate`` as a user run
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 import os
 import re
@@ -23,7 +22,7 @@ from ddz.adapters.bus import EventBus
 from ddz.adapters.driver import Driver
 from ddz.adapters.event_signing import event_keyring
 from ddz.adapters.nats_auth import connect_options
-from ddz.adapters.stack import Stack, free_port, settings_env
+from ddz.adapters.stack import Stack, settings_env, with_free_ports
 from ddz.config import SERVICE_PORTS, Settings
 from ddz.domain.ruleset import VARIANTS
 
@@ -156,8 +155,8 @@ def test_bench_e2e_player_is_refused_for_a_running_stack(stack: Stack) -> None:
 def test_ctrl_c_stops_ddz_up_and_leaves_no_process(tmp_path: Path) -> None:
     """``ddz up`` in the foreground; Ctrl-C (SIGINT) stops services, then NATS."""
     settings = Settings.from_env({"DDZ_DATA_DIR": str(tmp_path)})
-    ports = {name: free_port("127.0.0.1") for name in SERVICE_PORTS}
-    settings = dataclasses.replace(settings, ports=ports)
+    settings = with_free_ports(settings)
+    ports = settings.ports
     up = subprocess.Popen(
         [sys.executable, "-m", "ddz.entrypoints.cli", "up", "--nats-port", "0"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ddz_env(settings),
@@ -175,8 +174,14 @@ def test_ctrl_c_stops_ddz_up_and_leaves_no_process(tmp_path: Path) -> None:
             pids += [int(p) for p in re.findall(r"\(pid (\d+)\)", line)]
             if "Ctrl-C stops everything" in line:
                 break
-        failure = up.stderr.read() if up.poll() is not None and up.stderr else ""
-        assert len(pids) == len(SERVICE_PORTS) + 1, "".join(lines) + failure
+        if not lines or "Ctrl-C stops everything" not in lines[-1]:
+            # It ended (or never got ready): say what it printed on the way out.
+            if up.poll() is None:
+                up.kill()
+            up.wait(10)
+            stderr = up.stderr.read() if up.stderr else ""
+            pytest.fail("ddz up did not start:\n" + "".join(lines) + stderr)
+        assert len(pids) == len(SERVICE_PORTS) + 1, "".join(lines)
         assert f"table        127.0.0.1:{ports['table']}" in "".join(lines)
         up.send_signal(signal.SIGINT)
         assert up.wait(30) == 0

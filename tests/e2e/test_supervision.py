@@ -28,9 +28,9 @@ from ddz.adapters.stack import (
     RestartPolicy,
     ServiceProcess,
     Supervisor,
-    free_port,
     health_status,
     settings_env,
+    with_free_ports,
 )
 from ddz.config import SERVICE_PORTS, Settings
 from metrics_kit import scrape, total
@@ -88,8 +88,7 @@ class Up:
         expected: frozenset[str] = frozenset({*SERVICE_PORTS, "nats"}),
     ) -> None:
         settings = Settings.from_env({"DDZ_DATA_DIR": str(data_dir)})
-        ports = {name: free_port("127.0.0.1") for name in SERVICE_PORTS}
-        self.settings = dataclasses.replace(settings, ports=ports)
+        self.settings = with_free_ports(settings)
         env = {k: v for k, v in os.environ.items() if not k.startswith("DDZ_")}
         env.update(settings_env(self.settings))
         env.update(extra_env or {})

@@ -42,7 +42,7 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType, TracebackType
@@ -201,6 +201,18 @@ def settings_env(settings: Settings) -> dict[str, str]:
     return env
 
 
+def with_free_ports(settings: Settings, services: Iterable[str] = SERVICE_PORTS) -> Settings:
+    """``settings`` with a free gRPC port and a free metrics port for each of ``services``
+    (the metrics port named too: the gRPC port + the offset may be taken)."""
+    host = settings.host
+    names = list(services)
+    ports = {**settings.ports, **{name: free_port(host) for name in names}}
+    metrics = {**settings.metrics_ports, **{name: free_port(host) for name in names}}
+    return dataclasses.replace(
+        settings, ports=MappingProxyType(ports), metrics_ports=MappingProxyType(metrics)
+    )
+
+
 def blocking_channel(address: str, settings: Settings) -> grpc.Channel:
     """A synchronous channel to ``address`` (health checks, scripts): TLS with this
     process's certificate as ``grpc_client.channel_credentials`` says. A service's
@@ -348,14 +360,7 @@ class Stack:
         if not settings.nats_url:
             settings = self._start_nats(settings)
         if self.ephemeral_ports:
-            ports = dict(settings.ports)
-            host = settings.host
-            ports.update({name: free_port(host) for name in self.services})
-            metrics = {**settings.metrics_ports,
-                       **{name: free_port(host) for name in self.services}}  # fmt: skip
-            settings = dataclasses.replace(
-                settings, ports=MappingProxyType(ports), metrics_ports=MappingProxyType(metrics)
-            )
+            settings = with_free_ports(settings, self.services)
         settings = self._place_instances(dataclasses.replace(settings, log_to_file=True))
         self.settings = settings
         migrate(settings)
