@@ -20,7 +20,7 @@ Bus run (default): a private ``nats-server -js`` on a random loopback port in a 
 dir, the project's stream (``EventBus.ensure_stream``: file storage, 120 s duplicate
 window). ``--publishers`` processes publish ``--hands`` hands of ``--events-per-hand``
 events of 200 bytes, like the rules service: each hand its own stream id, subject
-``ddz.v1.hand.<hand_id>.<EventType>``, events in order, each with ``Nats-Msg-Id`` and
+``ddz.v1.hand.<bucket>.<hand_id>.<EventType>``, events in order, each with ``Nats-Msg-Id`` and
 ``Nats-Expected-Last-Subject-Sequence`` (over the hand's filter, as ``hand_stream``
 sets it), each publish ack awaited before the next; ``--concurrency`` hands in flight at
 once per publisher (tables). ``--consumers`` processes each follow every hand event with
@@ -38,7 +38,7 @@ process, configured by the project's own code with handlers that only count:
   ``DeliverPolicy.ALL``, explicit acks, pull requests kept open ahead of the reader
   (``StreamingPull``), one ack per message once applied;
 - ``settlement``: ``SettlementConsumer.start`` itself (``handle`` counts): a durable pull
-  consumer of ``ddz.v1.hand.*.hand_settled`` only (one message a hand) through
+  consumer of ``ddz.v1.hand.*.*.hand_settled`` only (one message a hand) through
   ``EventBus.subscribe_durable`` (batch 64, one explicit ack per message). The real
   handler's ``get_last_msg`` for the hand's ``HandStarted`` (one JetStream request a hand)
   and its database write are left out;
@@ -48,7 +48,7 @@ process, configured by the project's own code with handlers that only count:
 
 The publisher stands for the rules service (and the dealer, which publishes each hand's
 first two events): a hand is the event types of a typical classic hand played by greedy
-bots (``hand_started``, ``cards_dealt`` on ``ddz.v1.internal.hand.<id>.cards_dealt``, three
+bots (``hand_started``, ``cards_dealt`` on ``ddz.v1.internal.hand.<bucket>.<id>.cards_dealt``, three
 ``bid_made``, ``landlord_chosen``, alternating ``play_made``/``passed``, then the last
 decision's ``play_made``, ``hand_ended``, ``hand_settled``, ``seed_revealed``), each
 ``--events-per-hand`` long with the envelope size of its type, published one at a time
@@ -89,13 +89,20 @@ from typing import Any
 import grpc
 import nats
 import nats.errors
-from ddz.adapters.bus import Delivery, EventBus, stream_filter, stream_id_for, subject_for
+from ddz.adapters.bus import (
+    Delivery,
+    EventBus,
+    category_filter,
+    stream_filter,
+    stream_id_for,
+    subject_for,
+)
 from ddz.adapters.nats_server import start_nats_server
 from ddz.entrypoints.bench_cmd import cpu_seconds  # user + system, all threads, /proc
 from nats.js.api import ConsumerConfig, DeliverPolicy
 
 STREAM = "DDZ"  # ddz.adapters.bus.STREAM_NAME
-HAND_FILTER = "ddz.v1.hand.*.*"  # ddz.adapters.bus.category_filter("hand")
+HAND_FILTER = category_filter("hand")
 EVENT_TYPES = ("HandStarted", "BidPlaced", "CardsPlayed", "Passed", "HandSettled")
 PAYLOAD = bytes(range(200))  # an envelope's size; its content does not matter to NATS
 GRPC_METHOD = "/ddz.bench.Floor/Call"
@@ -269,7 +276,7 @@ async def raw_publisher(url: str, hand_ids: list[str], events: int, concurrency:
     js = nc.jetstream()
 
     async def publish_hand(hand_id: str) -> None:
-        hand_filter = f"ddz.v1.hand.{hand_id}.*"
+        hand_filter = stream_filter(f"hand-{hand_id}")
         last = 0
         for n in range(events):
             headers = {
@@ -277,7 +284,7 @@ async def raw_publisher(url: str, hand_ids: list[str], events: int, concurrency:
                 "Nats-Expected-Last-Subject-Sequence": str(last),
                 "Nats-Expected-Last-Subject-Sequence-Subject": hand_filter,
             }
-            subject = f"ddz.v1.hand.{hand_id}.{EVENT_TYPES[n % len(EVENT_TYPES)]}"
+            subject = subject_for(f"hand-{hand_id}", EVENT_TYPES[n % len(EVENT_TYPES)])
             ack = await js.publish(
                 subject, PAYLOAD, timeout=PUBLISH_TIMEOUT, stream=STREAM, headers=headers
             )

@@ -12,8 +12,9 @@ share of the hands (one instance plays every hand by default).
 Several instances (``DDZ_BOT_PARTITIONS`` > 1): the hands are shared by partition leases
 (``partitions.Partitions``). Each instance follows the bus with a consumer of its own
 that starts at the present (``bot-<holder>``, deleted by the server a minute after its
-instance is gone), folds only the hands of the partitions it holds, and reads a
-partition's unfinished hands from the bus when it takes it; so no instance replays the
+instance is gone) and filters on the subjects of the partitions it holds (changed as it
+takes and lets go of them), so it is sent only its own hands' events; it reads a
+partition's unfinished hands from the bus when it takes it. No instance replays the
 stream's history, and each bot turn is decided by the one holder of its hand's
 partition.
 """
@@ -22,15 +23,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import zlib
 from collections.abc import Mapping, Sequence
 
 import grpc
 import structlog
-from ddz.adapters.bus import EventBus
+from ddz.adapters.bus import EventBus, bucket_filters, category_filter
 from ddz.adapters.event_signing import event_keyring
 from ddz.adapters.grpc_server import full_service_name
 from ddz.adapters.hand_feed import Entry, HandFeed, HandFold
+from ddz.adapters.hand_stream import HAND
 from ddz.adapters.health import Check
 from ddz.adapters.lease import instance_id
 from ddz.adapters.routing import RoutedRules, rules_service
@@ -44,7 +45,7 @@ from .autoplay import AutoPlay, in_partition
 from .clients import RulesClient
 from .handlers import GetStats, Suggest
 from .hands import FeedLookup, resume_hands
-from .partitions import Partitions, subject_token
+from .partitions import Partitions, buckets_of, partition_of, subject_token
 from .servicer import BotServicer
 from .watchdog import Watchdog
 
@@ -80,6 +81,7 @@ class BotApp:
         if self.shared:
             self.durable = f"{NAME}-{subject_token(self.holder)}"
         self._taking: set[asyncio.Task[int]] = set()
+        self._filtering = asyncio.Lock()
         self.bus: EventBus | None = None
         self.rules: RoutedRules | None = None
         self.autoplay: AutoPlay | None = None
@@ -111,11 +113,14 @@ class BotApp:
             Suggest(FeedLookup(self.feed), self.player), GetStats(self.autoplay, self.player_kind)
         )
         if not self.shared:
-            await self.feed.follow(self.durable)
+            await self.feed.follow(self.durable, filters=self._static_filters())
             self.watchdog.start()
             self._resuming = asyncio.create_task(resume_hands(self.feed), name="bot:resume")
             return
-        await self.feed.follow(self.durable, from_now=True, inactive_threshold=INSTANCE_IDLE)
+        await self.feed.follow(
+            self.durable, from_now=True, inactive_threshold=INSTANCE_IDLE,
+            filters=bucket_filters(HAND, ()),  # no partition yet: nothing
+        )  # fmt: skip
         self.watchdog.start()
         self.partitions = Partitions(
             self.bus, self.holder, self.settings.bot_partitions,
@@ -124,20 +129,27 @@ class BotApp:
         )  # fmt: skip
         await self.partitions.start()
 
+    def _static_filters(self) -> list[str]:
+        """Every hand's events, or those of this instance's static share."""
+        if self.partitions_n <= 1:
+            return [category_filter(HAND), category_filter(HAND, internal=True)]
+        return bucket_filters(HAND, buckets_of({self.partition}, self.partitions_n))
+
     def _owns(self, hand_id: str) -> bool:
         """This instance plays the hand (its static share, or its partition's lease)."""
         if self.partitions is None:
             return not self.shared and in_partition(hand_id, self.partition, self.partitions_n)
-        return self.partitions.holds(zlib.crc32(hand_id.encode()) % self.partitions.count)
+        return self.partitions.holds(partition_of(hand_id, self.partitions.count))
 
     async def _partition_taken(self, partition: int) -> None:
-        """Ours now: read its unfinished hands (in the background; events meanwhile are
-        folded as they come)."""
+        """Ours now: its events sent here from now on, then its unfinished hands read
+        (in the background; events meanwhile are folded as they come)."""
         assert self.feed is not None and self.partitions is not None
+        await self._follow_held()
         count = self.partitions.count
 
         def accept(hand_id: str) -> bool:
-            return zlib.crc32(hand_id.encode()) % count == partition
+            return partition_of(hand_id, count) == partition
 
         task = asyncio.create_task(resume_hands(self.feed, accept=accept), name="bot:take")
         self._taking.add(task)
@@ -148,6 +160,17 @@ class BotApp:
         if self.feed is not None:
             dropped = self.feed.drop_refused()
             log.info("partition_left", partition=partition, hands=dropped)
+            await self._follow_held(leaving=partition)
+
+    async def _follow_held(self, leaving: int | None = None) -> None:
+        """Filter the feed's consumer on the buckets of the partitions held (not
+        ``leaving``, let go of right after). One change at a time, each made from what
+        is held when it runs, so the last one made is the latest."""
+        assert self.feed is not None and self.partitions is not None
+        async with self._filtering:
+            held = self.partitions.held - {leaving}
+            buckets = buckets_of(held, self.partitions.count)
+            await self.feed.refilter(bucket_filters(HAND, buckets))
 
     def _changed(self, fold: HandFold, applied: list[Entry]) -> None:
         if self.watchdog is not None:

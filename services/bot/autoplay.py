@@ -23,7 +23,6 @@ import asyncio
 import contextlib
 import time
 import uuid
-import zlib
 from collections.abc import Callable
 from typing import Any
 
@@ -37,6 +36,7 @@ from ddz.domain.players import Player, play_of
 from ddz.v1 import rules_pb2
 
 from .batcher import DecideBatcher
+from .partitions import partition_of
 from .ports import Hands, Move, Rules
 from .stats import MoveStats
 
@@ -72,7 +72,7 @@ def fallback_move(view: PlayerView) -> Command:
 
 
 def in_partition(hand_id: str, partition: int, partitions: int) -> bool:
-    return partitions <= 1 or zlib.crc32(hand_id.encode()) % partitions == partition
+    return partitions <= 1 or partition_of(hand_id, partitions) == partition
 
 
 class AutoPlay:

@@ -2,7 +2,8 @@
 each one a lease (``ddz.adapters.lease``, key ``bot.partition.<k>``), each instance
 holding about its share.
 
-A hand belongs to partition ``crc32(hand_id) % count`` (``autoplay.in_partition``); the
+A hand belongs to partition ``bucket % count``, its subject bucket
+(``ddz.adapters.bus.bucket_of``) modulo the partitions (``partition_of``); the
 instance holding that partition's lease is the only one that plays the hand's bot seats,
 so one bot turn gets one decision. The instances count one another by their member
 keys (``bot.member.<holder>``, written every renewal interval with the lease TTL, so a
@@ -11,6 +12,9 @@ partitions, takes free ones while it has fewer, and lets its highest go while it
 more. An instance that joins or leaves therefore moves only partitions, never history:
 the new holder of a partition reads the unfinished hands of that partition from the bus
 (``hands.resume_hands``), as a restarted bot does.
+
+A partition is whole buckets (``buckets_of``), so an instance's consumer filters on the
+subjects of the partitions it holds, and the server sends it no other hand's events.
 """
 
 from __future__ import annotations
@@ -18,11 +22,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 
 import nats.errors
 import structlog
-from ddz.adapters.bus import EventBus
+from ddz.adapters.bus import BUCKETS, EventBus, bucket_of
 from ddz.adapters.lease import BUCKET, Lease, lease_bucket
 from ddz.application.tasks import cancel_and_wait
 
@@ -126,6 +130,17 @@ class Partitions:
         if members != self.members:
             log.info("bot_members", members=members, share=math.ceil(self.count / members))
         self.members = members
+
+
+def partition_of(hand_id: str, count: int) -> int:
+    """The partition of ``count`` that ``hand_id`` belongs to."""
+    return bucket_of(hand_id) % count
+
+
+def buckets_of(partitions: Iterable[int], count: int) -> list[int]:
+    """The subject buckets of ``partitions`` (of ``count``)."""
+    wanted = set(partitions)
+    return [bucket for bucket in range(BUCKETS) if bucket % count in wanted]
 
 
 def subject_token(holder: str) -> str:

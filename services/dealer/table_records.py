@@ -1,6 +1,6 @@
 """``TableRecords`` on the bus: a table's ``table_opened`` and its last
 ``hand_assigned``, each read as the last message on its own subject
-(``ddz.v1.table.<id>.<type>``), two reads whatever the table's age.
+(``ddz.v1.table.<bucket>.<id>.<type>``), two reads whatever the table's age.
 
 Read with ``STREAM.MSG.GET``, which the dealer's NATS user may call; nobody but the
 table service's user may publish on ``ddz.v1.table.>`` (``ddz.adapters.nats_auth``).

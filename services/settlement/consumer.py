@@ -7,14 +7,15 @@ be applied and is terminated, anything else is retried later.
 from __future__ import annotations
 
 import nats.js.errors
-from ddz.adapters.bus import SUBJECT_ROOT, Delivery, EventBus, Reject, subject_for
+from ddz.adapters.bus import Delivery, EventBus, Reject, category_filter, subject_for
+from ddz.adapters.hand_stream import HAND
 from ddz.application.errors import Kind, Refusal
 from ddz.domain.hand.events import HandSettled, HandStarted
 
 from .handlers import ApplySettled
 
 DURABLE = "settlement"
-FILTER = f"{SUBJECT_ROOT}.hand.*.{HandSettled.TYPE}"
+FILTER = category_filter(HAND)[:-1] + HandSettled.TYPE
 # Effectively never give up (EventBus terminates a message after max_deliver tries):
 # a balance update must not be dropped because the database was down for a while.
 MAX_DELIVER = 100_000

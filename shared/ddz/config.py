@@ -35,6 +35,9 @@ SERVICE_PORTS: Mapping[str, int] = MappingProxyType(
 
 METRICS_PORT_OFFSET = 1000
 """A service's default metrics port is its gRPC port plus this (rules: 51052)."""
+BOT_PARTITIONS_MAX = 64
+"""A bot partition is whole subject buckets (``ddz.adapters.bus.BUCKETS``, 64): no more
+partitions than buckets."""
 
 RETIRED: Mapping[str, str] = MappingProxyType(
     {
@@ -306,7 +309,7 @@ class Settings:
             stream_max_age=_limit(env, "DDZ_STREAM_MAX_AGE", DEFAULT_STREAM_MAX_AGE, float),
             stream_max_bytes=_limit(env, "DDZ_STREAM_MAX_BYTES", None, int),
             lease_ttl=_float(env, "DDZ_LEASE_TTL", 10.0),
-            bot_partitions=_int(env, "DDZ_BOT_PARTITIONS", 1, low=1, high=1024),
+            bot_partitions=_int(env, "DDZ_BOT_PARTITIONS", 1, low=1, high=BOT_PARTITIONS_MAX),
             table_advertise=_host_port(env, "DDZ_TABLE_ADVERTISE"),
             tls_ca_file=_path(env, "DDZ_TLS_CA"),
             tls_cert_file=_path(env, "DDZ_TLS_CERT"),

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import socket
+import zlib
 from pathlib import Path
 
 import nats
@@ -27,6 +28,7 @@ from ddz.adapters.bus import (
     Reject,
     UnsupportedServer,
     WrongLastSequence,
+    bucket_filters,
     category_filter,
     check_server_version,
     parse_subject,
@@ -82,12 +84,19 @@ async def pending_acks(bus: EventBus, durable: str) -> int:
 
 
 def test_subjects_are_versioned_and_internal_events_separate() -> None:
-    assert subject_for("hand-7f3a", "CardsPlayed") == "ddz.v1.hand.7f3a.CardsPlayed"
+    bucket = zlib.crc32(b"7f3a") % 64  # the subject layout's bucket of the id
+    assert subject_for("hand-7f3a", "CardsPlayed") == f"ddz.v1.hand.{bucket}.7f3a.CardsPlayed"
     assert subject_for("hand-7f3a", "HandDealt", internal=True) == (
-        "ddz.v1.internal.hand.7f3a.HandDealt"
+        f"ddz.v1.internal.hand.{bucket}.7f3a.HandDealt"
     )
-    assert stream_filter("hand-7f3a") == "ddz.v1.hand.7f3a.*"
-    assert category_filter("hand", internal=True) == "ddz.v1.internal.hand.*.*"
+    assert stream_filter("hand-7f3a") == f"ddz.v1.hand.{bucket}.7f3a.*"
+    assert category_filter("hand", internal=True) == "ddz.v1.internal.hand.*.*.*"
+    assert bucket == 40  # (so 3 sorts first below)
+    assert bucket_filters("hand", [bucket, 3, bucket]) == [
+        "ddz.v1.hand.3.*.*", "ddz.v1.internal.hand.3.*.*",
+        "ddz.v1.hand.40.*.*", "ddz.v1.internal.hand.40.*.*",
+    ]  # fmt: skip
+    assert bucket_filters("hand", []) == ["ddz.v1.internal.none"]
     uuid_hand = "hand-0b1e6f2c-8d0a-4c41-9a57-1c1a4b7a9e10"
     parts = parse_subject(subject_for(uuid_hand, "BidMade", internal=True))
     assert (parts.stream_id, parts.event_type, parts.internal) == (uuid_hand, "BidMade", True)
@@ -101,6 +110,9 @@ def test_subjects_are_versioned_and_internal_events_separate() -> None:
             subject_for(bad_stream, bad_type)
     with pytest.raises(ValueError):
         parse_subject("ddz.v2.hand.1.T")
+    wrong_bucket = (bucket + 1) % 64
+    with pytest.raises(ValueError, match="bucket"):
+        parse_subject(f"ddz.v1.hand.{wrong_bucket}.7f3a.CardsPlayed")
 
 
 # -- publish and consume -------------------------------------------------------------------
@@ -116,7 +128,7 @@ async def test_durable_consumer_receives_in_order_and_acks(bus: EventBus) -> Non
     received = await collector.take(3)
     assert [d.event_id for d in received] == ["e1", "e2", "e3"]
     assert [d.data for d in received] == [b"envelope e1", b"envelope e2", b"envelope e3"]
-    assert received[0].subject == "ddz.v1.hand.1.CardsPlayed"
+    assert received[0].subject == subject_for("hand-1", "CardsPlayed")
     assert all(d.num_delivered == 1 for d in received)
     assert await collector.nothing_more()
     assert await pending_acks(bus, "players") == 0

@@ -33,7 +33,7 @@ import nats.js.errors
 import pytest
 from audit_kit import PLAYERS, deal_request, play_hands
 from ddz.adapters import codec
-from ddz.adapters.bus import ALL_SUBJECTS, EventBus
+from ddz.adapters.bus import ALL_SUBJECTS, EventBus, parse_subject, subject_for
 from ddz.adapters.lease import BUCKET, Lease
 from ddz.adapters.nats_server import NatsServer
 from ddz.adapters.store import create_store
@@ -328,6 +328,20 @@ async def all_settled(suite: Suite, hand_ids: list[str]) -> None:
     await eventually(every_one, timeout=60.0, every=0.2)
 
 
+async def delivered(bus: EventBus, durable: str) -> int:
+    """Messages the server has sent the consumer ``durable`` so far."""
+    info = await bus.js.consumer_info(bus.stream, durable)
+    return int(info.delivered.consumer_seq or 0) if info.delivered else 0
+
+
+async def events_on_bus(bus: EventBus, hand_ids: list[str]) -> int:
+    """The events of these hands on the bus, public and internal."""
+    info = await bus.js.stream_info(bus.stream, subjects_filter=ALL_SUBJECTS)
+    streams = {f"hand-{hand_id}" for hand_id in hand_ids}
+    subjects = info.state.subjects or {}
+    return sum(n for subject, n in subjects.items() if parse_subject(subject).stream_id in streams)
+
+
 def split(apps: list[Any]) -> bool:
     """Every instance holds some partitions, and every partition has one holder."""
     held = [app.partitions.held for app in apps]
@@ -350,10 +364,20 @@ async def test_bot_instances_share_the_hands_one_decision_per_turn(bots: Suite) 
     assert not set(before) & (set(second.feed.hands) | set(second.feed._ended))
 
     accepted = [app.autoplay.stats.accepted for app in (first, second)]
+    sent = [await delivered(suite.bus, app.durable) for app in (first, second)]
     hands = await deal_bot_hands(suite, 12)
     await all_settled(suite, hands)
     stats = [app.autoplay.stats for app in (first, second)]
     assert all(s.accepted > a for s, a in zip(stats, accepted, strict=True))  # both played
+    # Each is sent its own hands' events only (its consumer filters on its partitions'
+    # subjects), and between them every event of every hand.
+    events = await events_on_bus(suite.bus, hands)
+    shares = [
+        await delivered(suite.bus, app.durable) - n
+        for app, n in zip((first, second), sent, strict=True)
+    ]
+    assert all(0 < share < events for share in shares), (shares, events)
+    assert sum(shares) >= events, (shares, events)
     # One decision per bot turn: no move ever raced another for a version.
     assert [s.conflicts for s in stats] == [0, 0]
     assert [s.refused for s in stats] == [0, 0]
@@ -487,7 +511,7 @@ async def test_a_writer_after_a_take_over_binds_the_consumer_as_it_was_made(
 
     async def publish(count: int) -> None:
         for _ in range(count):
-            await bus.js.publish(f"ddz.v1.hand.h{uuid.uuid4().hex}.test", b"x")
+            await bus.js.publish(subject_for(f"hand-h{uuid.uuid4().hex}", "test"), b"x")
 
     async def consumed(consumer: StoreConsumer, record: Holding, count: int) -> None:
         await eventually(lambda: asyncio.sleep(0, len(record.seen) >= count), timeout=30)

@@ -21,7 +21,7 @@ import nats.errors
 import nats.js.errors
 import pytest
 from audit_kit import play_hands, settled
-from ddz.adapters.bus import ALL_SUBJECTS, EventBus
+from ddz.adapters.bus import ALL_SUBJECTS, EventBus, subject_for
 from ddz.adapters.nats_server import NatsCluster, start_nats_cluster
 from ddz.audit.sample import Mischief
 from nats.js.api import StreamConfig
@@ -107,7 +107,7 @@ async def test_a_client_of_every_node_survives_the_death_of_its_node(
 ) -> None:
     bus = cluster_bus
     assert await eventually(lambda: ensured(bus, replicas=3), timeout=CLUSTER_WAIT)
-    subject = "ddz.v1.table.t1.noted"
+    subject = subject_for("table-t1", "noted")
     first = await bus.publish(subject, b"before", "e-before", timeout=10)
 
     connected = bus.nc.connected_url

@@ -22,3 +22,13 @@ def test_a_port_picked_and_not_yet_bound_is_not_picked_again(
 
 def test_a_clusters_route_ports_are_distinct() -> None:
     assert len(set(nats_server._free_ports("127.0.0.1", 50))) == 50
+
+
+def test_a_reserved_port_is_never_picked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A stack reserves the ports its settings name (its children bind them later)."""
+    named = free_port("127.0.0.1") + 1
+    while not nats_server.port_is_free("127.0.0.1", named):
+        named += 1
+    nats_server.reserve([named, 0])
+    monkeypatch.setattr(nats_server.random, "randrange", lambda _low, _high: named)
+    assert free_port("127.0.0.1") != named

@@ -7,6 +7,7 @@ import urllib.request
 
 import pytest
 from ddz.adapters import metrics
+from ddz.adapters.bus import subject_for
 from ddz.adapters.stack import settings_env
 from ddz.config import SERVICE_PORTS, Settings
 from prometheus_client import Counter, Histogram
@@ -61,8 +62,8 @@ def test_a_delivery_counts_as_consumed_redelivered_and_pending() -> None:
 def test_a_published_subject_gives_category_and_type() -> None:
     counter = metrics.EVENTS_PUBLISHED.labels("hand", "unit_test_event")
     before = counter._value.get()
-    metrics.event_published("ddz.v1.internal.hand.h1.unit_test_event")
-    metrics.event_published("ddz.v1.hand.h1.unit_test_event")
+    metrics.event_published(subject_for("hand-h1", "unit_test_event", internal=True))
+    metrics.event_published(subject_for("hand-h1", "unit_test_event"))
     assert counter._value.get() == before + 2
 
 

@@ -40,7 +40,7 @@ def test_only_the_provisioning_user_may_make_the_stream() -> None:
 
 def test_settlements_consumer_is_pinned_to_hand_settled() -> None:
     creates = [s for s in allowed("settlement", "publish") if "CREATE" in s]
-    assert creates == ["$JS.API.CONSUMER.CREATE.DDZ.settlement.ddz.v1.hand.*.hand_settled"]
+    assert creates == ["$JS.API.CONSUMER.CREATE.DDZ.settlement.ddz.v1.hand.*.*.hand_settled"]
 
 
 def test_seeds_are_private_and_stable(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pytest
-from ddz.adapters.bus import Delivery, Reject
+from ddz.adapters.bus import Delivery, Reject, subject_for
 from ddz.adapters.codec import envelope_for, parse_envelope
 from ddz.adapters.service_db.balances import Balance, SettledHand
 from ddz.application.errors import Kind, Reason, Refusal
@@ -25,7 +25,7 @@ from services.settlement.consumer import SettlementConsumer
 from services.settlement.handlers import DEFAULT_PAGE, MAX_PAGE, ApplySettled, Queries
 
 STREAM = "hand-h1"
-SUBJECT = "ddz.v1.hand.h1.hand_settled"
+SUBJECT = subject_for(STREAM, "hand_settled")
 
 
 def events() -> list[Event]:

@@ -2,15 +2,20 @@
 
 Subjects (versioned; one token per level, no dots inside tokens):
 
-    ddz.v1.<category>.<id>.<EventType>           public, e.g. ddz.v1.hand.<hand_id>.play_made
-    ddz.v1.internal.<category>.<id>.<EventType>  every seat's cards (cards_dealt)
+    ddz.v1.<category>.<bucket>.<id>.<EventType>           public (hand, table, room)
+    ddz.v1.internal.<category>.<bucket>.<id>.<EventType>  every seat's cards (cards_dealt)
 
-Stream ids are ``<category>-<id>`` (``hand-7f3a…``, ``table-12``); ``subject_for`` maps
-one to the other. Publishing sets ``Nats-Msg-Id`` to the event id so JetStream drops
-duplicates within the stream's duplicate window; consumers are durable, created
-explicitly (``add_consumer``), pulled, and a message is acked only after the handler
-returned, so a crash means redelivery, never loss. Handlers must be idempotent on the
-event id (the store is: an identical event id is a no-op).
+e.g. ``ddz.v1.hand.17.<hand_id>.play_made``. Stream ids are ``<category>-<id>``
+(``hand-7f3a…``, ``table-12``); ``subject_for`` maps one to the other. The bucket,
+``crc32(id) % BUCKETS``, lets a consumer take a share of the streams by subject alone
+(``bucket_filters``): the server sends an instance only the events of the hands it
+plays, rather than every event for it to skip.
+
+Publishing sets ``Nats-Msg-Id`` to the event id so JetStream drops duplicates within the
+stream's duplicate window; consumers are durable, created explicitly (``add_consumer``),
+pulled, and a message is acked only after the handler returned, so a crash means
+redelivery, never loss. Handlers must be idempotent on the event id (the store is: an
+identical event id is a no-op).
 """
 
 from __future__ import annotations
@@ -20,7 +25,8 @@ import contextlib
 import json
 import re
 import uuid
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+import zlib
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
@@ -67,6 +73,13 @@ MIN_SERVER_VERSION = (2, 11, 0)
 filter needs ``Nats-Expected-Last-Subject-Sequence-Subject`` (2.11). An older server
 ignores that header and checks the event's own subject instead: it refuses a hand's second
 event and lets a stale writer through."""
+
+BUCKETS = 64
+"""Buckets of the subject layout. Part of every subject: never changed (a reader of the
+stream computes a stream's bucket from its id)."""
+NO_EVENTS = f"{SUBJECT_ROOT}.{INTERNAL}.none"
+"""A subject no event is published on: the filter of a consumer that wants no bucket
+now (a consumer must filter on something)."""
 
 _STREAM_ID = re.compile(r"^([a-z][a-z_]*)-([A-Za-z0-9_-]+)$")
 _TOKEN = re.compile(r"^[A-Za-z0-9_-]+$")
@@ -131,6 +144,11 @@ def stream_id_for(category: str, entity_id: str) -> str:
     return stream_id
 
 
+def bucket_of(entity_id: str) -> int:
+    """The subject bucket of a stream's entity (``crc32(id) % BUCKETS``)."""
+    return zlib.crc32(entity_id.encode()) % BUCKETS
+
+
 def subject_for(stream_id: str, event_type: str, internal: bool = False) -> str:
     """The subject an event of ``stream_id`` is published on."""
     if not _TOKEN.match(event_type):
@@ -141,14 +159,27 @@ def subject_for(stream_id: str, event_type: str, internal: bool = False) -> str:
 def stream_filter(stream_id: str, internal: bool = False) -> str:
     """The subject filter of every public (or internal) event of one stream."""
     category, entity_id = stream_parts(stream_id)
-    prefix = f"{SUBJECT_ROOT}.{INTERNAL}" if internal else SUBJECT_ROOT
-    return f"{prefix}.{category}.{entity_id}.*"
+    return f"{_prefix(internal)}.{category}.{bucket_of(entity_id)}.{entity_id}.*"
 
 
 def category_filter(category: str, internal: bool = False) -> str:
     """The subject filter of every public (or internal) event of a category."""
-    prefix = f"{SUBJECT_ROOT}.{INTERNAL}" if internal else SUBJECT_ROOT
-    return f"{prefix}.{category}.*.*"
+    return f"{_prefix(internal)}.{category}.*.*.*"
+
+
+def bucket_filters(category: str, buckets: Iterable[int]) -> list[str]:
+    """The subject filters of every event, public and internal, of the streams of
+    ``category`` in ``buckets`` (``[NO_EVENTS]`` for none)."""
+    filters = [
+        f"{_prefix(internal)}.{category}.{bucket}.*.*"
+        for bucket in sorted(set(buckets))
+        for internal in (False, True)
+    ]
+    return filters or [NO_EVENTS]
+
+
+def _prefix(internal: bool) -> str:
+    return f"{SUBJECT_ROOT}.{INTERNAL}" if internal else SUBJECT_ROOT
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,12 +192,15 @@ class SubjectParts:
 def parse_subject(subject: str) -> SubjectParts:
     """Inverse of ``subject_for``."""
     tokens = subject.split(".")
-    internal = len(tokens) == 6 and tokens[2] == INTERNAL
+    internal = len(tokens) == 7 and tokens[2] == INTERNAL
     if internal:
         del tokens[2]
-    if len(tokens) != 5 or ".".join(tokens[:2]) != SUBJECT_ROOT:
+    if len(tokens) != 6 or ".".join(tokens[:2]) != SUBJECT_ROOT:
         raise ValueError(f"not a ddz event subject: {subject!r}")
-    return SubjectParts(stream_id_for(tokens[2], tokens[3]), tokens[4], internal)
+    category, bucket, entity_id, event_type = tokens[2:]
+    if bucket != str(bucket_of(entity_id)):
+        raise ValueError(f"not a ddz event subject (bucket {bucket} of {entity_id}): {subject!r}")
+    return SubjectParts(stream_id_for(category, entity_id), event_type, internal)
 
 
 @dataclass(frozen=True, slots=True)
@@ -636,7 +670,7 @@ class EventBus:
     async def ensure_pull_consumer(
         self,
         durable: str,
-        filter_subject: str,
+        filter_subject: str | Sequence[str],
         *,
         ack_wait: float,
         max_ack_pending: int,
@@ -658,7 +692,11 @@ class EventBus:
           sequence ``resume_at`` when given and the stream still reaches it, else from
           the start. A stream that is gone too is created again first (``ensure_stream``).
 
+        ``filter_subject`` may be several filters (``bucket_filters``); an update in
+        place changes them, and the consumer goes on from where it stands.
+
         Returns the consumer's info as it now stands."""
+        filters = [filter_subject] if isinstance(filter_subject, str) else list(filter_subject)
         try:
             info: ConsumerInfo | None = await self.js.consumer_info(self.stream, durable)
         except nats.js.errors.NotFoundError as exc:
@@ -668,7 +706,10 @@ class EventBus:
             info = None
         config = ConsumerConfig(
             durable_name=durable,
-            filter_subject=filter_subject,
+            # One filter is sent as ``filter_subject``: the create subject names it,
+            # which is what a pinned role's permission checks (nats_auth).
+            filter_subject=filters[0] if len(filters) == 1 else None,
+            filter_subjects=filters if len(filters) > 1 else None,
             ack_policy=AckPolicy.EXPLICIT,
             deliver_policy=DeliverPolicy.NEW if from_now else DeliverPolicy.ALL,
             max_deliver=-1,

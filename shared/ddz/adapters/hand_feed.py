@@ -21,13 +21,14 @@ import asyncio
 import contextlib
 import enum
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import nats.errors
 import nats.js.errors
 import structlog
 from nats.aio.msg import Msg
+from nats.js.api import ConsumerInfo
 
 from ddz.adapters import hand_stream, metrics
 from ddz.adapters.bus import (
@@ -231,6 +232,7 @@ class HandFeed:
         self._durable = ""
         self._from_now = False
         self._inactive_threshold: float | None = None
+        self._filters = [ALL_SUBJECTS]
         self._pull: StreamingPull | None = None
         self._task: asyncio.Task[None] | None = None
         self._stopping = asyncio.Event()
@@ -298,9 +300,15 @@ class HandFeed:
         return self._task is not None and not self._task.done() and self._failure is None
 
     async def follow(
-        self, durable: str, *, from_now: bool = False, inactive_threshold: float | None = None
+        self,
+        durable: str,
+        *,
+        from_now: bool = False,
+        inactive_threshold: float | None = None,
+        filters: Sequence[str] = (ALL_SUBJECTS,),
     ) -> None:
-        """Follow every event with the durable pull consumer ``durable``.
+        """Follow every event (or those ``filters`` match) with the durable pull
+        consumer ``durable``.
 
         The consumer is kept across restarts (a restarted service resumes where it
         left off, and what it had been sent but not acknowledged comes again). Each
@@ -320,6 +328,7 @@ class HandFeed:
         self._durable = durable
         self._from_now = from_now
         self._inactive_threshold = inactive_threshold
+        self._filters = list(filters)
         await self._ensure_consumer()
         self._pull = StreamingPull(self.bus, durable, window=WINDOW, heartbeat=HEARTBEAT)
         await self._pull.start()
@@ -328,16 +337,25 @@ class HandFeed:
         self._task = asyncio.create_task(self._fetch_loop(), name=f"feed:{durable}")
         metrics.follow_hands(durable, self.in_play)
 
+    async def refilter(self, filters: Sequence[str]) -> None:
+        """Follow what ``filters`` match from now on (the consumer updated in place: it
+        goes on from where it stands, its pending messages still come)."""
+        self._filters = list(filters)
+        await self._consumer()
+
     def in_play(self) -> int:
         """Hands followed that are not over (``ddz_hands_in_play``)."""
         return sum(1 for fold in list(self.hands.values()) if not fold.over)
 
-    async def _ensure_consumer(self, resume_at: int | None = None) -> None:
-        info = await self.bus.ensure_pull_consumer(
-            self._durable, ALL_SUBJECTS, ack_wait=ACK_WAIT, max_ack_pending=MAX_ACK_PENDING,
+    async def _consumer(self, resume_at: int | None = None) -> ConsumerInfo:
+        return await self.bus.ensure_pull_consumer(
+            self._durable, self._filters, ack_wait=ACK_WAIT, max_ack_pending=MAX_ACK_PENDING,
             resume_at=resume_at, from_now=self._from_now,
             inactive_threshold=self._inactive_threshold,
         )  # fmt: skip
+
+    async def _ensure_consumer(self, resume_at: int | None = None) -> None:
+        info = await self._consumer(resume_at)
         floor = info.ack_floor.stream_seq if info.ack_floor is not None else 0
         self._next_seq = (floor or 0) + 1
         self._nakked.clear()  # what was handed back comes again from this consumer
@@ -433,15 +451,16 @@ class HandFeed:
 
     def _wanted_subject(self, subject: str) -> bool:
         """Whether a message may be for a hand ``accept`` takes, from its subject alone
-        (``ddz.v1[.internal].hand.<id>.<type>``): the hands of other bot instances are
-        acked without being opened. Anything else (not a hand's subject) is opened: the
+        (``ddz.v1[.internal].hand.<bucket>.<id>.<type>``): the hands of other bot
+        instances are acked without being opened (those a consumer's filter let through
+        while it was being changed). Anything else (not a hand's subject) is opened: the
         envelope decides, as in ``handle_data``."""
         tokens = subject.split(".")
-        if len(tokens) == 6 and tokens[2] == "internal":
+        if len(tokens) == 7 and tokens[2] == "internal":
             del tokens[2]
-        if len(tokens) != 5 or tokens[2] != hand_stream.HAND:
+        if len(tokens) != 6 or tokens[2] != hand_stream.HAND:
             return True
-        return self.accept(tokens[3])
+        return self.accept(tokens[4])
 
     async def _settle(self, msg: Msg, verdict: Verdict) -> None:
         seq = stream_seq(msg.reply)

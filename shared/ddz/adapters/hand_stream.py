@@ -1,12 +1,12 @@
 """A hand's stream on the bus: publish its events as its single writer, read it back.
 
 A hand is the stream ``hand-<hand_id>``; its public events go to
-``ddz.v1.hand.<hand_id>.<type>`` and hidden ones (``CardsDealt``) to
-``ddz.v1.internal.hand.<hand_id>.<type>`` (``ddz.adapters.bus``).
+``ddz.v1.hand.<bucket>.<hand_id>.<type>`` and hidden ones (``CardsDealt``) to
+``ddz.v1.internal.hand.<bucket>.<hand_id>.<type>`` (``ddz.adapters.bus``).
 
 Single writer per hand. Every publish sets ``Nats-Msg-Id`` = the event id,
 and ``Nats-Expected-Last-Subject-Sequence`` over the filter of the event's own side
-(``ddz.v1.hand.<id>.*`` or ``ddz.v1.internal.hand.<id>.*``, via
+(``ddz.v1.hand.<bucket>.<id>.*`` or ``ddz.v1.internal.hand.<bucket>.<id>.*``, via
 ``Nats-Expected-Last-Subject-Sequence-Subject``; nats-server 2.15 honours a wildcard
 there, ``tests/integration/test_services_core.py`` proves it). One filter cannot cover
 both sides with these subjects, so the guarantee rests on one more fact, checked in

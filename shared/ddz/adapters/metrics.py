@@ -114,10 +114,11 @@ def rpc_finished(service: str, method: str, code: str, seconds: float) -> None:
 
 
 def event_published(subject: str) -> None:
-    """An event was stored on ``subject`` (``ddz.v1[.internal].<category>.<id>.<type>``)."""
+    """An event was stored on ``subject``
+    (``ddz.v1[.internal].<category>.<bucket>.<id>.<type>``)."""
     tokens = subject.split(".")
-    if len(tokens) >= 5:
-        EVENTS_PUBLISHED.labels(tokens[-3], tokens[-1]).inc()
+    if len(tokens) >= 6:
+        EVENTS_PUBLISHED.labels(tokens[-4], tokens[-1]).inc()
 
 
 def event_consumed(durable: str, reply: str | None) -> None:

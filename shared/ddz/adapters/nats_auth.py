@@ -31,7 +31,7 @@ from typing import Any
 
 import nkeys
 
-from ddz.adapters.bus import INTERNAL, STREAM_NAME, SUBJECT_ROOT, EventBus
+from ddz.adapters.bus import INTERNAL, STREAM_NAME, SUBJECT_ROOT, EventBus, category_filter
 from ddz.adapters.lease import BUCKET as LEASE_BUCKET
 from ddz.adapters.lease import lease_bucket
 from ddz.adapters.room_queue import BUCKET as ROOM_QUEUE_BUCKET
@@ -50,7 +50,7 @@ _HAND = f"{SUBJECT_ROOT}.hand.>"
 _INTERNAL_HAND = f"{SUBJECT_ROOT}.{INTERNAL}.hand.>"
 _INTERNAL = f"{SUBJECT_ROOT}.{INTERNAL}.>"
 _TABLE = f"{SUBJECT_ROOT}.table.>"
-_HAND_SETTLED = f"{SUBJECT_ROOT}.hand.*.{HandSettled.TYPE}"
+_HAND_SETTLED = category_filter("hand")[:-1] + HandSettled.TYPE
 _API = f"$JS.API.{{verb}}.{STREAM_NAME}"
 
 

@@ -19,6 +19,7 @@ import subprocess
 import sys
 import sysconfig
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -286,6 +287,12 @@ def start_nats_cluster(
             node.stop()
         raise
     return NatsCluster(name, nodes, configs)
+
+
+def reserve(ports: Iterable[int]) -> None:
+    """Never hand out ``ports`` from now on: they are named for servers of this process
+    or its children (a stack's configured ports), bound later."""
+    _GIVEN.update(port for port in ports if port > 0)
 
 
 def _free_ports(host: str, count: int) -> list[int]:

@@ -59,6 +59,7 @@ from ddz.adapters.nats_server import (
     NatsServer,
     NatsServerError,
     free_port,
+    reserve,
     start_nats_cluster,
     start_nats_server,
 )
@@ -199,6 +200,12 @@ def settings_env(settings: Settings) -> dict[str, str]:
     for service, port in settings.probe_ports.items():
         env[f"DDZ_{service.upper()}_PROBE_PORT"] = str(port)
     return env
+
+
+def named_ports(settings: Settings, service: str) -> list[int]:
+    """The ports ``settings`` give ``service``: gRPC, metrics, and a probe port if any."""
+    ports = [settings.port(service), settings.metrics_port(service)]
+    return [*ports, settings.probe_ports.get(service, 0)]
 
 
 def with_free_ports(settings: Settings, services: Iterable[str] = SERVICE_PORTS) -> Settings:
@@ -357,6 +364,9 @@ class Stack:
     def _start(self, cancel: Stop) -> None:
         settings = self.settings
         settings.log_dir.mkdir(parents=True, exist_ok=True)
+        # The ports the settings name are bound only by the children: never picked here
+        # for NATS or another instance meanwhile.
+        reserve(port for service in self.services for port in named_ports(settings, service))
         if not settings.nats_url:
             settings = self._start_nats(settings)
         if self.ephemeral_ports:

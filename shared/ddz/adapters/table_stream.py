@@ -2,12 +2,12 @@
 folds it back after a restart.
 
 A table is the stream ``table-<table_id>``; its events go to
-``ddz.v1.table.<table_id>.<type>`` (``table_opened``, ``hand_assigned``,
+``ddz.v1.table.<bucket>.<table_id>.<type>`` (``table_opened``, ``hand_assigned``,
 ``seat_ready``, ``hand_withdrawn``, ``player_left``, ``table_closed``), each an
 ``EventEnvelope`` like a hand's, so the recorder stores them with the rest of
 ``ddz.v1.>``. Every publish carries
 ``Nats-Expected-Last-Subject-Sequence`` over the table's filter
-(``ddz.v1.table.<id>.*``), the check of ``hand_stream``: a second writer starting from
+(``ddz.v1.table.<bucket>.<id>.*``), the check of ``hand_stream``: a second writer starting from
 the same table gets a CONFLICT ``Refusal`` and has published nothing; a retry after a
 lost acknowledgement is recognised by its event id.
 
@@ -25,7 +25,15 @@ from dataclasses import dataclass
 import nats.js.errors
 from google.protobuf.message import DecodeError, Message
 
-from ddz.adapters.bus import SUBJECT_ROOT, EventBus, stream_filter, stream_id_for, subject_for
+from ddz.adapters.bus import (
+    EventBus,
+    category_filter,
+    parse_subject,
+    stream_filter,
+    stream_id_for,
+    stream_parts,
+    subject_for,
+)
 from ddz.adapters.codec import CodecError
 from ddz.adapters.codec.envelope import new_envelope
 from ddz.adapters.codec.values import (
@@ -246,7 +254,7 @@ class JetStreamTableLog:
 
     async def _ids_with(self, event_type: str) -> list[str]:
         info = await self.bus.js.stream_info(
-            self.bus.stream, subjects_filter=f"{SUBJECT_ROOT}.{TABLE}.*.{event_type}"
+            self.bus.stream, subjects_filter=category_filter(TABLE)[:-1] + event_type
         )
         subjects = info.state.subjects or {}
-        return sorted(subject.split(".")[3] for subject in subjects)
+        return sorted(stream_parts(parse_subject(s).stream_id)[1] for s in subjects)
