@@ -14,6 +14,10 @@ with the whole suite started by the bench in a fresh temporary data dir:
 - ``2x cluster``: two of every service on a three-node cluster (``--nats-cluster 3``),
   every stream on three nodes.
 
+``--against DIR``: also, each round, ``1x`` with the code of another checkout ``DIR``
+(e.g. ``git worktree add DIR <commit>``, its compiled engine built or copied in), so that
+the figures of an earlier version are taken in the same run as today's.
+
 The bench sums the CPU time of a service's instances (and of every NATS node). Printed
 per layout: the median over the rounds of hands/s, p99 play latency and suite CPU ms per
 hand, and each service's median CPU ms per hand; then 2x / 1x for the suite's CPU.
@@ -41,14 +45,19 @@ LAYOUTS: dict[str, list[str]] = {
 COLUMNS = (*SERVICES, "nats-server")
 
 
-def bench_once(layout: str, hands: int, tables: int, scratch: Path) -> dict[str, Any]:
+def bench_once(
+    layout: str, hands: int, tables: int, scratch: Path, tree: Path | None = None
+) -> dict[str, Any]:
+    """One ``ddz bench e2e`` of ``layout``; ``tree``: with the code of that checkout."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("DDZ_")}
     env["DDZ_DATA_DIR"] = str(scratch)
+    if tree is not None:  # its packages first on the path, its services run from it
+        env["PYTHONPATH"] = os.pathsep.join([str(tree / "shared"), str(tree)])
     done = subprocess.run(
         [sys.executable, "-m", "ddz.entrypoints.cli", "bench", "e2e", "--json",
          "--player", "greedy", "--hands", str(hands), "--tables", str(tables),
-         *LAYOUTS[layout]],
-        env=env, capture_output=True, text=True, timeout=1800,
+         *LAYOUTS[layout.split(" at ")[0]]],
+        env=env, capture_output=True, text=True, timeout=1800, cwd=tree,
     )  # fmt: skip
     if done.returncode != 0:
         raise SystemExit(f"{layout}: ddz bench e2e failed:\n{done.stderr[-3000:]}")
@@ -66,15 +75,20 @@ def main() -> int:
     parser.add_argument("--hands", type=int, default=200)
     parser.add_argument("--tables", type=int, default=8)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--against", type=Path, default=None, metavar="DIR",
+                        help="also 1x with the code of the checkout DIR")  # fmt: skip
     args = parser.parse_args()
-    runs: dict[str, list[dict[str, Any]]] = {layout: [] for layout in LAYOUTS}
-    names = list(LAYOUTS)
+    trees: dict[str, Path | None] = {layout: None for layout in LAYOUTS}
+    if args.against is not None:
+        trees[f"1x at {args.against.name}"] = args.against.resolve()
+    runs: dict[str, list[dict[str, Any]]] = {layout: [] for layout in trees}
+    names = list(trees)
     with tempfile.TemporaryDirectory(prefix="ddz-bench-scale-") as scratch:
         for round_ in range(args.rounds):
             order = names[round_ % len(names) :] + names[: round_ % len(names)]
             for layout in order:
                 where = Path(scratch) / f"{round_}-{layout.replace(' ', '-')}"
-                result = bench_once(layout, args.hands, args.tables, where)
+                result = bench_once(layout, args.hands, args.tables, where, trees[layout])
                 runs[layout].append(result)
                 cpu = sum(result["cpu_ms_per_hand"].values())
                 print(f"round {round_ + 1} {layout:<10} {result['hands_per_s']:6.1f} hands/s  "
@@ -96,7 +110,7 @@ def main() -> int:
         }
     one = summary["1x"]["suite_cpu_ms_per_hand"]
     ratios = {}
-    for layout in LAYOUTS:
+    for layout in trees:
         if layout != "1x":
             pairs = zip(one, summary[layout]["suite_cpu_ms_per_hand"], strict=True)
             ratios[layout] = [round(b / a, 2) for a, b in pairs]
