@@ -74,7 +74,7 @@ async def unfinished_hands(
     info = await bus.js.add_consumer(
         bus.stream,
         ConsumerConfig(
-            filter_subjects=[category_filter(HAND)[:-1] + kind for kind in sorted(kinds)],
+            filter_subjects=[category_filter(HAND, event_type=kind) for kind in sorted(kinds)],
             deliver_policy=DeliverPolicy.BY_START_TIME,
             opt_start_time=since,
             ack_policy=AckPolicy.NONE,

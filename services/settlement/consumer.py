@@ -15,7 +15,7 @@ from ddz.domain.hand.events import HandSettled, HandStarted
 from .handlers import ApplySettled
 
 DURABLE = "settlement"
-FILTER = category_filter(HAND)[:-1] + HandSettled.TYPE
+FILTER = category_filter(HAND, event_type=HandSettled.TYPE)
 # Effectively never give up (EventBus terminates a message after max_deliver tries):
 # a balance update must not be dropped because the database was down for a while.
 MAX_DELIVER = 100_000

@@ -162,9 +162,10 @@ def stream_filter(stream_id: str, internal: bool = False) -> str:
     return f"{_prefix(internal)}.{category}.{bucket_of(entity_id)}.{entity_id}.*"
 
 
-def category_filter(category: str, internal: bool = False) -> str:
-    """The subject filter of every public (or internal) event of a category."""
-    return f"{_prefix(internal)}.{category}.*.*.*"
+def category_filter(category: str, internal: bool = False, event_type: str = "*") -> str:
+    """The subject filter of every public (or internal) event of a category, or of its
+    events of one type."""
+    return f"{_prefix(internal)}.{category}.*.*.{event_type}"
 
 
 def bucket_filters(category: str, buckets: Iterable[int]) -> list[str]:

@@ -50,7 +50,7 @@ _HAND = f"{SUBJECT_ROOT}.hand.>"
 _INTERNAL_HAND = f"{SUBJECT_ROOT}.{INTERNAL}.hand.>"
 _INTERNAL = f"{SUBJECT_ROOT}.{INTERNAL}.>"
 _TABLE = f"{SUBJECT_ROOT}.table.>"
-_HAND_SETTLED = category_filter("hand")[:-1] + HandSettled.TYPE
+_HAND_SETTLED = category_filter("hand", event_type=HandSettled.TYPE)
 _API = f"$JS.API.{{verb}}.{STREAM_NAME}"
 
 

@@ -254,7 +254,7 @@ class JetStreamTableLog:
 
     async def _ids_with(self, event_type: str) -> list[str]:
         info = await self.bus.js.stream_info(
-            self.bus.stream, subjects_filter=category_filter(TABLE)[:-1] + event_type
+            self.bus.stream, subjects_filter=category_filter(TABLE, event_type=event_type)
         )
         subjects = info.state.subjects or {}
         return sorted(stream_parts(parse_subject(s).stream_id)[1] for s in subjects)
