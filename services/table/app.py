@@ -8,8 +8,11 @@ feed, so matchmaking and each turn's clock have one owner. Every other instance 
 standby that forwards each call to it (``forwarding``). The instance that takes the
 lease (the first to start, at once; after a holder died, one ``DDZ_LEASE_TTL`` later)
 folds the open tables back from their streams before it serves a call itself: their
-seat tokens, moves and room places work again, and every hand in play at them gets its
-turn clock back, running from the hand's last event.
+seat tokens, moves and room places work again, every hand in play at them gets its
+turn clock back, running from the hand's last event, and a table's last hand that was
+assigned but is not on the bus (its dealer's answer never came) is asked for again,
+under the request the assignment recorded, so it is dealt once whatever became of the
+first request.
 
 An active instance that loses the lease (it could not renew it) stops acting at once
 and exits (``LEASE_LOST_EXIT``): it may already have a successor that folded the tables
@@ -45,6 +48,7 @@ from ddz.adapters.table_stream import JetStreamTableLog, occurred_at
 from ddz.adapters.tokens import table_token_key, verification_keys
 from ddz.application.tasks import cancel_and_wait
 from ddz.config import Settings
+from ddz.domain.table import HandAssigned
 from ddz.v1 import (
     bot_pb2_grpc,
     dealer_pb2_grpc,
@@ -62,7 +66,7 @@ from .instances import LEASE, Active, ActiveWatch, advertised, holder_id
 from .limits import Limits
 from .rooms import load_rooms
 from .servicer import TableServicer
-from .tables import Tables
+from .tables import Table, Tables
 
 NAME = "table"
 log = structlog.get_logger("ddz.table.app")
@@ -72,10 +76,10 @@ from the bus on demand)."""
 LEASE_LOST_EXIT = 3
 """The exit code of an active instance that lost its lease."""
 STEP_DOWN_WAIT = 2.0
+"""Seconds an instance that lost its lease gives its feed to stop (NATS may be gone)."""
 TAKE_OVER_ATTEMPTS = 8
 """Tries at folding the tables back before an instance that took the lease gives up (0.5
 s, 1 s ... 5 s apart: about half a minute of NATS not answering)."""
-"""Seconds an instance that lost its lease gives its feed to stop (NATS may be gone)."""
 
 
 class Role(enum.Enum):
@@ -126,6 +130,9 @@ class TableApp:
         self._serving = False  # start() has returned: the server may take calls
         self._closing = False
         self._stopped_acting = False
+        # Restored tables whose last hand is assigned but not on the bus: its deal is
+        # asked for again once this instance is active.
+        self._undealt: list[tuple[Table, HandAssigned]] = []
 
     def _channel(self, service: str) -> grpc.aio.Channel:
         channel = make_channel(self.settings, service)
@@ -213,6 +220,9 @@ class TableApp:
             await self._step_down("its take-over failed")
             return
         self.role = Role.ACTIVE
+        for table, assigned in self._undealt:  # the feed follows: their events reach it
+            self.handlers.finish_deal(table, assigned)
+        self._undealt.clear()
         self.forwarder.release()  # the calls that waited are served here now
         metrics.TABLE_ACTIVE.inc()
         log.info("table_active", holder=self.holder, tables=len(self.tables.all()))
@@ -305,8 +315,12 @@ class TableApp:
             fold = await self.feed.load(last) if last is not None else None
             table = self.tables.restore(history)
             self.handlers.seating.restore(table)
+            assigned = history.state.last_assigned
             if last is not None and fold is None:
-                self.tables.drop_hand(table, last)  # assigned, never dealt
+                if assigned is not None and assigned.hand_id == last:
+                    self._undealt.append((table, assigned))  # asked for once active
+                else:
+                    self.tables.drop_hand(table, last)  # assigned, never dealt
             elif fold is not None and not fold.over and fold.log:
                 self.clock.resume(fold, since=occurred_at(fold.log[-1].envelope))
             log.info("table_restored", table_id=table_id, hands=len(table.hand_ids),

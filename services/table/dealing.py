@@ -14,6 +14,7 @@ from ddz.application.errors import Kind, Reason, Refusal
 from ddz.domain.hand import HandState, SeatInfo
 from ddz.domain.ruleset import RuleSet, Scoring, ruleset_for
 from ddz.domain.settlement import RoomSettings
+from ddz.domain.table import HandAssigned
 
 from .auth import Gate
 from .floor import Floor
@@ -58,6 +59,9 @@ DEAL_PAUSE = 0.2
 """Seconds before asking again, times the attempt."""
 LOST_ANSWER = frozenset({Kind.UNAVAILABLE, Kind.TIMEOUT})
 """A deal that failed so may have been dealt (the answer was lost)."""
+FINISH_ROUNDS = 4
+"""Rounds of ``DEAL_ATTEMPTS`` in which a take-over asks for a deal the last active
+instance never saw answered (0.4, 0.8, 1.6 s apart: a NATS node's leader elections)."""
 
 
 class Dealing:
@@ -114,35 +118,68 @@ class Dealing:
         previous = await self.previous_hand(table)
         state = previous.state if previous is not None else None
         first_bidder = table.first_bidder_after(state.first_bidder if state is not None else None)
-        hand_id = uuid.uuid4().hex
-        balances = balances_after(table, state)
-        order = DealOrder(
-            hand_id, table.table_id, table.rules, table.room, table.seats, first_bidder,
-            balances, client_seeds, show_before_deal, request_id(),
+        assigned = HandAssigned(
+            uuid.uuid4().hex, first_bidder, balances_after(table, state), tuple(client_seeds),
+            tuple(show_before_deal), request_id(),
         )  # fmt: skip
+        hand_id = assigned.hand_id
         # Known as this table's before its first event can arrive (turn deadlines), and
-        # on the table's stream before the dealer deals it (a restart knows it; and the
-        # dealer deals under the rules, room, seats and balances recorded there, never
-        # under the order's: ``order`` names the hand, the table and the seeds).
-        self.floor.tables.add_hand(table, hand_id, first_bidder, balances)
+        # on the table's stream before the dealer deals it (a restart knows it, and can
+        # ask for the same deal again; and the dealer deals under the rules, room, seats
+        # and balances recorded there, never under the order's: ``order`` names the
+        # hand, the table and the seeds).
+        self.floor.tables.add_hand(table, assigned)
         try:
             await self.floor.tables.recorded(table)
         except BaseException:  # not known on the stream: a restart drops it unless dealt
             self.floor.tables.drop_hand(table, hand_id, record=False)
             raise
         try:
-            dealt = await self._deal(order)
+            dealt = await self._deal(order_for(table, assigned))
         except Exception as exc:  # refused, or its answer lost every time: withdrawn
             self.floor.tables.drop_hand(table, hand_id, withdrawn_because(exc))
             raise
-        except BaseException:  # cut short (the service stops): a restart looks on the bus
+        except BaseException:  # cut short (the service stops): a restart asks again
             self.floor.tables.drop_hand(table, hand_id, record=False)
             raise
-        table.balances = balances
+        table.balances = assigned.balances
         await self.floor.learn(hand_id, dealt.events)
         log.info("hand_started", table_id=table.table_id, hand_id=hand_id,
                  first_bidder=first_bidder)  # fmt: skip
         return Started(hand_id, table.table_id, first_bidder, dealt)
+
+    async def finish(self, table: Table, assigned: HandAssigned) -> None:
+        """Ask again for the deal of the table's last hand, which its stream assigned
+        but the bus does not hold: the instance that asked for it died (or stepped
+        down) before the answer. The very request again (``HandAssigned`` recorded it),
+        which the dealer answers as a retry of the first: the hand is dealt once,
+        whether the first request is lost, landed meanwhile, or lands later. Withdrawn
+        only when the dealer refuses it, or never answers, and the bus still lacks it."""
+        hand_id = assigned.hand_id
+        order = order_for(table, assigned)
+        refusal: Refusal | None = None
+        async with table.lock:  # a StartHand for the table waits for this deal
+            for attempt in range(1, FINISH_ROUNDS + 1):
+                try:
+                    dealt = await self._deal(order)
+                except Refusal as exc:
+                    refusal = exc
+                    # EXISTS: the first request is being dealt right now (its seed kept,
+                    # its events not yet out), or dealt already under another request id.
+                    if attempt == FINISH_ROUNDS or (
+                        exc.kind not in LOST_ANSWER and exc.kind is not Kind.EXISTS
+                    ):
+                        break
+                    await asyncio.sleep(DEAL_PAUSE * 2**attempt)
+                    continue
+                await self.floor.learn(hand_id, dealt.events)
+                log.info("hand_deal_finished", table_id=table.table_id, hand_id=hand_id,
+                         attempt=attempt)  # fmt: skip
+                return
+            if await self.floor.hands.load(hand_id) is not None:
+                return  # on the bus after all (its feed brings it)
+            assert refusal is not None  # a round ended without a deal
+            self.floor.tables.drop_hand(table, hand_id, withdrawn_because(refusal))
 
     async def _deal(self, order: DealOrder) -> Dealt:
         """``dealer.deal``, asked again with the same order when its answer was lost
@@ -181,6 +218,16 @@ class Dealing:
             return True
         fold = await self.floor.last_hand(table)
         return fold is not None and fold.over
+
+
+def order_for(table: Table, assigned: HandAssigned) -> DealOrder:
+    """The deal of an assigned hand, as the table asks the dealer for it (the same
+    order each time it is asked: the request id is the assignment's)."""
+    return DealOrder(
+        assigned.hand_id, table.table_id, table.rules, table.room, table.seats,
+        assigned.first_bidder, assigned.balances, assigned.client_seeds,
+        assigned.show_before_deal, assigned.deal_request_id or request_id(),
+    )  # fmt: skip
 
 
 def withdrawn_because(exc: Exception) -> str:

@@ -18,6 +18,7 @@ from ddz.adapters.bus import EventBus
 from ddz.adapters.hand_feed import HandFold
 from ddz.adapters.room_queue import RoomQueueKV
 from ddz.application.tasks import cancel_and_wait
+from ddz.domain.table import HandAssigned
 
 from .auth import Gate
 from .dealing import Dealing
@@ -74,12 +75,31 @@ class TableHandlers:
             self.floor, self.moves, self.gate, self.presence, bot, self.limits.streams
         )
         self._evictions: dict[str, asyncio.Task[None]] = {}
+        self._deals: dict[str, asyncio.Task[None]] = {}
         tables.on_closed = self.table_closed
 
     async def _deal(self, table: Table) -> tuple[str, int | None]:
         """A room table's next hand (the caller holds ``table.lock``)."""
         started = await self.dealing.deal(table)
         return started.hand_id, started.first_bidder
+
+    def finish_deal(self, table: Table, assigned: HandAssigned) -> None:
+        """Ask again for the deal of a restored table's last hand, which the bus does
+        not hold (``Dealing.finish``): in the background, so that a take-over does not
+        wait on the dealer."""
+        hand_id = assigned.hand_id
+        if hand_id in self._deals:
+            return
+
+        async def finish() -> None:
+            try:
+                await self.dealing.finish(table, assigned)
+            except Exception:
+                log.exception("hand_deal_not_finished", table_id=table.table_id, hand_id=hand_id)
+
+        task = asyncio.ensure_future(finish())
+        self._deals[hand_id] = task
+        task.add_done_callback(lambda _t: self._deals.pop(hand_id, None))
 
     async def restore_queues(self, bus: EventBus, replicas: int = 1) -> int:
         """At start, once the open tables are back: keep the rooms' queues in their KV
@@ -142,6 +162,6 @@ class TableHandlers:
         log.info("table_evicted", table_id=table.table_id, hands=len(table.hand_ids))
 
     async def close(self) -> None:
-        await cancel_and_wait(list(self._evictions.values()))
+        await cancel_and_wait([*self._evictions.values(), *self._deals.values()])
         await self.presence.close()
         await self.seating.close()

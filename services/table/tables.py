@@ -277,18 +277,12 @@ class Tables:
     def get(self, table_id: str) -> Table | None:
         return self._tables.get(table_id)
 
-    def add_hand(
-        self,
-        table: Table,
-        hand_id: str,
-        first_bidder: int | None = None,
-        balances: tuple[int, int, int] | None = None,
-    ) -> None:
+    def add_hand(self, table: Table, assigned: HandAssigned) -> None:
         """The hand is the table's (before the dealer deals it: known to its table
         before its first event, here and after a restart)."""
-        table.hand_ids.append(hand_id)
-        self._by_hand[hand_id] = table
-        self._record(table, HandAssigned(hand_id, first_bidder, balances))
+        table.hand_ids.append(assigned.hand_id)
+        self._by_hand[assigned.hand_id] = table
+        self._record(table, assigned)
 
     def drop_hand(
         self, table: Table, hand_id: str, reason: str = "assigned, never dealt",

@@ -46,6 +46,7 @@ from ddz.adapters.grpc_client import error_reason
 from ddz.adapters.nats_server import NatsServer
 from ddz.adapters.stack import health_status
 from ddz.adapters.store import create_store
+from ddz.application.errors import Kind, Refusal
 from ddz.config import Settings
 from ddz.domain import selfplay
 from ddz.domain.hand import (
@@ -546,6 +547,49 @@ async def test_a_decision_goes_out_whole_and_a_retry_after_a_lost_ack_stores_it_
     assert [e.data for e in on_bus] == [p.envelope for p in published]
     assert [e.seq for e in on_bus] == [p.seq for p in published]
     assert (await bus.js.stream_info(bus.stream)).state.messages == 2
+
+
+class HoldsFirstBatch(EventBus):
+    """A bus whose first atomic batch goes out only once ``release`` is set: a deal
+    stuck on its way (its NATS node dying) while a retry of it gets through."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.held = asyncio.Event()
+        self.release = asyncio.Event()
+
+    async def publish_batch(self, messages: Any, *, timeout: float = 5.0) -> list[int]:
+        if not self.held.is_set():
+            self.held.set()
+            await self.release.wait()
+        return await super().publish_batch(messages, timeout=timeout)
+
+
+async def test_a_deal_and_its_retry_racing_are_one_hand_and_both_answer_it(
+    bus: EventBus,
+) -> None:
+    """The first attempt of a deal is held on its way out while the same request, asked
+    again (by the table instance that took over), publishes the hand. The first then
+    loses the race on the stream's expected sequence, finds the very events it was
+    sending, and answers the same deal as the retry did: one hand, nobody refused (a
+    refused first attempt would make its dealer forget the seed of a hand in play)."""
+    deal = deal_events("raced")
+    slow = HoldsFirstBatch(bus.nc, bus.stream)
+    assert await slow.atomic_batches()
+    ids = {"causation_id": "deal-1", "correlation_id": "raced", "producer": "pytest"}
+    first = asyncio.ensure_future(
+        hand_stream.JetStreamHandLog(slow, DEALER, KEYRING).start("raced", deal, **ids)
+    )
+    await asyncio.wait_for(slow.held.wait(), 10)
+    retry = await hand_stream.JetStreamHandLog(bus, DEALER, KEYRING).start("raced", deal, **ids)
+    slow.release.set()
+    assert await asyncio.wait_for(first, 10) == retry
+    assert retry[0] == 2 and [e.type for e in retry[1]] == ["hand_started"]
+    assert (await bus.js.stream_info(bus.stream)).state.messages == 2
+    other = {**ids, "causation_id": "deal-2"}
+    with pytest.raises(Refusal) as refused:
+        await hand_stream.JetStreamHandLog(bus, DEALER, KEYRING).start("raced", deal, **other)
+    assert refused.value.kind is Kind.CONFLICT
 
 
 async def test_without_atomic_decisions_the_events_go_one_by_one(bus: EventBus) -> None:

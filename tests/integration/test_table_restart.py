@@ -2,8 +2,9 @@
 their ``table-<id>`` streams, a seat token issued before the restart still acts for
 its seat, a player who joins the room again is brought back to the same seat, a
 hand whose person is on turn (or stays away) still ends, its turn clock resumed from
-the hand's last event and handing the seat to the bot, and a hand the table withdrew
-(its deal lost every time) stays withdrawn. (Queues and next-hand rounds across a
+the hand's last event and handing the seat to the bot, a hand the table withdrew (its
+deal lost every time) stays withdrawn, and a hand assigned but not yet dealt when the
+service died is dealt by the next one. (Queues and next-hand rounds across a
 SIGKILL: test_table_queue_restart.py.)"""
 
 from __future__ import annotations
@@ -20,9 +21,11 @@ import pytest
 from ddz.adapters.bus import stream_filter
 from ddz.adapters.event_signing import ensure_signer, event_keyring
 from ddz.adapters.hand_stream import hand_stream_id
+from ddz.adapters.hand_stream import read as read_hand
 from ddz.adapters.table_stream import JetStreamTableLog, decode, table_stream_id
 from ddz.application.errors import Kind, Refusal
-from ddz.domain.table import HandWithdrawn, TableClosed
+from ddz.domain.hand.events import HandStarted
+from ddz.domain.table import HandAssigned, HandWithdrawn, TableClosed
 from ddz.v1 import envelope_pb2, recorder_pb2, table_pb2
 from suite_kit import Suite
 from table_kit import ENDED, act, hint, join, view_of
@@ -244,3 +247,50 @@ async def last_table_event(suite: Suite, table_id: str) -> object:
     assert last is not None, f"no stream of table {table_id}"
     envelope = event_keyring(suite.settings).open(last.data or b"")
     return decode(envelope.type, envelope.type_version, envelope.payload)
+
+
+async def test_a_hand_assigned_when_the_table_died_is_dealt_by_the_instance_after_it(
+    suite: Suite,
+) -> None:
+    """The table service died after it recorded a hand's assignment and before the
+    dealer's answer reached it (here: it never asked). The instance that folds the table
+    back asks for that very deal, under the request id and players' seeds the
+    assignment recorded: the hand is dealt once, with those seeds, listed at its table,
+    and plays to its end (it is not withdrawn, nor dealt twice)."""
+    seats = [table_pb2.SeatSpec(player_id=f"bot-u{s}", is_bot=True) for s in range(3)]
+    await suite.table.OpenTable(
+        table_pb2.OpenTableRequest(table_id="t-undealt", variant="classic", seats=seats)
+    )
+    await suite.stop("table")
+    table_log = JetStreamTableLog(
+        suite.bus, keyring=event_keyring(suite.settings),
+        signer=ensure_signer(suite.settings, "table"),
+    )  # fmt: skip
+    history = await table_log.read("t-undealt")
+    assert history is not None and history.state.hand_ids == ()
+    assigned = HandAssigned(
+        "0" * 31 + "1", first_bidder=2, client_seeds=(b"\x07" * 16, b"\x08" * 16),
+        deal_request_id="deal-of-the-dead-instance",
+    )  # fmt: skip
+    await table_log.append("t-undealt", history.cursor, [assigned])
+    await suite.start("table")
+
+    async def dealt() -> list[Any]:
+        found, _ = await read_hand(
+            suite.bus, assigned.hand_id, keyring=event_keyring(suite.settings)
+        )
+        return found
+
+    found = await until(dealt, "the assigned hand to be dealt")
+    started = found[0]
+    assert isinstance(started.event, HandStarted)
+    assert started.envelope.causation_id == assigned.deal_request_id
+    assert started.event.client_seeds == tuple(s.hex() for s in assigned.client_seeds)
+    assert started.event.first_bidder == 2
+    got = await suite.table.GetTable(table_pb2.GetTableRequest(table_id="t-undealt"))
+    assert list(got.table.hand_ids) == [assigned.hand_id]
+    assert got.table.current_hand_id in (assigned.hand_id, "")  # in play, or over already
+    await ended(suite, assigned.hand_id, 0)
+    history = await table_log.read("t-undealt")
+    assert history is not None and history.state.hand_ids == (assigned.hand_id,)
+    assert not isinstance(await last_table_event(suite, "t-undealt"), HandWithdrawn)

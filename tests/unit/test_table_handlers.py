@@ -25,6 +25,7 @@ from ddz.domain.hand import (
 )
 from ddz.domain.ruleset import ruleset_for
 from ddz.domain.settlement import RoomSettings
+from ddz.domain.table import HandAssigned
 from ddz.v1 import envelope_pb2, table_pb2
 
 from services.table.dealing import TableSpec
@@ -149,7 +150,7 @@ class World:
         """An operator's table of alice (seat 0), bob (1) and a bot, its hand in play."""
         table = self.tables.open(CLASSIC, RoomSettings(), list(PEOPLE), "t1")
         hand_id = uuid.uuid4().hex
-        self.tables.add_hand(table, hand_id)
+        self.tables.add_hand(table, HandAssigned(hand_id))
         self.hands.folds[hand_id] = in_play(hand_id, PEOPLE)
         return table, hand_id
 

@@ -193,7 +193,7 @@ async def a_played_hand(service: Service) -> Table:
     table = service.tables.open(CLASSIC, RoomSettings(), list(SEATS), "t1", room_id="slow")
     for seat in (0, 1):
         service.handlers.seating.lobby.sit(SEATS[seat].player_id, Seat("t1", seat))
-    service.tables.add_hand(table, "h1")
+    service.tables.add_hand(table, HandAssigned("h1"))
     service.dealer.hands.folds["h1"] = ended("h1")
     await service.tables.recorded(table)
     return table

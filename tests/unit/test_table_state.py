@@ -125,7 +125,7 @@ async def test_the_registry_writes_each_change_in_order_and_a_restore_folds_it_b
     log = MemoryLog()
     tables = Tables(log)
     table = tables.open(OPENED.rules, OPENED.room, list(SEATS), "t1", room_id="room-a")
-    tables.add_hand(table, "h1", None, (100, 200, 300))
+    tables.add_hand(table, HandAssigned("h1", None, (100, 200, 300)))
     tables.leave(table, 1, "h1")
     tables.close(table, "bob left")
     tables.close(table, "again")  # closed once

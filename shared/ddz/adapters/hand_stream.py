@@ -425,19 +425,29 @@ class JetStreamHandLog:
         beginning of these very events published for the same ``causation_id`` (the
         request): an earlier attempt whose answer was lost, or that died part-way, is
         finished rather than refused, so a retried deal answers as the first would
-        have. Anything else on the stream is a CONFLICT ``Refusal``."""
-        found, cursor = await read(self.bus, hand_id, keyring=self.keyring)
-        if found:
-            earlier = [e.event for e in found[: len(events)]]
-            if found[0].envelope.causation_id != causation_id or earlier != list(
-                events[: len(earlier)]
-            ):
-                raise Refusal.conflict(f"hand {hand_id} already has events of another request")
-        ahead = [e.envelope for e in found[: len(events)] if not e.hidden]
-        if len(found) >= len(events):
-            return len(events), ahead
-        cursor, public = await self.append(
-            hand_id, cursor, events[len(found):],
-            causation_id=causation_id, correlation_id=correlation_id, producer=producer,
-        )  # fmt: skip
-        return cursor.version, ahead + public
+        have. Anything else on the stream is a CONFLICT ``Refusal``. Two attempts at
+        once (a retry sent while the first is still under way) are one deal: the one
+        that loses the race finds the winner's events, which are its own."""
+        for race in (False, True):
+            found, cursor = await read(self.bus, hand_id, keyring=self.keyring)
+            if found:
+                earlier = [e.event for e in found[: len(events)]]
+                if found[0].envelope.causation_id != causation_id or earlier != list(
+                    events[: len(earlier)]
+                ):
+                    raise Refusal.conflict(f"hand {hand_id} already has events of another request")
+            ahead = [e.envelope for e in found[: len(events)] if not e.hidden]
+            if len(found) >= len(events):
+                return len(events), ahead
+            try:
+                cursor, public = await self.append(
+                    hand_id, cursor, events[len(found):],
+                    causation_id=causation_id, correlation_id=correlation_id,
+                    producer=producer,
+                )  # fmt: skip
+            except Refusal as refusal:
+                if race or refusal.kind is not Kind.CONFLICT:
+                    raise
+                continue  # published meanwhile: by this request, or by another?
+            return cursor.version, ahead + public
+        raise AssertionError("unreachable")  # the second attempt returned or raised

@@ -101,7 +101,8 @@ def encode(event: TableEvent) -> Message:
     if isinstance(event, HandAssigned):
         return pb.HandAssigned(
             hand_id=event.hand_id, first_bidder=event.first_bidder,
-            balances=_balances_to_pb(event.balances),
+            balances=_balances_to_pb(event.balances), client_seeds=event.client_seeds,
+            show_before_deal=event.show_before_deal, deal_request_id=event.deal_request_id,
         )  # fmt: skip
     if isinstance(event, PlayerLeft):
         return pb.PlayerLeft(
@@ -126,7 +127,10 @@ def _opened(m: pb.TableOpened) -> TableOpened:
 
 def _assigned(m: pb.HandAssigned) -> HandAssigned:
     first = m.first_bidder if m.HasField("first_bidder") else None
-    return HandAssigned(m.hand_id, first, balances_from_pb(m))
+    return HandAssigned(
+        m.hand_id, first, balances_from_pb(m), tuple(m.client_seeds),
+        tuple(m.show_before_deal), m.deal_request_id,
+    )  # fmt: skip
 
 
 _DECODERS: dict[str, tuple[type[Message], object]] = {

@@ -34,10 +34,17 @@ class TableOpened:
 
 @dataclass(frozen=True, slots=True)
 class HandAssigned:
+    """The table's next hand, recorded before the dealer is asked for it, with what
+    the table asks for: the same deal can be asked for again by whoever holds the
+    table next (an empty ``deal_request_id``: a record from before it was kept)."""
+
     TYPE: ClassVar[str] = "hand_assigned"
     hand_id: str
     first_bidder: int | None = None
     balances: Balances | None = None
+    client_seeds: tuple[bytes, ...] = ()
+    show_before_deal: tuple[int, ...] = ()
+    deal_request_id: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +105,7 @@ class TableState:
     ready: tuple[int, ...] = ()
     ready_for: int = 0
     ready_since: float = 0.0
+    last_assigned: HandAssigned | None = None  # the last hand_assigned (None: withdrawn)
     version: int = 1  # events folded (the opened event is version 1)
 
     @property
@@ -147,6 +155,7 @@ def evolve(state: TableState | None, event: TableEvent) -> TableState:
             first_bidders=(*state.first_bidders, event.first_bidder),
             balances=balances,
             ready=(),  # the round is over: its hand dealt (or, if withdrawn, asked for anew)
+            last_assigned=event,
         )
     if isinstance(event, SeatReady):
         _check_seat(state, event.seat)
@@ -160,11 +169,13 @@ def evolve(state: TableState | None, event: TableEvent) -> TableState:
         if event.hand_id not in state.hand_ids:
             return after
         index = state.hand_ids.index(event.hand_id)
+        last = state.last_assigned
         # The balances stay: the hand never played, so the next starts with the same.
         return replace(
             after,
             hand_ids=state.hand_ids[:index] + state.hand_ids[index + 1 :],
             first_bidders=state.first_bidders[:index] + state.first_bidders[index + 1 :],
+            last_assigned=None if last is not None and last.hand_id == event.hand_id else last,
         )
     if isinstance(event, PlayerLeft):
         _check_seat(state, event.seat)

@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from ddz.v1 import hand_events_pb2 as ddz_dot_v1_dot_hand__events__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19\x64\x64z/v1/table_events.proto\x12\x06\x64\x64z.v1\x1a\x18\x64\x64z/v1/hand_events.proto\"\xb9\x01\n\x0bTableOpened\x12\x10\n\x08table_id\x18\x01 \x01(\t\x12\x1e\n\x05rules\x18\x02 \x01(\x0b\x32\x0f.ddz.v1.RuleSet\x12\"\n\x04room\x18\x03 \x01(\x0b\x32\x14.ddz.v1.RoomSettings\x12\x1f\n\x05seats\x18\x04 \x03(\x0b\x32\x10.ddz.v1.SeatInfo\x12\x0f\n\x07room_id\x18\x05 \x01(\t\x12\"\n\x08\x62\x61lances\x18\x06 \x01(\x0b\x32\x10.ddz.v1.Balances\"o\n\x0cHandAssigned\x12\x0f\n\x07hand_id\x18\x01 \x01(\t\x12\x19\n\x0c\x66irst_bidder\x18\x02 \x01(\rH\x00\x88\x01\x01\x12\"\n\x08\x62\x61lances\x18\x03 \x01(\x0b\x32\x10.ddz.v1.BalancesB\x0f\n\r_first_bidder\"F\n\nPlayerLeft\x12\x0c\n\x04seat\x18\x01 \x01(\r\x12\x11\n\tplayer_id\x18\x02 \x01(\t\x12\x17\n\x0f\x65scaped_hand_id\x18\x03 \x01(\t\"\x1d\n\x0bTableClosed\x12\x0e\n\x06reason\x18\x01 \x01(\t\"?\n\tSeatReady\x12\x0c\n\x04seat\x18\x01 \x01(\r\x12\x13\n\x0bhand_number\x18\x02 \x01(\r\x12\x0f\n\x07said_at\x18\x03 \x01(\x01\"0\n\rHandWithdrawn\x12\x0f\n\x07hand_id\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\tb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19\x64\x64z/v1/table_events.proto\x12\x06\x64\x64z.v1\x1a\x18\x64\x64z/v1/hand_events.proto\"\xb9\x01\n\x0bTableOpened\x12\x10\n\x08table_id\x18\x01 \x01(\t\x12\x1e\n\x05rules\x18\x02 \x01(\x0b\x32\x0f.ddz.v1.RuleSet\x12\"\n\x04room\x18\x03 \x01(\x0b\x32\x14.ddz.v1.RoomSettings\x12\x1f\n\x05seats\x18\x04 \x03(\x0b\x32\x10.ddz.v1.SeatInfo\x12\x0f\n\x07room_id\x18\x05 \x01(\t\x12\"\n\x08\x62\x61lances\x18\x06 \x01(\x0b\x32\x10.ddz.v1.Balances\"\xb8\x01\n\x0cHandAssigned\x12\x0f\n\x07hand_id\x18\x01 \x01(\t\x12\x19\n\x0c\x66irst_bidder\x18\x02 \x01(\rH\x00\x88\x01\x01\x12\"\n\x08\x62\x61lances\x18\x03 \x01(\x0b\x32\x10.ddz.v1.Balances\x12\x14\n\x0c\x63lient_seeds\x18\x04 \x03(\x0c\x12\x18\n\x10show_before_deal\x18\x05 \x03(\r\x12\x17\n\x0f\x64\x65\x61l_request_id\x18\x06 \x01(\tB\x0f\n\r_first_bidder\"F\n\nPlayerLeft\x12\x0c\n\x04seat\x18\x01 \x01(\r\x12\x11\n\tplayer_id\x18\x02 \x01(\t\x12\x17\n\x0f\x65scaped_hand_id\x18\x03 \x01(\t\"\x1d\n\x0bTableClosed\x12\x0e\n\x06reason\x18\x01 \x01(\t\"?\n\tSeatReady\x12\x0c\n\x04seat\x18\x01 \x01(\r\x12\x13\n\x0bhand_number\x18\x02 \x01(\r\x12\x0f\n\x07said_at\x18\x03 \x01(\x01\"0\n\rHandWithdrawn\x12\x0f\n\x07hand_id\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\tb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -34,14 +34,14 @@ if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_TABLEOPENED']._serialized_start=64
   _globals['_TABLEOPENED']._serialized_end=249
-  _globals['_HANDASSIGNED']._serialized_start=251
-  _globals['_HANDASSIGNED']._serialized_end=362
-  _globals['_PLAYERLEFT']._serialized_start=364
-  _globals['_PLAYERLEFT']._serialized_end=434
-  _globals['_TABLECLOSED']._serialized_start=436
-  _globals['_TABLECLOSED']._serialized_end=465
-  _globals['_SEATREADY']._serialized_start=467
-  _globals['_SEATREADY']._serialized_end=530
-  _globals['_HANDWITHDRAWN']._serialized_start=532
-  _globals['_HANDWITHDRAWN']._serialized_end=580
+  _globals['_HANDASSIGNED']._serialized_start=252
+  _globals['_HANDASSIGNED']._serialized_end=436
+  _globals['_PLAYERLEFT']._serialized_start=438
+  _globals['_PLAYERLEFT']._serialized_end=508
+  _globals['_TABLECLOSED']._serialized_start=510
+  _globals['_TABLECLOSED']._serialized_end=539
+  _globals['_SEATREADY']._serialized_start=541
+  _globals['_SEATREADY']._serialized_end=604
+  _globals['_HANDWITHDRAWN']._serialized_start=606
+  _globals['_HANDWITHDRAWN']._serialized_end=654
 # @@protoc_insertion_point(module_scope)

@@ -24,14 +24,20 @@ class TableOpened(_message.Message):
     def __init__(self, table_id: _Optional[str] = ..., rules: _Optional[_Union[_hand_events_pb2.RuleSet, _Mapping]] = ..., room: _Optional[_Union[_hand_events_pb2.RoomSettings, _Mapping]] = ..., seats: _Optional[_Iterable[_Union[_hand_events_pb2.SeatInfo, _Mapping]]] = ..., room_id: _Optional[str] = ..., balances: _Optional[_Union[_hand_events_pb2.Balances, _Mapping]] = ...) -> None: ...
 
 class HandAssigned(_message.Message):
-    __slots__ = ("hand_id", "first_bidder", "balances")
+    __slots__ = ("hand_id", "first_bidder", "balances", "client_seeds", "show_before_deal", "deal_request_id")
     HAND_ID_FIELD_NUMBER: _ClassVar[int]
     FIRST_BIDDER_FIELD_NUMBER: _ClassVar[int]
     BALANCES_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_SEEDS_FIELD_NUMBER: _ClassVar[int]
+    SHOW_BEFORE_DEAL_FIELD_NUMBER: _ClassVar[int]
+    DEAL_REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     hand_id: str
     first_bidder: int
     balances: _hand_events_pb2.Balances
-    def __init__(self, hand_id: _Optional[str] = ..., first_bidder: _Optional[int] = ..., balances: _Optional[_Union[_hand_events_pb2.Balances, _Mapping]] = ...) -> None: ...
+    client_seeds: _containers.RepeatedScalarFieldContainer[bytes]
+    show_before_deal: _containers.RepeatedScalarFieldContainer[int]
+    deal_request_id: str
+    def __init__(self, hand_id: _Optional[str] = ..., first_bidder: _Optional[int] = ..., balances: _Optional[_Union[_hand_events_pb2.Balances, _Mapping]] = ..., client_seeds: _Optional[_Iterable[bytes]] = ..., show_before_deal: _Optional[_Iterable[int]] = ..., deal_request_id: _Optional[str] = ...) -> None: ...
 
 class PlayerLeft(_message.Message):
     __slots__ = ("seat", "player_id", "escaped_hand_id")
