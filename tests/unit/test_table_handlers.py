@@ -78,9 +78,12 @@ class FakeDealer:
         self.orders: list[DealOrder] = []
         self.lose_answers = 0  # the next deals whose answers are lost on the way back
         self.still_dealing = 0  # then: repeats refused while the first is being dealt
+        self.refusal: Refusal | None = None  # every deal refused so, nothing dealt
 
     async def deal(self, order: DealOrder) -> Dealt:
         self.orders.append(order)
+        if self.refusal is not None:
+            raise self.refusal
         self.hands.folds[order.hand_id] = in_play(order.hand_id, order.seats, Phase.BIDDING)
         if self.lose_answers:
             self.lose_answers -= 1
@@ -431,3 +434,38 @@ async def test_dealt_before_at_the_first_attempt_is_refused_at_once(world: World
     with pytest.raises(Refusal) as excinfo:
         await world.handlers.dealing.start_hand("op", "t9", (), ())
     assert refused(excinfo)[0] is Kind.EXISTS and len(world.dealer.orders) == 1
+
+
+def assigned_before_a_take_over(world: World) -> tuple[Table, HandAssigned]:
+    """A restored table whose last hand was assigned (its seeds and request recorded)
+    but is not on the bus: the instance that asked for its deal died before the answer."""
+    table = world.tables.open(CLASSIC, RoomSettings(), list(PEOPLE), "t-died")
+    assigned = HandAssigned(
+        uuid.uuid4().hex, 1, None, (b"\x01" * 16,), (), "deal-of-the-instance-that-died"
+    )
+    world.tables.add_hand(table, assigned)
+    return table, assigned
+
+
+async def test_a_deal_never_answered_before_a_take_over_is_asked_for_as_the_same_request(
+    world: World,
+) -> None:
+    """The first request is still being dealt (EXISTS): asked again after a pause, as
+    the very request the assignment recorded, until the dealer answers with the hand."""
+    table, assigned = assigned_before_a_take_over(world)
+    world.dealer.still_dealing = 1
+    await world.handlers.dealing.finish(table, assigned)
+    orders = world.dealer.orders
+    assert [o.hand_id for o in orders] == [assigned.hand_id] * 2
+    assert {(o.request_id, tuple(o.client_seeds), o.first_bidder) for o in orders} == {
+        (assigned.deal_request_id, assigned.client_seeds, 1)
+    }
+    assert table.hand_ids == [assigned.hand_id] and world.hands.learned == [assigned.hand_id]
+
+
+async def test_a_deal_the_dealer_refuses_after_a_take_over_is_withdrawn(world: World) -> None:
+    table, assigned = assigned_before_a_take_over(world)
+    world.dealer.refusal = Refusal.precondition(Reason.UNKNOWN_HAND, "not the table's next")
+    await world.handlers.dealing.finish(table, assigned)
+    assert len(world.dealer.orders) == 1 and table.hand_ids == []
+    assert world.tables.table_of(assigned.hand_id) is None
