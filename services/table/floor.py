@@ -36,9 +36,21 @@ class Floor:
                     f"{hand_id!r} is not a hand id", Reason.UNKNOWN_HAND
                 ) from None
             fold = await self.hands.load(hand_id)
+        if fold is None and await self._dealt_meanwhile(hand_id):
+            fold = self.hands.get(hand_id) or await self.hands.load(hand_id)
         if fold is None:
             raise Refusal.not_found(Reason.UNKNOWN_HAND, f"no hand {hand_id!r}")
         return fold
+
+    async def _dealt_meanwhile(self, hand_id: str) -> bool:
+        """Whether a table's last hand, known by its id (``GetTable``) while its deal
+        is under way, may be dealt now: its deal holds the table's lock, so once the
+        lock is free the deal is over, dealt or withdrawn."""
+        table = self.tables.table_of(hand_id)
+        if table is None or table.last_hand_id != hand_id or not table.lock.locked():
+            return False
+        async with table.lock:
+            return True
 
     async def last_hand(self, table: Table) -> HandFold | None:
         """The table's last hand (None: it has none, or the bus does not have it)."""

@@ -5,6 +5,7 @@ test tells it to, tokens are plain names ("op", "p-<player>", "s-<player>-<table
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import uuid
 from collections.abc import AsyncIterator, Iterable
@@ -79,9 +80,12 @@ class FakeDealer:
         self.lose_answers = 0  # the next deals whose answers are lost on the way back
         self.still_dealing = 0  # then: repeats refused while the first is being dealt
         self.refusal: Refusal | None = None  # every deal refused so, nothing dealt
+        self.gate: asyncio.Event | None = None  # set: the deal goes on
 
     async def deal(self, order: DealOrder) -> Dealt:
         self.orders.append(order)
+        if self.gate is not None:
+            await self.gate.wait()
         if self.refusal is not None:
             raise self.refusal
         self.hands.folds[order.hand_id] = in_play(order.hand_id, order.seats, Phase.BIDDING)
@@ -469,3 +473,20 @@ async def test_a_deal_the_dealer_refuses_after_a_take_over_is_withdrawn(world: W
     await world.handlers.dealing.finish(table, assigned)
     assert len(world.dealer.orders) == 1 and table.hand_ids == []
     assert world.tables.table_of(assigned.hand_id) is None
+
+
+async def test_a_hand_looked_up_while_its_deal_is_asked_for_again_is_found_once_dealt(
+    world: World,
+) -> None:
+    """A player who learnt the hand's id (GetTable) watches it while the deal is still
+    being asked for: the call waits for the deal rather than answering UNKNOWN_HAND."""
+    table, assigned = assigned_before_a_take_over(world)
+    world.dealer.gate = asyncio.Event()
+    finishing = asyncio.ensure_future(world.handlers.dealing.finish(table, assigned))
+    await asyncio.sleep(0)  # the deal under way, the table's lock held
+    looked_up = asyncio.ensure_future(world.handlers.floor.hand(assigned.hand_id))
+    await asyncio.sleep(0.05)
+    assert not looked_up.done()
+    world.dealer.gate.set()
+    assert (await looked_up).hand_id == assigned.hand_id
+    await finishing
