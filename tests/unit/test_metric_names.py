@@ -7,7 +7,7 @@ import urllib.request
 
 import pytest
 from ddz.adapters import metrics
-from ddz.adapters.bus import subject_for
+from ddz.adapters.bus import split_subject, subject_for
 from ddz.adapters.stack import settings_env
 from ddz.config import SERVICE_PORTS, Settings
 from prometheus_client import Counter, Histogram
@@ -60,11 +60,20 @@ def test_a_delivery_counts_as_consumed_redelivered_and_pending() -> None:
 
 
 def test_a_published_subject_gives_category_and_type() -> None:
+    """The labels of ``ddz_events_published_total`` are read off the subject by the
+    bus's one reading of the layout (``split_subject``), public or internal alike."""
+    for internal in (True, False):
+        parts = split_subject(subject_for("hand-h1", "unit_test_event", internal=internal))
+        assert parts is not None
+        assert (parts.category, parts.entity_id, parts.event_type, parts.internal) == (
+            "hand", "h1", "unit_test_event", internal,
+        )  # fmt: skip
+    assert split_subject("ddz.v1.hand.h1.unit_test_event") is None  # no bucket
+    assert split_subject("other.v1.hand.7.h1.unit_test_event") is None
     counter = metrics.EVENTS_PUBLISHED.labels("hand", "unit_test_event")
     before = counter._value.get()
-    metrics.event_published(subject_for("hand-h1", "unit_test_event", internal=True))
-    metrics.event_published(subject_for("hand-h1", "unit_test_event"))
-    assert counter._value.get() == before + 2
+    metrics.event_published("hand", "unit_test_event")
+    assert counter._value.get() == before + 1
 
 
 def test_metrics_default_beside_the_grpc_port_and_follow_the_listen_host() -> None:

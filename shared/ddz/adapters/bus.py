@@ -28,7 +28,7 @@ import uuid
 import zlib
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import nats
 import nats.errors
@@ -190,18 +190,45 @@ class SubjectParts:
     internal: bool
 
 
-def parse_subject(subject: str) -> SubjectParts:
-    """Inverse of ``subject_for``."""
+class SubjectTokens(NamedTuple):
+    category: str
+    bucket: str
+    entity_id: str
+    event_type: str
+    internal: bool
+
+
+def split_subject(subject: str) -> SubjectTokens | None:
+    """The tokens of an event subject (``ddz.v1[.internal].<category>.<bucket>.<id>.<type>``),
+    None if it is not one. Unchecked (the bucket is taken as it is): cheap enough for
+    every message a consumer or the metrics see; ``parse_subject`` checks it."""
     tokens = subject.split(".")
     internal = len(tokens) == 7 and tokens[2] == INTERNAL
     if internal:
         del tokens[2]
-    if len(tokens) != 6 or ".".join(tokens[:2]) != SUBJECT_ROOT:
+    if len(tokens) != 6 or f"{tokens[0]}.{tokens[1]}" != SUBJECT_ROOT:
+        return None
+    return SubjectTokens(tokens[2], tokens[3], tokens[4], tokens[5], internal)
+
+
+def parse_subject(subject: str) -> SubjectParts:
+    """Inverse of ``subject_for``."""
+    parts = split_subject(subject)
+    if parts is None:
         raise ValueError(f"not a ddz event subject: {subject!r}")
-    category, bucket, entity_id, event_type = tokens[2:]
-    if bucket != str(bucket_of(entity_id)):
-        raise ValueError(f"not a ddz event subject (bucket {bucket} of {entity_id}): {subject!r}")
-    return SubjectParts(stream_id_for(category, entity_id), event_type, internal)
+    if parts.bucket != str(bucket_of(parts.entity_id)):
+        raise ValueError(
+            f"not a ddz event subject (bucket {parts.bucket} of {parts.entity_id}): {subject!r}"
+        )
+    return SubjectParts(
+        stream_id_for(parts.category, parts.entity_id), parts.event_type, parts.internal
+    )
+
+
+def _count_published(subject: str) -> None:
+    parts = split_subject(subject)
+    if parts is not None:
+        metrics.event_published(parts.category, parts.event_type)
 
 
 @dataclass(frozen=True, slots=True)
@@ -554,7 +581,7 @@ class EventBus:
                 ) from exc
             raise
         if not ack.duplicate:
-            metrics.event_published(subject)
+            _count_published(subject)
         return Published(seq=ack.seq, duplicate=bool(ack.duplicate))
 
     async def atomic_batches(self) -> bool:
@@ -616,7 +643,7 @@ class EventBus:
         if int(ack.get("count", last)) != last:
             raise BusError(f"atomic batch of {last} stored as {ack.get('count')}")
         for message in messages:
-            metrics.event_published(message.subject)
+            _count_published(message.subject)
         return list(range(top - last + 1, top + 1))
 
     async def last_sequence(self, subject_filter: str) -> int:

@@ -38,6 +38,7 @@ from ddz.adapters.bus import (
     PullLost,
     Reject,
     StreamingPull,
+    split_subject,
     stream_parts,
 )
 from ddz.adapters.codec import CodecError, decode_event, parse_envelope
@@ -455,12 +456,10 @@ class HandFeed:
         instances are acked without being opened (those a consumer's filter let through
         while it was being changed). Anything else (not a hand's subject) is opened: the
         envelope decides, as in ``handle_data``."""
-        tokens = subject.split(".")
-        if len(tokens) == 7 and tokens[2] == "internal":
-            del tokens[2]
-        if len(tokens) != 6 or tokens[2] != hand_stream.HAND:
+        parts = split_subject(subject)
+        if parts is None or parts.category != hand_stream.HAND:
             return True
-        return self.accept(tokens[4])
+        return self.accept(parts.entity_id)
 
     async def _settle(self, msg: Msg, verdict: Verdict) -> None:
         seq = stream_seq(msg.reply)

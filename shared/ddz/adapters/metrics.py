@@ -113,12 +113,9 @@ def rpc_finished(service: str, method: str, code: str, seconds: float) -> None:
     RPC_DURATION.labels(service, method).observe(seconds)
 
 
-def event_published(subject: str) -> None:
-    """An event was stored on ``subject``
-    (``ddz.v1[.internal].<category>.<bucket>.<id>.<type>``)."""
-    tokens = subject.split(".")
-    if len(tokens) >= 6:
-        EVENTS_PUBLISHED.labels(tokens[-4], tokens[-1]).inc()
+def event_published(category: str, event_type: str) -> None:
+    """An event of a ``category`` stream (``hand``, ``table``) was stored."""
+    EVENTS_PUBLISHED.labels(category, event_type).inc()
 
 
 def event_consumed(durable: str, reply: str | None) -> None:
