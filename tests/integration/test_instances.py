@@ -124,6 +124,35 @@ async def test_a_clean_stop_hands_the_lease_on_at_once(buses: list[EventBus]) ->
         await second.stop()
 
 
+async def test_a_lease_given_up_is_not_held_when_its_holder_stops_acting(
+    buses: list[EventBus],
+) -> None:
+    """A holder that no longer wants its lease (a bot instance handing a partition to a
+    newcomer) stops acting before anyone else may take it, and while it does, its lease
+    already reads not held: what it drops for the lease (the partition's hands) is
+    judged by ``held``."""
+    name = f"test-{uuid.uuid4().hex[:8]}"
+    wanted = True
+    seen: list[tuple[bool, bool]] = []  # (ours held, the other's held) as on_lost runs
+    other = Lease(buses[1], name, "other", service="test", ttl=60.0)
+
+    async def lost() -> None:
+        seen.append((first.held, other.held))
+
+    first = Lease(buses[0], name, "first", service="test", ttl=60.0, on_lost=lost,
+                  want=lambda: wanted)  # fmt: skip
+    await first.start()
+    await other.start()
+    try:
+        assert first.held and not other.held
+        wanted = False
+        assert await other.wait_held(timeout=5 * first.interval)  # released, not expired
+        assert seen == [(False, False)] and not first.held
+    finally:
+        await other.stop()
+        await first.stop()
+
+
 async def test_a_holder_that_cannot_renew_stops_before_its_lease_can_expire(
     buses: list[EventBus],
 ) -> None:

@@ -183,6 +183,17 @@ class Lease:
         """Give the lease up: our entry deleted (with its revision), so the next holder
         need not wait for it to expire."""
         revision, self._revision = self._revision, None
+        await self._delete(revision)
+
+    async def _give_up(self) -> None:
+        """Let go of a lease we no longer want: stop acting first (``on_lost``, which
+        already sees it not ``held``), then delete our entry for the next holder (who
+        cannot take it before, whatever ``on_lost`` awaits)."""
+        revision, self._revision = self._revision, None
+        await _call_safely(self.on_lost, self)
+        await self._delete(revision)
+
+    async def _delete(self, revision: int | None) -> None:
         if revision is not None:
             metrics.LEASES_HELD.labels(self.service).dec()
             if self._kv is not None and self.bus.connected:
@@ -216,9 +227,8 @@ class Lease:
             await self._lose("renewal overdue")
             was_held = False
         if not self.want():
-            if was_held:  # stop acting first, then let the next holder in
-                await _call_safely(self.on_lost, self)
-                await self._release()
+            if was_held:
+                await self._give_up()
             return
         try:
             try:
