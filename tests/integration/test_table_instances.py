@@ -392,11 +392,12 @@ async def test_the_active_killed_with_sigkill_its_standby_takes_over_and_the_han
         process.send_signal(signal.SIGKILL)
         assert process.wait(timeout=10) == -signal.SIGKILL
         await asyncio.sleep(0.2)  # the standby's connection to it has seen it close
-        # Ann's move, sent through the standby while no instance serves the tables, with
-        # her seat token issued by the killed one: it could not be sent on, so it waits
-        # for the take-over and is made by the new active instance (a move is sent once:
-        # it must not come back as a failure the player would have to repeat).
-        assert standby.app.role is Role.STANDBY
+        # Ann's move, sent through the standby as the killed instance's tables change
+        # hands, with her seat token issued by the killed one. Most often no instance
+        # serves them yet: the move could not be sent on, so it waits for the take-over
+        # (a dead holder of this host is replaced at once, so the take-over may also be
+        # done already). Either way it is made by the new active instance, once: it must
+        # not come back as a failure the player would have to repeat.
         answer = await act(ann_stub, ann.hand_id, ann.seat, move)
         assert answer.outcome.version > 0
         assert standby.app.role is Role.ACTIVE
