@@ -59,9 +59,9 @@ DEAL_PAUSE = 0.2
 """Seconds before asking again, times the attempt."""
 LOST_ANSWER = frozenset({Kind.UNAVAILABLE, Kind.TIMEOUT})
 """A deal that failed so may have been dealt (the answer was lost)."""
-FINISH_ROUNDS = 4
-"""Rounds of ``DEAL_ATTEMPTS`` in which a take-over asks for a deal the last active
-instance never saw answered (0.4, 0.8, 1.6 s apart: a NATS node's leader elections)."""
+FINISH_ATTEMPTS = 8
+"""Times a take-over asks for a deal the last active instance never saw answered (0.2,
+0.4 ... 1.4 s apart, 5.6 s in all: a NATS node's leader election)."""
 
 
 class Dealing:
@@ -156,45 +156,39 @@ class Dealing:
         whether the first request is lost, landed meanwhile, or lands later. Withdrawn
         only when the dealer refuses it, or never answers, and the bus still lacks it."""
         hand_id = assigned.hand_id
-        order = order_for(table, assigned)
-        refusal: Refusal | None = None
         async with table.lock:  # a StartHand for the table waits for this deal
-            for attempt in range(1, FINISH_ROUNDS + 1):
-                try:
-                    dealt = await self._deal(order)
-                except Refusal as exc:
-                    refusal = exc
-                    # EXISTS: the first request is being dealt right now (its seed kept,
-                    # its events not yet out), or dealt already under another request id.
-                    if attempt == FINISH_ROUNDS or (
-                        exc.kind not in LOST_ANSWER and exc.kind is not Kind.EXISTS
-                    ):
-                        break
-                    await asyncio.sleep(DEAL_PAUSE * 2**attempt)
-                    continue
-                await self.floor.learn(hand_id, dealt.events)
-                log.info("hand_deal_finished", table_id=table.table_id, hand_id=hand_id,
-                         attempt=attempt)  # fmt: skip
+            try:
+                # Asked before (by the instance that died): "dealt before" is that
+                # request being dealt right now, its seed kept and its events not yet
+                # out, and is asked for again like a lost answer.
+                dealt = await self._deal(
+                    order_for(table, assigned), attempts=FINISH_ATTEMPTS, asked_before=True
+                )
+            except Refusal as refusal:
+                if await self.floor.hands.load(hand_id) is not None:
+                    return  # on the bus after all (its feed brings it)
+                why = withdrawn_because(refusal, FINISH_ATTEMPTS)
+                self.floor.tables.drop_hand(table, hand_id, why)
                 return
-            if await self.floor.hands.load(hand_id) is not None:
-                return  # on the bus after all (its feed brings it)
-            assert refusal is not None  # a round ended without a deal
-            self.floor.tables.drop_hand(table, hand_id, withdrawn_because(refusal))
+            await self.floor.learn(hand_id, dealt.events)
+            log.info("hand_deal_finished", table_id=table.table_id, hand_id=hand_id)
 
-    async def _deal(self, order: DealOrder) -> Dealt:
+    async def _deal(
+        self, order: DealOrder, *, attempts: int = DEAL_ATTEMPTS, asked_before: bool = False
+    ) -> Dealt:
         """``dealer.deal``, asked again with the same order when its answer was lost
         (the dealer or NATS went away, or answered too late): the dealer answers a
         repeated request as it answered the first, so a hand it did deal is not dropped
         here while it plays on the bus."""
-        lost = False
-        for attempt in range(1, DEAL_ATTEMPTS + 1):
+        lost = asked_before
+        for attempt in range(1, attempts + 1):
             try:
                 return await self.dealer.deal(order)
             except Refusal as refusal:
                 # After a lost answer, "dealt before" is our own first attempt still
                 # finishing (the hand id is new: nobody else has it): ask once more.
                 again = refusal.kind in LOST_ANSWER or (lost and refusal.kind is Kind.EXISTS)
-                if not again or attempt == DEAL_ATTEMPTS:
+                if not again or attempt == attempts:
                     raise
                 lost = True
                 log.warning("deal_answer_lost", hand_id=order.hand_id, attempt=attempt,
@@ -230,11 +224,11 @@ def order_for(table: Table, assigned: HandAssigned) -> DealOrder:
     )  # fmt: skip
 
 
-def withdrawn_because(exc: Exception) -> str:
+def withdrawn_because(exc: Exception, attempts: int = DEAL_ATTEMPTS) -> str:
     """Why a hand the table gave up dealing is withdrawn (``hand_withdrawn``)."""
     if isinstance(exc, Refusal):
         if exc.kind in LOST_ANSWER:
-            return f"the dealer's answer was lost {DEAL_ATTEMPTS} times: {exc.message}"
+            return f"the dealer's answer was lost {attempts} times: {exc.message}"
         return f"the dealer refused it: {exc.message}"
     return f"not dealt: {exc}"
 
