@@ -9,7 +9,7 @@ import stat
 from pathlib import Path
 
 import pytest
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from ddz.adapters import codec
 from ddz.adapters.codec import CodecError
 from ddz.adapters.event_signing import (
@@ -65,6 +65,33 @@ def test_a_tampered_byte_or_another_key_does_not_verify() -> None:
     # A key the keyring does not hold.
     stranger = EventSigner.of("rules", Ed25519PrivateKey.generate())
     assert why(stranger.seal(hand_event())) == "unknown_key"
+
+
+def test_a_seal_is_the_keys_own_ed25519_signature_as_any_library_makes_it() -> None:
+    # Sealed with libsodium, the key made and kept by cryptography: the signature is
+    # RFC 8032's (deterministic), the one OpenSSL makes of the same bytes, and OpenSSL
+    # verifies it, so events signed before the change still open.
+    envelope = hand_event()
+    data = RULES.seal(envelope)
+    signed = data[:-66]
+    assert RULES.private_key.sign(signed) == envelope.signature
+    RULES.public.public_key.verify(envelope.signature, signed)  # raises if not
+
+
+def test_a_small_order_key_signs_nothing() -> None:
+    # The identity point as a public key, and R = identity, S = 0: the equation holds
+    # for every message, and OpenSSL's Ed25519 accepts it. A keyring entry like that
+    # (written by whoever can write the keyring file) must not open forged events.
+    identity = bytes([1]) + bytes(31)
+    forged_signature = identity + bytes(32)
+    lax = Ed25519PublicKey.from_public_bytes(identity)
+    lax.verify(forged_signature, b"any bytes at all")  # the weakness being guarded
+    envelope = hand_event()
+    envelope.envelope_version, envelope.producer_key_id = ENVELOPE_VERSION, "rules-ed25519-0"
+    envelope.ClearField("signature")
+    forged = envelope.SerializeToString() + TRAILER + forged_signature
+    keyring = EventKeyring(keys={"rules-ed25519-0": ProducerKey("rules", lax)})
+    assert why(forged, keyring) == "bad_signature"
 
 
 @pytest.mark.parametrize(
