@@ -21,7 +21,7 @@ from collections.abc import Callable
 import nats.errors
 import nats.js.errors
 import structlog
-from ddz.adapters.bus import EventBus, category_filter, parse_subject, stream_parts
+from ddz.adapters.bus import EventBus, category_filter, delivery_from, parse_subject, stream_parts
 from ddz.adapters.hand_feed import HandFeed, HandFold, read_fold
 from ddz.adapters.hand_stream import HAND
 from ddz.domain.hand.events import HandEnded, HandStarted
@@ -98,7 +98,7 @@ async def unfinished_hands(
                     started[hand_id] = None
                 else:
                     started.pop(hand_id, None)
-            pending = messages[-1].metadata.num_pending if messages else 0
+            pending = delivery_from(messages[-1]).pending if messages else 0
     finally:
         with contextlib.suppress(Exception):
             await pull.unsubscribe()

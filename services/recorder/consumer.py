@@ -18,7 +18,7 @@ import nats.errors
 import nats.js.errors
 import structlog
 from ddz.adapters import metrics
-from ddz.adapters.bus import ALL_SUBJECTS, DurablePull, EventBus
+from ddz.adapters.bus import ALL_SUBJECTS, DurablePull, EventBus, delivery_of
 from nats.aio.msg import Msg
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
@@ -141,7 +141,7 @@ class StoreConsumer:
 
     async def _handle(self, messages: list[Msg]) -> None:
         for msg in messages:
-            metrics.event_consumed(self.durable, msg.reply)
+            metrics.event_consumed(self.durable, delivery_of(msg.reply))
         outcomes = await self.record([msg.data for msg in messages])
         for msg, outcome in zip(messages, outcomes, strict=True):
             await _settle(msg, outcome)

@@ -7,7 +7,7 @@ import urllib.request
 
 import pytest
 from ddz.adapters import metrics
-from ddz.adapters.bus import split_subject, subject_for
+from ddz.adapters.bus import delivery_of, split_subject, subject_for
 from ddz.adapters.stack import settings_env
 from ddz.config import SERVICE_PORTS, Settings
 from prometheus_client import Counter, Histogram
@@ -44,18 +44,32 @@ def test_every_metric_is_named_by_the_rules() -> None:
             assert LABEL.match(label), label
 
 
+NOW = 1700000000000000000  # a reply subject's timestamp, nanoseconds
+
+
+def test_a_reply_subject_tells_the_delivery_count_stream_sequence_and_lag() -> None:
+    # $JS.ACK.<stream>.<consumer>.<delivered>.<stream seq>.<consumer seq>.<time>.<pending>
+    assert delivery_of(f"$JS.ACK.DDZ.table.2.907.15.{NOW}.4") == (2, 907, 4)
+    # Newer servers: a domain and an account hash after ACK, a random token at the end.
+    assert delivery_of(f"$JS.ACK._.AHASH.DDZ.bot-1-of-2.1.33.31.{NOW}.0.tok") == (1, 33, 0)
+    for reply in (None, "", "_INBOX.abc.def", f"$JS.ACK.DDZ.table.x.907.15.{NOW}.4"):
+        assert delivery_of(reply) is None
+
+
 def test_a_delivery_counts_as_consumed_redelivered_and_pending() -> None:
     durable = "unit-test-durable"
     before = metrics.EVENTS_REDELIVERED.labels(durable)._value.get()
     consumed = metrics.EVENTS_CONSUMED.labels(durable)._value.get()
-    metrics.event_consumed(durable, "$JS.ACK.DDZ.recorder.1.10.10.1700000000000000000.7")
+    metrics.event_consumed(
+        durable, delivery_of("$JS.ACK.DDZ.recorder.1.10.10.1700000000000000000.7")
+    )
     assert metrics.CONSUMER_PENDING.labels(durable)._value.get() == 7
     assert metrics.EVENTS_REDELIVERED.labels(durable)._value.get() == before
     # A newer server's form: a domain and an account hash after ACK, and a random token.
-    metrics.event_consumed(durable, "$JS.ACK._.ABC.DDZ.recorder.3.11.12.1700000000000000000.2.x")
+    metrics.event_consumed(durable, delivery_of(f"$JS.ACK._.ABC.DDZ.recorder.3.11.12.{NOW}.2.x"))
     assert metrics.CONSUMER_PENDING.labels(durable)._value.get() == 2
     assert metrics.EVENTS_REDELIVERED.labels(durable)._value.get() == before + 1
-    metrics.event_consumed(durable, None)  # no JetStream delivery: counted, nothing read
+    metrics.event_consumed(durable, delivery_of(None))  # not from JetStream: counted alone
     assert metrics.EVENTS_CONSUMED.labels(durable)._value.get() == consumed + 3
 
 

@@ -211,6 +211,40 @@ def split_subject(subject: str) -> SubjectTokens | None:
     return SubjectTokens(tokens[2], tokens[3], tokens[4], tokens[5], internal)
 
 
+class DeliveryTokens(NamedTuple):
+    """What a JetStream message's reply subject says of its delivery."""
+
+    delivered: int  # times it was delivered, this one included
+    stream_seq: int
+    pending: int  # messages of the stream the consumer has not sent yet: its lag
+
+
+def delivery_of(reply: str | None) -> DeliveryTokens | None:
+    """The delivery a JetStream message's reply subject describes
+    (``$JS.ACK.<stream>.<consumer>.<delivered>.<stream seq>.<consumer seq>.<time>.<pending>``,
+    with a domain and an account hash after ``ACK`` and a token at the end on newer
+    servers), None if it is not one (a test's hand-made message). ``Msg.metadata`` without
+    its timestamp's datetime, which costs more than the rest of a message's handling."""
+    tokens = (reply or "").split(".")
+    if len(tokens) < 9 or tokens[0] != "$JS" or tokens[1] != "ACK":
+        return None
+    at = 0 if len(tokens) == 9 else 2
+    try:
+        return DeliveryTokens(int(tokens[4 + at]), int(tokens[5 + at]), int(tokens[8 + at]))
+    except ValueError:
+        return None
+
+
+def delivery_from(msg: Msg) -> DeliveryTokens:
+    """``delivery_of`` the message's reply, else what nats-py reads of it (``Msg.metadata``,
+    which raises if the message did not come from JetStream)."""
+    tokens = delivery_of(msg.reply)
+    if tokens is None:
+        meta = msg.metadata
+        tokens = DeliveryTokens(meta.num_delivered, meta.sequence.stream, meta.num_pending)
+    return tokens
+
+
 def parse_subject(subject: str) -> SubjectParts:
     """Inverse of ``subject_for``."""
     parts = split_subject(subject)
@@ -1038,14 +1072,14 @@ class _FetchLoop:
             self.subscription._fetching = False
 
     async def _handle(self, msg: Msg) -> None:
-        metrics.event_consumed(self.subscription.durable, msg.reply)
-        metadata = msg.metadata
+        tokens = delivery_from(msg)
+        metrics.event_consumed(self.subscription.durable, tokens)
         delivery = Delivery(
             subject=msg.subject,
             data=msg.data,
             headers=msg.headers or {},
-            stream_seq=metadata.sequence.stream,
-            num_delivered=metadata.num_delivered,
+            stream_seq=tokens.stream_seq,
+            num_delivered=tokens.delivered,
         )
         structlog.contextvars.clear_contextvars()
         structlog.contextvars.bind_contextvars(

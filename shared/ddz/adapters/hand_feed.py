@@ -34,10 +34,12 @@ from ddz.adapters import hand_stream, metrics
 from ddz.adapters.bus import (
     ALL_SUBJECTS,
     Delivery,
+    DeliveryTokens,
     EventBus,
     PullLost,
     Reject,
     StreamingPull,
+    delivery_from,
     split_subject,
     stream_parts,
 )
@@ -156,15 +158,6 @@ def deal_complete(state: HandState) -> bool:
         return False
     shown = {event.seat for event in state.shown if event.when == "before_deal"}
     return set(state.show_before_deal) <= shown
-
-
-def stream_seq(reply: str) -> int:
-    """The stream sequence of a JetStream message, from its reply subject
-    (``$JS.ACK.<stream>.<consumer>.<delivered>.<stream seq>...``, or with a domain and
-    account hash after ``ACK``): ``Msg.metadata`` without its timestamp's datetime, which
-    costs more than the rest of a message's handling."""
-    tokens = reply.split(".")
-    return int(tokens[5] if len(tokens) == 9 else tokens[7])
 
 
 def entry_of(envelope: envelope_pb2.EventEnvelope) -> Entry:
@@ -372,8 +365,9 @@ class HandFeed:
         try:
             while not self._stopping.is_set():
                 for msg in await self._fetch(self._pull):
-                    metrics.event_consumed(self._durable, msg.reply)
-                    await self._settle(msg, await self._verdict(msg))
+                    delivery = delivery_from(msg)
+                    metrics.event_consumed(self._durable, delivery)
+                    await self._settle(msg, delivery, await self._verdict(msg, delivery))
         finally:
             await self._pull.stop()
 
@@ -432,7 +426,7 @@ class HandFeed:
             log.info("feed_recovered", durable=self._durable, after=self._failure)
         self._failure = None
 
-    async def _verdict(self, msg: Msg) -> Verdict:
+    async def _verdict(self, msg: Msg, delivery: DeliveryTokens) -> Verdict:
         """Apply one message; what to tell JetStream about it."""
         if not self._wanted_subject(msg.subject):
             return Verdict.ACK  # another instance's hand: not even opened
@@ -443,7 +437,7 @@ class HandFeed:
                       reason=str(exc))  # fmt: skip
             return Verdict.TERM
         except Exception:
-            attempts = msg.metadata.num_delivered
+            attempts = delivery.delivered
             give_up = attempts >= MAX_ATTEMPTS
             log.exception("message_failed", durable=self._durable, subject=msg.subject,
                           attempts=attempts, given_up=give_up)  # fmt: skip
@@ -461,8 +455,8 @@ class HandFeed:
             return True
         return self.accept(parts.entity_id)
 
-    async def _settle(self, msg: Msg, verdict: Verdict) -> None:
-        seq = stream_seq(msg.reply)
+    async def _settle(self, msg: Msg, delivery: DeliveryTokens, verdict: Verdict) -> None:
+        seq = delivery.stream_seq
         self._next_seq = max(self._next_seq, seq + 1)
         try:
             if verdict is Verdict.ACK:
@@ -470,7 +464,7 @@ class HandFeed:
                 await msg.ack()
             elif verdict is Verdict.NAK:
                 self._nakked.add(seq)
-                await msg.nak(delay=RETRY_DELAY * msg.metadata.num_delivered)
+                await msg.nak(delay=RETRY_DELAY * delivery.delivered)
             else:
                 self._nakked.discard(seq)
                 await msg.term()

@@ -7,9 +7,8 @@ of several could write carries a label naming its writer (``service``, ``durable
 ``feed``). docs/OPERATIONS.md ("Metrics") says what each means and what to alert on.
 
 Recording is cheap and never fails a call: a counter or histogram update is a dict
-lookup and an add under a lock. The consumer loops hand over the message's reply
-subject, which carries the delivery count and the consumer's pending count, rather
-than ``Msg.metadata``, whose timestamp parsing costs more than the message's handling.
+lookup and an add under a lock. The consumer loops hand over what the message's reply
+subject says (``bus.delivery_of``: the delivery count and the consumer's pending count).
 """
 
 from __future__ import annotations
@@ -18,10 +17,14 @@ import contextlib
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from wsgiref.simple_server import WSGIServer
 
 import structlog
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+
+if TYPE_CHECKING:  # the bus records into these metrics
+    from ddz.adapters.bus import DeliveryTokens
 
 log = structlog.get_logger("ddz.metrics")
 
@@ -118,22 +121,15 @@ def event_published(category: str, event_type: str) -> None:
     EVENTS_PUBLISHED.labels(category, event_type).inc()
 
 
-def event_consumed(durable: str, reply: str | None) -> None:
-    """A message reached ``durable``'s loop; ``reply`` is its JetStream reply subject,
-    ``$JS.ACK.<stream>.<consumer>.<delivered>.<stream seq>.<consumer seq>.<time>.<pending>``
-    (with a domain and an account hash after ``ACK`` on newer servers)."""
+def event_consumed(durable: str, delivery: DeliveryTokens | None) -> None:
+    """A message reached ``durable``'s loop; ``delivery``: what its reply subject says
+    (``bus.delivery_of``), None for a message that did not come from JetStream."""
     EVENTS_CONSUMED.labels(durable).inc()
-    tokens = (reply or "").split(".")
-    if len(tokens) < 9:
-        return  # not a JetStream delivery (a test's hand-made message)
-    at = 0 if len(tokens) == 9 else 2
-    try:
-        delivered, pending = int(tokens[4 + at]), int(tokens[8 + at])
-    except ValueError:
+    if delivery is None:
         return
-    if delivered > 1:
+    if delivery.delivered > 1:
         EVENTS_REDELIVERED.labels(durable).inc()
-    CONSUMER_PENDING.labels(durable).set(pending)
+    CONSUMER_PENDING.labels(durable).set(delivery.pending)
 
 
 def follow_hands(feed: str, count: Callable[[], int]) -> None:
