@@ -221,7 +221,8 @@ class HandFeed:
         self.on_change = on_change
         self.accept = accept or (lambda _hand_id: True)
         self.hands: dict[str, HandFold] = {}
-        self._ended: OrderedDict[str, None] = OrderedDict()
+        self._ended: OrderedDict[str, None] = OrderedDict()  # ended hands, oldest first
+        self._kept: OrderedDict[str, None] = OrderedDict()  # those still in ``hands``
         self._repairs: dict[str, asyncio.Task[None]] = {}
         self._durable = ""
         self._from_now = False
@@ -244,6 +245,7 @@ class HandFeed:
         gone = [hand_id for hand_id in self.hands if not self.accept(hand_id)]
         for hand_id in gone:
             del self.hands[hand_id]
+            self._kept.pop(hand_id, None)
         return len(gone)
 
     def forget(self, hand_id: str) -> None:
@@ -252,6 +254,7 @@ class HandFeed:
         fold = self.hands.get(hand_id)
         if fold is not None and fold.over:
             del self.hands[hand_id]
+            self._kept.pop(hand_id, None)
             self._ended[hand_id] = None
 
     async def handle(self, delivery: Delivery) -> None:
@@ -558,11 +561,14 @@ class HandFeed:
             self._retire(fold.hand_id)
 
     def _retire(self, hand_id: str) -> None:
-        self._ended[hand_id] = None
-        self._ended.move_to_end(hand_id)
-        ended_folds = [h for h in self._ended if h in self.hands]
-        for old in ended_folds[: max(0, len(ended_folds) - self.keep_ended)]:
-            del self.hands[old]
+        """The hand is over: its fold is kept among the ``keep_ended`` most recent, and
+        its id remembered longer. Constant time: every hand's end passes here."""
+        for ended in (self._ended, self._kept):
+            ended[hand_id] = None
+            ended.move_to_end(hand_id)
+        while len(self._kept) > self.keep_ended:
+            oldest, _ = self._kept.popitem(last=False)
+            self.hands.pop(oldest, None)
         while len(self._ended) > max(10_000, 2 * self.keep_ended):
             self._ended.popitem(last=False)
 
