@@ -55,8 +55,7 @@ from google.protobuf.message import DecodeError
 from nacl.exceptions import BadSignatureError
 from nacl.signing import SigningKey, VerifyKey
 
-from ddz.adapters.codec import CodecError, decode_event, encode_event, message_name
-from ddz.adapters.codec.envelope import new_envelope
+from ddz.adapters.codec import CodecError, decode_event, envelope_and_bytes
 from ddz.adapters.key_files import ensure_ed25519_key
 from ddz.config import Settings
 from ddz.domain.hand import Recorded
@@ -176,13 +175,10 @@ def sealed_envelope(
     event_id: str | None = None,
 ) -> tuple[envelope_pb2.EventEnvelope, bytes]:
     """``codec.envelope_and_bytes``, signed by ``signer``: the hand streams' events."""
-    type_, type_version, payload = encode_event(event)
-    envelope = new_envelope(
-        stream_id, version, type_, type_version, payload, message_name(type_),
-        causation_id=causation_id, correlation_id=correlation_id, producer=producer,
-        event_id=event_id,
+    return envelope_and_bytes(
+        stream_id, version, event, causation_id, correlation_id, producer,
+        event_id=event_id, serialise=signer.seal,
     )  # fmt: skip
-    return envelope, signer.seal(envelope)
 
 
 # --- verifying -------------------------------------------------------------------------

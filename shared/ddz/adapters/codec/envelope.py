@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import time
 import uuid
+from collections.abc import Callable
 
 from google.protobuf.message import DecodeError
 
@@ -60,17 +61,20 @@ def envelope_and_bytes(
     *,
     event_id: str | None = None,
     occurred_at: dt.datetime | None = None,
+    serialise: Callable[[envelope_pb2.EventEnvelope], bytes] = (
+        envelope_pb2.EventEnvelope.SerializeToString
+    ),
 ) -> tuple[envelope_pb2.EventEnvelope, bytes]:
     """``envelope_for`` and the message it serialised (for a producer that also
-    answers with the envelope: no second parse of its own bytes)."""
+    answers with the envelope: no second parse of its own bytes). ``serialise`` makes
+    the bytes of the message (a producer's ``EventSigner.seal``: signed ones)."""
     type_, type_version, payload = encode_event(event)
     envelope = new_envelope(
         stream_id, version, type_, type_version, payload, message_name(type_),
         causation_id=causation_id, correlation_id=correlation_id, producer=producer,
         event_id=event_id, occurred_at=occurred_at,
     )  # fmt: skip
-    data: bytes = envelope.SerializeToString()
-    return envelope, data
+    return envelope, serialise(envelope)
 
 
 def new_envelope(
