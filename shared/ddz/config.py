@@ -180,7 +180,7 @@ class Settings:
     stream_max_age: float | None = DEFAULT_STREAM_MAX_AGE  # seconds; None: no limit
     stream_max_bytes: int | None = None  # None: no limit
     # Instances (ddz.adapters.lease; docs/ARCHITECTURE.md "Instances").
-    lease_ttl: float = 10.0  # DDZ_LEASE_TTL: seconds a dead holder's lease outlives it
+    lease_ttl: float = 20.0  # DDZ_LEASE_TTL: seconds a dead holder's lease outlives it
     bot_partitions: int = 1  # DDZ_BOT_PARTITIONS: >1 shares the hands among bot instances
     # DDZ_TABLE_ADVERTISE: host:port the other table instances dial this one at while it
     # is the active one; "": where it listens (loopback for a wildcard host).
@@ -308,7 +308,7 @@ class Settings:
             stream_replicas=_int(env, "DDZ_STREAM_REPLICAS", 1, low=1, high=MAX_STREAM_REPLICAS),
             stream_max_age=_limit(env, "DDZ_STREAM_MAX_AGE", DEFAULT_STREAM_MAX_AGE, float),
             stream_max_bytes=_limit(env, "DDZ_STREAM_MAX_BYTES", None, int),
-            lease_ttl=_float(env, "DDZ_LEASE_TTL", 10.0),
+            lease_ttl=_float(env, "DDZ_LEASE_TTL", 20.0),
             bot_partitions=_int(env, "DDZ_BOT_PARTITIONS", 1, low=1, high=BOT_PARTITIONS_MAX),
             table_advertise=_host_port(env, "DDZ_TABLE_ADVERTISE"),
             tls_ca_file=_path(env, "DDZ_TLS_CA"),

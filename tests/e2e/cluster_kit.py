@@ -68,9 +68,10 @@ class Cluster:
     budget: float = 150.0
     """Seconds from the stack answering to every simulate's end; one still playing then
     is killed and the run fails."""
-    lease_ttl: float = 10.0
+    lease_ttl: float = 20.0
     """The default: a lease outlives the election of a new leader for the bucket's stream
-    when its node dies (about 5 s); a dead holder of this host is replaced at once."""
+    when its node dies (up to about 10 s, ``lease.ELECTION``); a dead holder of this host
+    is replaced at once."""
     turn_timeout: float = 3.0
     reads_timeout: float = 60.0
     """Seconds ``ddz audit --all`` and ``ddz rebuild`` may take, each."""

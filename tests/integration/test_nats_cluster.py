@@ -10,8 +10,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
+import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import replace
@@ -22,6 +24,7 @@ import nats.js.errors
 import pytest
 from audit_kit import play_hands, settled
 from ddz.adapters.bus import ALL_SUBJECTS, EventBus, subject_for
+from ddz.adapters.lease import BUCKET, Lease
 from ddz.adapters.nats_server import NatsCluster, start_nats_cluster
 from ddz.audit.sample import Mischief
 from nats.js.api import StreamConfig
@@ -167,3 +170,62 @@ async def test_the_core_services_play_hands_on_the_cluster(
                 assert ledger.hand_id == hand.hand_id
     finally:
         await bus.close()
+
+
+async def test_a_lease_outlives_the_election_of_its_buckets_leader(
+    cluster: NatsCluster, cluster_bus: EventBus
+) -> None:
+    """The node leading the lease bucket's stream killed at the worst moment (just before
+    the holder's next renewal): the holder counts itself holder all through the election
+    of a new leader, its renewals land again on it, and the standby never takes over. A
+    lease of the default TTL (what an operator runs) outlives nats-server's longest
+    election (a follower waits 4-9 s for a lost leader before it campaigns)."""
+    assert await eventually(lambda: ensured(cluster_bus, replicas=3), timeout=CLUSTER_WAIT)
+    buses = [await EventBus.connect(cluster.url, name=f"instance-{i}") for i in range(2)]
+    name = f"test-{uuid.uuid4().hex[:8]}"
+    lost: list[str] = []
+    holder = Lease(buses[0], name, "holder", service="test", replicas=3,
+                   on_lost=lambda: lost.append("holder"))  # fmt: skip
+    standby = Lease(buses[1], name, "standby", service="test", replicas=3,
+                    on_taken=lambda: lost.append("standby took it"))  # fmt: skip
+    try:
+        assert await eventually(lambda: started(holder), timeout=CLUSTER_WAIT)
+        assert await holder.wait_held(CLUSTER_WAIT)
+        await standby.start()
+        assert not standby.held
+
+        info = await cluster_bus.js.stream_info(f"KV_{BUCKET}")
+        assert info.cluster is not None and info.cluster.leader
+        leader = next(n for n, c in zip(cluster.nodes, cluster.configs, strict=True)
+                      if f'server_name: "{info.cluster.leader}"' in c.read_text())  # fmt: skip
+        renewed = holder.held_until
+        while holder.held_until == renewed:  # a renewal lands: the next is one interval off
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(holder.interval * 0.9)
+        until = holder.held_until
+        os.kill(leader.process.pid, signal.SIGKILL)
+        killed = time.monotonic()
+        leader.process.wait()
+
+        # Held without a break until a renewal lands on the new leader (or it let go).
+        while holder.held_until == until:
+            await asyncio.sleep(0.02)
+        gap = time.monotonic() - killed
+        assert holder.held, f"the holder let go {gap:.1f} s after the leader died"
+        print(f"renewed on the new leader {gap:.1f} s after the old one died")
+        await asyncio.sleep(holder.interval * 2)  # and renewing goes on
+        assert holder.held and not standby.held and lost == []
+    finally:
+        for lease in (standby, holder):
+            await lease.stop()
+        for bus in buses:
+            await bus.close()
+
+
+async def started(lease: Lease) -> bool:
+    """``lease.start()`` once the cluster can place its bucket (it may still be settling)."""
+    try:
+        await lease.start()
+    except (nats.errors.Error, TimeoutError):
+        return False
+    return True

@@ -5,16 +5,17 @@ and each write carries the lease's time to live as its own per-message TTL (``Na
 nats-server 2.11, which the suite requires anyway), so leases of different TTLs share
 one bucket. It is taken with a write expecting no live entry (KV ``create``) and
 renewed with a write expecting the revision the holder last wrote (KV ``update``: only
-if nobody wrote since), every ``ttl / 4``. So:
+if nobody wrote since), every ``ttl / 8``. So:
 
 - a holder that dies (killed, cut off) stops renewing; its entry ages out of the
   bucket one TTL after its last renewal, and a standby's next ``create`` takes it;
 - a holder whose renewal is refused (someone else's revision) counts the lease as lost
   at once and stops acting (``on_lost``); one whose renewal gets no answer (NATS
-  unreachable, a stream leader being elected after a node died) keeps trying, and in
-  any case ``held`` turns false, and the lease is lost, ``(1 - SAFETY) * ttl`` after the
-  start of its last successful renewal, by its own clock, before any standby can have
-  taken over;
+  unreachable, a stream leader being elected after a node died) keeps trying, every
+  ``UNANSWERED_RETRY``, and in any case ``held`` turns false, and the lease is lost,
+  ``(1 - SAFETY) * ttl`` after the start of its last successful renewal, by its own
+  clock, before any standby can have taken over; at the default TTL that is later
+  than the longest election of a new leader for the bucket's stream (``ELECTION``);
 - a holder that stops cleanly deletes its entry (with its revision), so a standby takes
   over within ``STANDBY_POLL`` instead of one TTL;
 - a holder that died on this host (its holder id names this host and a pid that no
@@ -51,11 +52,20 @@ from ddz.application.tasks import cancel_and_wait
 log = structlog.get_logger("ddz.lease")
 
 BUCKET = "ddz_leases"
-DEFAULT_TTL = 10.0
+ELECTION = 10.0
+"""Seconds a JetStream stream may go without a leader after its leader's node died: a
+follower waits 4 to 9 s for a lost leader before it campaigns, and a campaign takes up
+to 0.8 s more (nats-server ``server/raft.go``). A held lease must outlive that."""
+DEFAULT_TTL = 20.0
 """Seconds a lease lives after its last renewal (``DDZ_LEASE_TTL``): how long a standby
-waits for a holder that died."""
-RENEWALS_PER_TTL = 4
+waits for a holder that died on another host. Long enough that a holder, renewing every
+TTL/8 and giving up a quarter of it (``SAFETY``), still holds the lease 12.5 s after its
+last renewal: more than an ``ELECTION``."""
+RENEWALS_PER_TTL = 8
 """Renewals per TTL."""
+UNANSWERED_RETRY = 0.5
+"""Seconds at most between a holder's renewals while they get no answer: the first
+renewal a new stream leader can answer is tried at once, not one interval later."""
 STANDBY_POLL = 1.0
 """Seconds at most between a standby's attempts to take the lease (one refused write
 each): a released lease is taken within this, an expired one within this of its end."""
@@ -157,6 +167,12 @@ class Lease:
         return time.monotonic() < self._deadline
 
     @property
+    def held_until(self) -> float | None:
+        """The ``time.monotonic()`` at which ``held`` turns false unless a renewal lands
+        first (each one pushes it on); None when not held."""
+        return self._deadline if self.held else None
+
+    @property
     def running(self) -> bool:
         return self._task is not None and not self._task.done()
 
@@ -164,9 +180,19 @@ class Lease:
     def interval(self) -> float:
         return self.ttl / RENEWALS_PER_TTL
 
+    @property
+    def grace(self) -> float:
+        """The least time the lease stays held after NATS stops answering: its last
+        renewal may have begun one interval before."""
+        return self.ttl * (1 - SAFETY) - self.interval
+
     async def start(self) -> None:
         """Open the bucket and try to take the lease once now (so a lone instance holds
         it when ``start`` returns), then keep at it in the background."""
+        if self.replicas > 1 and self.grace < ELECTION:
+            log.warning("lease_shorter_than_an_election", lease=self.name, ttl_s=self.ttl,
+                        grace_s=round(self.grace, 2), election_s=ELECTION,
+                        then="a NATS node's death may cost this lease")  # fmt: skip
         self._kv = await lease_bucket(self.bus, self.replicas)
         self._stopping.clear()
         await self._tick()
@@ -211,7 +237,12 @@ class Lease:
     async def _run(self) -> None:
         while not self._stopping.is_set():
             holding = self._revision is not None
-            pause = self.interval if holding else min(self.interval, STANDBY_POLL)
+            if not holding:
+                pause = min(self.interval, STANDBY_POLL)
+            elif not self.answering:
+                pause = min(self.interval, UNANSWERED_RETRY)
+            else:
+                pause = self.interval
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(pause):
                     await self._stopping.wait()
@@ -244,17 +275,22 @@ class Lease:
                     revision = await self._write(was_held)
         except (nats.errors.Error, TimeoutError, OSError) as exc:
             refused = isinstance(exc, nats.js.errors.KeyWrongLastSequenceError)
+            first_unanswered = self.answering and not refused
             self.answering = refused
             if was_held and (refused or not self.held):
                 await self._lose(type(exc).__name__)
-            elif was_held:
+            elif was_held and first_unanswered:
                 # NATS did not answer (a node died, a stream leader is being elected): the
                 # entry lives on, so the lease is still ours until our own deadline, before
-                # which nobody can take it; the next renewal may get through.
+                # which nobody can take it; the next renewal may get through. Said once a
+                # silence (renewals then come every UNANSWERED_RETRY).
                 log.warning("lease_renewal_failed", lease=self.name, holder=self.holder,
                             error=type(exc).__name__,
                             held_for_s=round(self._deadline - time.monotonic(), 2))  # fmt: skip
             return
+        if was_held and not self.answering:
+            log.info("lease_renewed_again", lease=self.name, holder=self.holder,
+                     held_for_s=round(self._deadline - time.monotonic(), 2))  # fmt: skip
         self.answering = True
         self._revision = revision
         self._deadline = asked_at + self.ttl * (1 - SAFETY)
