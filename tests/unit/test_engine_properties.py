@@ -197,12 +197,13 @@ def substitution_oracle(play: RankCounts, rules: RuleSet, wild: frozenset[Rank])
         if len(used) == 2 and count == 4:
             found.add((ComboType.BOMB, max(used), 1, 4, BombClass.MIXED))
         return found
+    natural_class = BombClass.SOFT if count else BombClass.HARD  # §89: hard is 4 natural
     for ranks in combinations_with_replacement(range(13), count):
         filled = list(natural)
         for r in ranks:
             filled[r] += 1
         for reading in classify(tuple(filled), rules, frozenset()):
-            cls = BombClass.SOFT if reading.type is ComboType.BOMB else None
+            cls = natural_class if reading.type is ComboType.BOMB else None
             found.add((reading.type, reading.main, reading.length, reading.size, cls))
     return found
 
@@ -230,6 +231,16 @@ def test_s5_every_substitution_reading_is_listed(data: st.DataObject) -> None:
     assert {r.key() for r in classify(tuple(play), rules, wild)} == substitution_oracle(
         tuple(play), rules, wild
     )
+
+
+def test_s5_a_bomb_without_wildcards_is_hard_when_a_rank_is_wild() -> None:
+    """RULES.md "Bombs" (laizi): four natural cards are a hard bomb, also in a hand that
+    has a wild rank, and the brute-force oracle above reads them so too."""
+    play = (0, 4) + (0,) * 13  # four FOURs, THREE wild, no THREE played
+    wild = frozenset({Rank(0)})
+    hard = (ComboType.BOMB, Rank(1), 1, 4, BombClass.HARD)
+    assert {r.key() for r in classify(play, LAIZI, wild)} == {hard}
+    assert substitution_oracle(play, LAIZI, wild) == {hard}
 
 
 @FAST
