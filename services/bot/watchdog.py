@@ -29,6 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import structlog
+from ddz.adapters import metrics
 from ddz.adapters.hand_feed import HandFold, deal_complete
 from ddz.application.errors import Kind, Refusal
 from ddz.application.tasks import cancel_and_wait
@@ -97,13 +98,27 @@ class Watchdog:
         self.every = every if every is not None else max(0.05, min(1.0, stall_after / 4))
         self.remedies = {remedy: 0 for remedy in Remedy}  # remedies applied, by kind
         self._last: dict[str, float] = {}  # hand -> when it last changed (or was remedied)
+        self._changed: dict[str, float] = {}  # hand -> when it last changed (remedies aside)
         self._task: asyncio.Task[None] | None = None
 
     def seen(self, fold: HandFold) -> None:
         if fold.state.phase in IN_PLAY:
-            self._last[fold.hand_id] = self.clock()
+            self._last[fold.hand_id] = self._changed[fold.hand_id] = self.clock()
         else:
             self._last.pop(fold.hand_id, None)  # not dealt yet, or over: nothing to watch
+            self._changed.pop(fold.hand_id, None)
+
+    def stalled_count(self) -> int:
+        """Hands still in play with no event for ``stall_after`` seconds or more, remedied
+        or not (``ddz_hands_stalled``: a remedy that does not get a hand moving shows)."""
+        now = self.clock()
+        count = 0
+        for hand_id, changed in list(self._changed.items()):
+            if hand_id not in self._last:  # no longer followed or in play (stalled() saw)
+                del self._changed[hand_id]
+            elif now - changed >= self.stall_after:
+                count += 1
+        return count
 
     def stalled(self) -> list[Stall]:
         """The hands with no change for ``stall_after`` seconds, and their remedies."""
@@ -155,6 +170,7 @@ class Watchdog:
             await self.hands.learn(stall.hand_id, answer.events)
 
     def start(self) -> None:
+        metrics.follow_stalls(self.stalled_count)
         if self._task is None:
             self._task = asyncio.create_task(self._run(), name="bot:watchdog")
 
@@ -164,5 +180,6 @@ class Watchdog:
             await self.check()
 
     async def close(self) -> None:
+        metrics.unfollow_stalls()
         await cancel_and_wait([self._task])
         self._task = None

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 import structlog
+from ddz.adapters import metrics
 from ddz.adapters.codec import CodecError
 from ddz.adapters.event_signing import BadEvent, EventKeyring
 from ddz.adapters.store import (
@@ -212,6 +213,7 @@ class Audits:
         report = await asyncio.to_thread(self._audit, hand_id)
         if report is None:
             raise Refusal.not_found(Reason.UNKNOWN_HAND, f"no hand {hand_id!r} in the event store")
+        metrics.hands_audited(report.verdict.value)
         return report
 
     def _audit(self, hand_id: str) -> AuditReport | None:
@@ -224,7 +226,12 @@ class Audits:
 
     async def all(self, limit: int | None) -> AllReport:
         """Every hand of the store (the oldest ``limit``; None: all of them)."""
-        return await asyncio.to_thread(
+        report = await asyncio.to_thread(
             audit_all, self.database_url, self.keys,
             limit=limit, open_store=self.store,
         )  # fmt: skip
+        failed = report.hands - report.clean - report.incomplete
+        for verdict, count in (("clean", report.clean), ("incomplete", report.incomplete),
+                               ("failed", failed)):  # fmt: skip
+            metrics.hands_audited(verdict, count)
+        return report

@@ -228,7 +228,8 @@ def test_scaling_works_by_design(compose: dict[str, Any]) -> None:
         assert "container_name" not in service, f"{name}: --scale needs generated names"
         assert "network_mode" not in service  # each instance its own network namespace
     published = {name: service["ports"] for name, service in services.items() if "ports" in service}
-    assert set(published) == {"table"}, "only the players' entry point"
+    assert set(published) == {"table", "grafana"}, "only the players' entry point"
+    assert all(p.startswith("127.0.0.1:") for p in published.pop("grafana"))  # this host's
     (ports,) = published["table"]
     host, container = ports.split(":")
     low, high = (int(p) for p in host.split("-"))

@@ -313,28 +313,43 @@ def _series() -> dict[str, set[str]]:
         labels = set(getattr(metric, "_labelnames", ()))  # the names it was declared with
         for suffix in SAMPLE_SUFFIXES[family.type]:
             found[family.name + suffix] = labels | ({"le"} if suffix == "_bucket" else set())
+    for family in metrics.PROCESS.collect():  # ddz_process_*: no labels of their own
+        found[family.name + SAMPLE_SUFFIXES[family.type][0]] = set()
     return found
+
+
+# Labels Prometheus gives every series it scrapes (deploy/prometheus/prometheus.yml names
+# each job after its service), and its own series for each target.
+TARGET_LABELS = {"job", "instance"}
+PROMETHEUS_SERIES = {"up"}
 
 
 def test_the_alerts_name_only_series_and_labels_the_services_export() -> None:
     ((file,),) = [documents(ROOT / "deploy" / "prometheus" / "alerts.yaml")]
-    (rules,) = file["groups"]
+    rules = [rule for group in file["groups"] for rule in group["rules"]]
     series = _series()
     assert {"ddz_rpc_handled_total", "ddz_decision_seconds_bucket"} <= set(series)
-    alerts = rules["rules"]
+    assert "ddz_process_cpu_seconds_total" in series
+    records = {rule["record"]: rule["expr"] for rule in rules if "record" in rule}
+    alerts = [rule for rule in rules if "alert" in rule]
     assert len({a["alert"] for a in alerts}) == len(alerts) >= 6
-    for alert in alerts:
-        expr = alert["expr"]
-        assert alert["labels"]["severity"] in {"warning", "critical"} and alert["for"]
-        assert alert["annotations"]["summary"]
+    for rule in rules:
+        name, expr = rule.get("alert", rule.get("record")), rule["expr"]
+        if "alert" in rule:
+            assert rule["labels"]["severity"] in {"warning", "critical"} and rule["for"]
+            assert rule["annotations"]["summary"]
+        recorded = set(re.findall(r"\bddz:[\w:]+", expr))
+        assert recorded <= set(records), f"{name}: {recorded - set(records)}"
+        expr = " ".join([expr, *(records[r] for r in recorded)])  # what it stands for
         used = set(re.findall(r"\bddz_\w+", expr))
-        assert used and used <= set(series), f"{alert['alert']}: {used - set(series)}"
-        labels = set().union(*(series[name] for name in used))
-        for name, selector in re.findall(r"\b(ddz_\w+)\{([^}]*)\}", expr):
+        assert used or "up{" in expr, name
+        assert used <= set(series), f"{name}: {used - set(series)}"
+        labels = TARGET_LABELS.union(*(series[n] for n in used))
+        for metric, selector in re.findall(r"\b(ddz_\w+)\{([^}]*)\}", expr):
             named = set(re.findall(r"(\w+)\s*=~?", selector))
-            assert named <= series[name], f"{alert['alert']}: {name} has no {named - series[name]}"
+            assert named <= series[metric] | TARGET_LABELS, f"{name}: {metric} has no {named}"
         for group in re.findall(r"by \(([^)]*)\)", expr):
-            assert {g.strip() for g in group.split(",")} <= labels, alert["alert"]
+            assert {g.strip() for g in group.split(",")} <= labels, name
 
 
 def test_the_jobs_run_the_preparation_with_what_it_reads() -> None:

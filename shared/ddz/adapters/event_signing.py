@@ -55,6 +55,7 @@ from google.protobuf.message import DecodeError
 from nacl.exceptions import BadSignatureError
 from nacl.signing import SigningKey, VerifyKey
 
+from ddz.adapters import metrics
 from ddz.adapters.codec import CodecError, decode_event, envelope_and_bytes
 from ddz.adapters.key_files import ensure_ed25519_key
 from ddz.config import Settings
@@ -274,6 +275,7 @@ class EventKeyring:
             self._check(data, envelope)
         except BadEvent as exc:
             exc.stream_id, exc.version = envelope.stream_id, int(envelope.stream_version)
+            metrics.event_refused(exc.why)
             raise
 
     def _check(self, data: bytes, envelope: envelope_pb2.EventEnvelope) -> None:

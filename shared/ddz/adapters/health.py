@@ -26,6 +26,7 @@ from grpc_health.v1._async import HealthServicer
 from sqlalchemy import Engine
 from sqlalchemy.pool import StaticPool
 
+from ddz.adapters import metrics
 from ddz.application.tasks import cancel_and_wait
 
 INTERVAL = 1.0  # seconds between two rounds of checks
@@ -92,6 +93,7 @@ class HealthWatch:
             for name in self.names:
                 await self.servicer.set(name, status)
             self._reported = True
+            metrics.serving(self.service, not down)
         if down != self.down:
             if down:
                 log.warning("not_serving", service=self.service, down=sorted(down))

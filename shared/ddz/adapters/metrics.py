@@ -21,7 +21,14 @@ from typing import TYPE_CHECKING
 from wsgiref.simple_server import WSGIServer
 
 import structlog
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    ProcessCollector,
+    start_http_server,
+)
 
 if TYPE_CHECKING:  # the bus records into these metrics
     from ddz.adapters.bus import DeliveryTokens
@@ -108,6 +115,55 @@ TABLE_FORWARDED = Counter(
     ("method", "code"),
     registry=REGISTRY,
 )
+SERVING = Gauge(
+    "ddz_serving",
+    "1 while the service's health says SERVING (everything it depends on answers), 0 "
+    "while NOT_SERVING, by service.",
+    ("service",),
+    registry=REGISTRY,
+)
+NATS_CONNECTED = Gauge(
+    "ddz_nats_connected",
+    "1 while the service's NATS connection is up, 0 while it is lost, by service.",
+    ("service",),
+    registry=REGISTRY,
+)
+NATS_RECONNECTS = Counter(
+    "ddz_nats_reconnects",
+    "Times the service's NATS connection came back after a loss (to the same node or "
+    "another of the cluster), by service.",
+    ("service",),
+    registry=REGISTRY,
+)
+EVENTS_REFUSED = Counter(
+    "ddz_events_refused",
+    "Events this process refused because they were not signed by a producer allowed to "
+    "sign them, by why (unsigned, unknown_key, bad_signature, not_allowed).",
+    ("why",),
+    registry=REGISTRY,
+)
+HANDS_AUDITED = Counter(
+    "ddz_hands_audited",
+    "Hands the recorder audited (AuditService: ddz audit), by verdict (clean, failed, incomplete).",
+    ("verdict",),
+    registry=REGISTRY,
+)
+HANDS_STALLED = Gauge(
+    "ddz_hands_stalled",
+    "Hands in play the bot's watchdog follows that have had no event for longer than the "
+    "turn clock plus its margin (DDZ_TURN_TIMEOUT + DDZ_STALL_MARGIN), as of the scrape.",
+    registry=REGISTRY,
+)
+PROCESS = ProcessCollector(namespace="ddz", registry=REGISTRY)
+"""The process's CPU seconds, memory, open files and start time (``ddz_process_*``):
+per-service CPU, and restarts (``changes(ddz_process_start_time_seconds[...])``)."""
+
+REFUSALS = ("unsigned", "unknown_key", "bad_signature", "not_allowed")
+VERDICTS = ("clean", "failed", "incomplete")
+for _why in REFUSALS:  # every series exists from the start: a rate over it is 0, not empty
+    EVENTS_REFUSED.labels(_why)
+for _verdict in VERDICTS:
+    HANDS_AUDITED.labels(_verdict)
 
 
 def rpc_finished(service: str, method: str, code: str, seconds: float) -> None:
@@ -125,10 +181,11 @@ def event_consumed(durable: str, delivery: DeliveryTokens | None) -> None:
     """A message reached ``durable``'s loop; ``delivery``: what its reply subject says
     (``bus.delivery_of``), None for a message that did not come from JetStream."""
     EVENTS_CONSUMED.labels(durable).inc()
+    redelivered = EVENTS_REDELIVERED.labels(durable)  # 0 until one is: a rate, not nothing
     if delivery is None:
         return
     if delivery.delivered > 1:
-        EVENTS_REDELIVERED.labels(durable).inc()
+        redelivered.inc()
     CONSUMER_PENDING.labels(durable).set(delivery.pending)
 
 
@@ -150,6 +207,37 @@ def decision_took(seconds: float) -> None:
 def table_forwarded(method: str, code: str) -> None:
     """A standby's call to ``method`` (``Play``) ended with ``code`` (a status code name)."""
     TABLE_FORWARDED.labels(method, code).inc()
+
+
+def serving(service: str, up: bool) -> None:
+    SERVING.labels(service).set(1 if up else 0)
+
+
+def nats_connection(service: str, connected: bool, *, reconnected: bool = False) -> None:
+    """The service's NATS connection is up (``connected``) or lost; ``reconnected``: it
+    came back after a loss."""
+    NATS_CONNECTED.labels(service).set(1 if connected else 0)
+    reconnects = NATS_RECONNECTS.labels(service)  # 0 until the first: a rate, not nothing
+    if reconnected:
+        reconnects.inc()
+
+
+def event_refused(why: str) -> None:
+    """An event failed its signature check (``event_signing.BadEvent.why``)."""
+    EVENTS_REFUSED.labels(why).inc()
+
+
+def hands_audited(verdict: str, count: int = 1) -> None:
+    HANDS_AUDITED.labels(verdict).inc(count)
+
+
+def follow_stalls(count: Callable[[], int]) -> None:
+    """``ddz_hands_stalled`` reads ``count()`` at each scrape (the bot's watchdog)."""
+    HANDS_STALLED.set_function(count)
+
+
+def unfollow_stalls() -> None:
+    HANDS_STALLED.set_function(lambda: 0)
 
 
 @dataclass

@@ -76,6 +76,9 @@ class Role:
     buckets: tuple[str, ...] = ()
     """KV buckets of its own it reads and writes whole (the ``provision`` user makes
     them): the table's room queues."""
+    observes: bool = False
+    """It may read every consumer's state (``CONSUMER.LIST``/``INFO``: their lag), and
+    change none: ``ddz status``."""
 
 
 ROLES: Mapping[str, Role] = {
@@ -100,7 +103,7 @@ ROLES: Mapping[str, Role] = {
     "recorder": Role(subscribe=(_INTERNAL,), durables=("recorder",), leases="recorder"),
     # The project's own tools that look at the stream (``ddz`` checks, the end-to-end
     # tests): they read stored messages, publish nothing.
-    TOOLS: Role(reads_messages=True),
+    TOOLS: Role(reads_messages=True, observes=True),
 }
 
 
@@ -139,6 +142,9 @@ def permissions(name: str) -> dict[str, dict[str, list[str]]]:
                         f"$JS.API.CONSUMER.CREATE.{consumer}.>",
                         f"$JS.API.CONSUMER.DURABLE.CREATE.{consumer}"]  # fmt: skip
         publish.append(f"$JS.ACK.{consumer}.>")
+    if role.observes:
+        publish += [_API.format(verb="CONSUMER.LIST"), _API.format(verb="CONSUMER.NAMES"),
+                    _API.format(verb="CONSUMER.INFO") + ".*"]  # fmt: skip
     if role.scans:
         publish.append(_API.format(verb="CONSUMER.CREATE"))  # a consumer the server names
     if role.leases:

@@ -32,6 +32,7 @@ import grpc
 import nats.errors
 import structlog
 
+from ddz.adapters import metrics
 from ddz.adapters.bus import EventBus
 from ddz.adapters.grpc_server import RunningServer, serve, start_server
 from ddz.adapters.health import Check
@@ -105,16 +106,19 @@ async def connect_bus(settings: Settings, service: str) -> EventBus:
 
     async def on_disconnected(bus: EventBus) -> None:
         if not bus.closing:
+            metrics.nats_connection(service, False)
             log.warning("nats_disconnected", service=service, url=shown)
 
     async def on_reconnected(bus: EventBus) -> None:
         server = bus.nc.connected_url
         at = redacted_url(server.geturl(), keep_user=False) if server else shown
+        metrics.nats_connection(service, True, reconnected=True)
         log.info("nats_reconnected", service=service, url=at)
         bus.restore_soon()
 
     async def on_closed(bus: EventBus) -> None:
         if not bus.closing:
+            metrics.nats_connection(service, False)
             log.error("nats_closed", service=service, url=shown)
 
     try:
@@ -130,6 +134,7 @@ async def connect_bus(settings: Settings, service: str) -> EventBus:
             )
     except (TimeoutError, nats.errors.Error, OSError) as exc:
         raise OSError(f"cannot reach NATS at {shown} ({exc or type(exc).__name__})") from None
+    metrics.nats_connection(service, True)
     bus.atomic_decisions = settings.atomic_decisions
     await bus.ensure_stream(
         replicas=settings.stream_replicas,

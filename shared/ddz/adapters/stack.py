@@ -330,6 +330,7 @@ class Stack:
         self.nats: NatsServer | None = None
         self.cluster: NatsCluster | None = None
         self.processes: dict[str, ServiceProcess] = {}
+        self.restarts: dict[str, int] = {}  # child name -> times restarted (stack.json)
         self._env: dict[str, str] = {}
         self._stopping = False
 
@@ -532,6 +533,12 @@ class Stack:
         (a service may not answer yet). Refused once ``stop`` has begun."""
         if self._stopping:
             raise StackError(f"the stack is stopping: {name} is not restarted")
+        child = self._restart(name)
+        self.restarts[name] = self.restarts.get(name, 0) + 1
+        stack_file.write(self)  # its new pid, for the tools and ddz status
+        return child
+
+    def _restart(self, name: str) -> ServiceProcess:
         if name.startswith(f"{NATS}-") and self.cluster is not None:
             index = int(name.rsplit("-", 1)[1]) - 1
             self.cluster.restart(index)

@@ -4,7 +4,8 @@
 (``ddz simulate``, ``bench``, ``audit``, ``play``, ``demo``) read it (``found``), so
 against a stack started with ``--scale`` or ``--nats-cluster`` they need no flags: it
 gives them every instance's address and every NATS node, and what the environment sets
-(``DDZ_NATS_URL``, ``DDZ_<NAME>_ADDR``) still wins.
+(``DDZ_NATS_URL``, ``DDZ_<NAME>_ADDR``) still wins. ``ddz status`` reads it too; the
+stack writes it again after each restart of a child (its new pid, its restarts).
 
 It holds no secret: addresses, NATS URLs without credentials (the NATS users' seeds are
 files of the data dir, found by their names), and the pid of the process that started
@@ -58,12 +59,18 @@ def describe(stack: Stack) -> dict[str, Any]:
                 "address": c.address,
                 "metrics": stack.metrics_address(c),
                 "pid": c.process.pid,
+                "restarts": stack.restarts.get(c.name, 0),
             }
             for c in children
             if c.service
         ],
         "nats": [
-            {"name": c.name, "url": c.address, "pid": c.process.pid}
+            {
+                "name": c.name,
+                "url": c.address,
+                "pid": c.process.pid,
+                "restarts": stack.restarts.get(c.name, 0),
+            }
             for c in children
             if not c.service
         ],
