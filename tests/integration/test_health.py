@@ -23,6 +23,7 @@ import grpc
 import pytest
 import sqlalchemy as sa
 import structlog
+from ddz.adapters import metrics
 from ddz.adapters.bus import EventBus, subject_for
 from ddz.adapters.event_signing import EventSigner, ensure_signer
 from ddz.adapters.grpc_client import make_channel
@@ -51,6 +52,14 @@ WAIT = 30.0  # seconds any change may take on a loaded machine (health rounds ar
 # --- the health model alone ------------------------------------------------------------
 
 
+def serving(service: str) -> float | None:
+    return metrics.REGISTRY.get_sample_value("ddz_serving", {"service": service})
+
+
+def nats_sample(name: str, service: str) -> float:
+    return metrics.REGISTRY.get_sample_value(name, {"service": service}) or 0.0
+
+
 async def test_the_status_follows_the_checks_with_one_log_line_per_change() -> None:
     servicer = HealthServicer()
     up = {"nats": True, "database": True}
@@ -65,15 +74,18 @@ async def test_the_status_follows_the_checks_with_one_log_line_per_change() -> N
     with structlog.testing.capture_logs() as logs:
         await watch.start()
         assert await status() == await status("ddz.v1.RecorderService") == SERVING
+        assert serving("recorder") == 1  # ddz_serving: what DdzServiceNotServing reads
         up["nats"] = False
         await watch.update()
         await watch.update()  # no change, no line
         assert await status() == await status("ddz.v1.RecorderService") == NOT_SERVING
+        assert serving("recorder") == 0
         up["database"] = False
         await watch.update()
         up["nats"] = up["database"] = True
         await watch.update()
         assert await status() == SERVING
+        assert serving("recorder") == 1
         await watch.stop()
     lines = [(line["event"], line.get("down")) for line in logs]
     assert lines == [
@@ -250,8 +262,10 @@ async def test_health_follows_a_nats_restart_and_the_recorder_stores_across_it(
         before, events = await deal(started)
         await eventually(lambda: stored_all(started, f"hand-{before}", events), timeout=WAIT)
 
+        reconnects = nats_sample("ddz_nats_reconnects_total", "recorder")
         own_nats.kill()
         await started.wait_until(NOT_SERVING, *THROUGH_NATS)
+        assert nats_sample("ddz_nats_connected", "recorder") == 0  # DdzNatsUnreachable
         # What needs only the database still answers: a balance.
         settlement = settlement_pb2_grpc.SettlementServiceStub(started.channel("settlement"))  # type: ignore[no-untyped-call]
         balance = await settlement.GetBalance(settlement_pb2.GetBalanceRequest(player_id="alice"))
@@ -259,6 +273,8 @@ async def test_health_follows_a_nats_restart_and_the_recorder_stores_across_it(
 
         own_nats.start(keep_store=True)
         await started.wait_until(SERVING, *THROUGH_NATS)
+        assert nats_sample("ddz_nats_connected", "recorder") == 1
+        assert nats_sample("ddz_nats_reconnects_total", "recorder") == reconnects + 1
         after, events_after = await deal(started)
         await eventually(lambda: stored_all(started, f"hand-{after}", events_after), timeout=WAIT)
         assert await stored(started, f"hand-{before}") == events

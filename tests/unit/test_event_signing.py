@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
-from ddz.adapters import codec
+from ddz.adapters import codec, metrics
 from ddz.adapters.codec import CodecError
 from ddz.adapters.event_signing import (
     ENVELOPE_VERSION,
@@ -36,10 +36,18 @@ def hand_event(event_type: str = "seed_revealed", version: int = 9) -> envelope_
     return envelope
 
 
+def refused(why: str) -> float:
+    return metrics.REGISTRY.get_sample_value("ddz_events_refused_total", {"why": why}) or 0.0
+
+
 def why(data: bytes, keyring: EventKeyring = KEYRING) -> str:
-    with pytest.raises(BadEvent) as refused:
+    before = {reason: refused(reason) for reason in metrics.REFUSALS}
+    with pytest.raises(BadEvent) as caught:
         keyring.open(data)
-    return refused.value.why
+    # Counted once, under its reason (ddz_events_refused_total: DdzEventsRefused).
+    after = {reason: refused(reason) for reason in metrics.REFUSALS}
+    assert after == {**before, caught.value.why: before[caught.value.why] + 1}
+    return caught.value.why
 
 
 def test_a_sealed_envelope_is_its_signed_bytes_then_the_signature_field() -> None:

@@ -8,6 +8,7 @@ import random
 from collections.abc import Sequence
 
 import pytest
+from ddz.adapters import metrics
 from ddz.adapters.codec import envelope_for
 from ddz.adapters.store import (
     DuplicateEventId,
@@ -317,9 +318,15 @@ async def test_a_recorded_hand_audits_clean() -> None:
     record = Record(store, keyring=KEYRING, sign_head=sign)
     await record(hand_envelopes())
     keys = Keyring.of_hmac(KEY, KEY_ID).with_events(KEYRING)  # and the producers' keys
+    clean = metrics.REGISTRY.get_sample_value("ddz_hands_audited_total", {"verdict": "clean"})
     report = await Audits(store, "sqlite://", keys).hand("h1")
     assert report.verdict is AuditVerdict.CLEAN, report.message
     assert report.event_count == len(store.events)
+    # ddz_hands_audited_total{verdict}: what DdzAuditFailures watches, counted per verdict.
+    assert (
+        metrics.REGISTRY.get_sample_value("ddz_hands_audited_total", {"verdict": "clean"})
+        == (clean or 0) + 1
+    )
 
 
 @pytest.mark.parametrize("hand_id", ["h404", ""])

@@ -168,3 +168,43 @@ def test_hands_over_or_no_longer_followed_are_forgotten() -> None:
     dog.seen(ended)  # an ended hand's last event: not watched
     clock.now += STALL_AFTER
     assert [s.hand_id for s in dog.stalled()] == ["live"]
+
+
+def test_the_stalled_count_keeps_a_remedied_hand_until_an_event_comes() -> None:
+    """``ddz_hands_stalled``: a remedy restarts the watchdog's own stall time, not the
+    count an operator is alerted on; an event, or the hand's end, does."""
+    moving, stuck = fold_of("moving"), fold_of("stuck")
+    dog, clock, hands, _rules, _woken = watchdog(moving, stuck)
+    clock.now += STALL_AFTER - 1
+    assert dog.stalled_count() == 0
+    dog.seen(moving)
+    clock.now += 1
+    assert dog.stalled_count() == 1  # "stuck" only
+    asyncio.run(dog.check())  # remedied...
+    assert dog.stalled_count() == 1  # ...and still no event
+    clock.now += STALL_AFTER
+    assert dog.stalled_count() == 2
+    dog.seen(stuck)
+    assert dog.stalled_count() == 1
+    del hands.hands["moving"]  # no longer followed: forgotten at the next look
+    dog.stalled()
+    assert dog.stalled_count() == 0
+
+
+def test_a_running_watchdog_is_what_the_metric_reads() -> None:
+    from ddz.adapters import metrics
+
+    def exported() -> float | None:
+        return metrics.REGISTRY.get_sample_value("ddz_hands_stalled")
+
+    dog, clock, _hands, _rules, _woken = watchdog(fold_of("h"))
+    clock.now += STALL_AFTER
+
+    async def run() -> None:
+        dog.every = 3600.0  # no check meanwhile: the hand stays stalled
+        dog.start()
+        assert exported() == 1
+        await dog.close()
+        assert exported() == 0
+
+    asyncio.run(run())

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -109,19 +109,16 @@ class Status:
         return data
 
 
-def uptime(pid: int, now: float | None = None) -> float | None:
-    """Seconds since process ``pid`` started (None: no such process, or no /proc)."""
+def uptime(pid: int) -> float | None:
+    """Seconds since process ``pid`` started (None: no such process, or no /proc), on the
+    clock the kernel counts both in: seconds since boot."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        boot = next(
-            float(line.split()[1])
-            for line in Path("/proc/stat").read_text().splitlines()
-            if line.startswith("btime ")
-        )
-    except (OSError, IndexError, StopIteration, ValueError):
+        since_boot = float(Path("/proc/uptime").read_text().split()[0])
+    except (OSError, IndexError, ValueError):
         return None
-    started = boot + int(stat[19]) / os.sysconf("SC_CLK_TCK")  # field 22: starttime
-    return max(0.0, (time.time() if now is None else now) - started)
+    started = int(stat[19]) / os.sysconf("SC_CLK_TCK")  # field 22: starttime, in ticks
+    return max(0.0, since_boot - started)
 
 
 def alive(pid: int) -> bool:
@@ -144,7 +141,10 @@ def read(settings: Settings) -> Status:
         return status
     settings = stack_file.found(settings)
     status.pid = int(record.get("pid", 0))
-    status.instances = [_instance(entry, settings) for entry in record.get("instances", [])]
+    entries = record.get("instances", [])
+    with ThreadPoolExecutor(max_workers=max(1, min(16, len(entries)))) as pool:
+        # At once: a hung instance costs its timeout once, not once per instance.
+        status.instances = list(pool.map(lambda entry: _instance(entry, settings), entries))
     nats_nodes = record.get("nats", [])
     nodes, status.stream, status.consumers = asyncio.run(_ask_nats(nats_nodes, settings))
     status.nats = nodes
@@ -170,7 +170,7 @@ def _instance(entry: dict[str, Any], settings: Settings) -> Part:
     )  # fmt: skip
     if not alive(pid):
         return part
-    part.uptime_s = uptime(pid)
+    part.uptime_s = _rounded(uptime(pid))
     answer = health_status(address, TIMEOUT, settings=settings)
     part.health = SILENT if answer is None else (UP if answer == SERVING else DOWN)
     if service == "table" and part.health == UP:
@@ -199,7 +199,7 @@ async def _ask_nats(
         nodes.append(node)
         if pid and not alive(pid):
             continue
-        node.uptime_s = uptime(pid) if pid else None
+        node.uptime_s = _rounded(uptime(pid)) if pid else None
         try:
             found = await _ask_node(url, settings, want_stream=stream is None)
         except (TimeoutError, OSError, nats.errors.Error):
@@ -313,3 +313,7 @@ def age(iso: str | None, now: datetime | None = None) -> float | None:
     if iso is None:
         return None
     return ((now or datetime.now(UTC)) - datetime.fromisoformat(iso)).total_seconds()
+
+
+def _rounded(seconds: float | None) -> float | None:
+    return None if seconds is None else round(seconds, 1)

@@ -86,13 +86,13 @@ def render(status: object) -> str:
 
     assert isinstance(status, Status)
     lines = [f"suite in {status.data_dir} (ddz up: pid {status.pid})", ""]
-    header = f"{'PART':<14}{'HEALTH':<13}{'PID':>8}  {'UPTIME':>7}  {'RESTARTS':>8}  ADDRESS"
+    header = f"{'PART':<14}{'HEALTH':<20}{'PID':>8}  {'UPTIME':>7}  {'RESTARTS':>8}  ADDRESS"
     lines.append(header)
     for part in [*status.nats, *status.instances]:
         health = part.health + (f" {part.role}" if part.role else "")
         pid = str(part.pid) if part.pid else "-"
         lines.append(
-            f"{part.name:<14}{health:<13}{pid:>8}  {duration(part.uptime_s):>7}  "
+            f"{part.name:<14}{health:<20}{pid:>8}  {duration(part.uptime_s):>7}  "
             f"{part.restarts:>8}  {part.address}"
         )
     lines.append("")
@@ -100,11 +100,12 @@ def render(status: object) -> str:
     if stream is None:
         lines.append("stream DDZ: no NATS node answers for it")
     else:
-        leader = f", leader {stream.leader}" if stream.leader else ""
+        replicas = f"{stream.replicas} replica" + ("s" if stream.replicas != 1 else "")
+        if stream.replicas > 1 and stream.leader:
+            replicas += f", leader {stream.leader}"
         lines.append(
             f"stream {stream.name}: {stream.messages:,} events, {size(stream.bytes)}, "
-            f"sequence {stream.first_seq:,}-{stream.last_seq:,}, "
-            f"{stream.replicas} replica(s){leader}"
+            f"sequence {stream.first_seq:,}-{stream.last_seq:,}, {replicas}"
         )
         for peer in stream.peers:
             state = "offline" if peer["offline"] else ("current" if peer["current"] else "behind")
