@@ -219,9 +219,13 @@ async def _ask_node(
     url: str, settings: Settings, *, want_stream: bool
 ) -> tuple[StreamInfo, list[Consumer] | None] | None:
     options = nats_auth.connect_options(settings, nats_auth.TOOLS)
+
+    async def quiet(exc: Exception) -> None:
+        """The client's own errors: the caller says what failed, in one word."""
+
     nc = await nats.connect(
         servers=[url], name="ddz-status", allow_reconnect=False, connect_timeout=TIMEOUT,
-        max_reconnect_attempts=0, **options,
+        max_reconnect_attempts=0, error_cb=quiet, **options,
     )  # fmt: skip
     try:
         js = nc.jetstream(timeout=TIMEOUT)

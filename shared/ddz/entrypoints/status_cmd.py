@@ -108,8 +108,10 @@ def render(status: object) -> str:
             f"sequence {stream.first_seq:,}-{stream.last_seq:,}, {replicas}"
         )
         for peer in stream.peers:
-            state = "offline" if peer["offline"] else ("current" if peer["current"] else "behind")
-            lines.append(f"  replica {peer['name']}: {state}, {peer['lag']:,} behind")
+            state = "current" if peer["current"] else "not current"
+            state = "offline" if peer["offline"] else state
+            lag = f", {peer['lag']:,} operations behind" if peer["lag"] else ""
+            lines.append(f"  replica {peer['name']}: {state}{lag}")
     if status.consumers is None:
         lines.append("consumers: not shown (the NATS user ddz may not list them)")
     elif status.consumers:
