@@ -16,11 +16,13 @@ and stored; the store holds each event once, every stream's versions without a g
 every hand at its end (so the recorder standby took over if the writer died); ``ddz
 audit --all`` is clean, ``ddz rebuild`` equals the live balances; the survivors still
 run, the surviving recorder holds the writer's lease and the surviving bot every
-partition.
+partition; ``ddz status`` names exactly the victims as exited (exit code 1), and the dead
+node's replica of the stream as not current.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import re
@@ -30,8 +32,9 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from chaos_kit import audit_all, audit_problems, check_store, hands_over, kill, rebuild
+from chaos_kit import audit_all, audit_problems, check_store, cli, hands_over, kill, rebuild
 from ddz.adapters.stack import SERVICES, ServiceProcess, Stack
 from ddz.config import Settings
 from ddz.domain.ruleset import VARIANTS
@@ -113,6 +116,8 @@ class ClusterReport:
     audit: dict[str, object] = field(default_factory=dict)
     rebuild_exit: int | None = None
     rebuild_out: str = ""
+    status_exit: int | None = None
+    status: dict[str, Any] = field(default_factory=dict)  # ddz status --json
     logs: str = ""
 
     def problems(self) -> list[str]:
@@ -147,8 +152,25 @@ class ClusterReport:
         if self.store.get("hands_started") != self.store.get("hands_over"):
             found.append(f"hands started but never over: {self.store}")
         found += audit_problems(self.audit_exit, self.audit)
+        found += self.status_problems()
         if self.rebuild_exit != 0:
             found.append(f"ddz rebuild exited {self.rebuild_exit}: {self.rebuild_out}")
+        return found
+
+    def status_problems(self) -> list[str]:
+        """What ``ddz status`` got wrong about the run's end: the victims dead for good."""
+        if self.status_exit != 1 or "instances" not in self.status:
+            return [f"ddz status exited {self.status_exit}: {str(self.status)[-1000:]}"]
+        parts = {p["name"]: p for p in [*self.status["instances"], *self.status["nats"]]}
+        exited = sorted(name for name, part in parts.items() if part["health"] == "EXITED")
+        found = []
+        if exited != sorted(self.victims):
+            found.append(f"ddz status says {exited} exited, the victims were {self.victims}")
+        stream = self.status["stream"] or {}
+        peers = {peer["name"]: peer for peer in stream.get("peers", [])}
+        for node in (v for v in self.victims if v.startswith("nats-")):
+            if node not in peers or peers[node]["current"]:
+                found.append(f"ddz status shows the dead {node}'s replica as {peers.get(node)}")
         return found
 
     def share_problems(self) -> list[str]:
@@ -233,6 +255,16 @@ def victims(stack: Stack, seed: int) -> list[str]:
 
 
 FIGURE_ROW = re.compile(r"^\W\s*(\S.*?)\s+\W\s+(\S+)\s+\W$")
+
+
+def status(stack: Stack) -> tuple[int, dict[str, Any]]:
+    """``ddz status --json``: its exit code and what it said."""
+    done = cli(stack, "status", "--json", timeout=120)
+    try:
+        said: dict[str, Any] = json.loads(done.stdout)
+    except ValueError:
+        said = {"output": done.stdout[-1000:], "stderr": done.stderr[-1000:]}
+    return done.returncode, said
 
 
 def report_figures(text: str) -> dict[str, str]:
@@ -337,6 +369,7 @@ def run_cluster(data_dir: Path, cluster: Cluster, database_url: str | None = Non
             report.store, report.store_problems = check_store(stack.settings)
             report.audit_exit, report.audit = audit_all(stack, timeout=cluster.reads_timeout)
             report.rebuild_exit, report.rebuild_out = rebuild(stack, timeout=cluster.reads_timeout)
+            report.status_exit, report.status = status(stack)
             if report.problems():
                 report.logs = "\n".join(
                     f"--- {c.name} ({c.log_file})\n{c.log_lines(15)}" for c in stack.children()
