@@ -203,7 +203,7 @@ def test_ddz_init_refuses_a_damaged_file_in_one_line(
 @pytest.mark.parametrize(
     ("name", "how"),
     [pytest.param("ddz.sqlite3", "corrupted", id="store-corrupted"),
-     pytest.param("ddz.sqlite3", "directory", id="store-directory"),
+     pytest.param("ddz.sqlite3", "directory", id="store-directory", marks=pytest.mark.slow),
      pytest.param("ddz.sqlite3", "schema", id="store-wrong-schema"),
      pytest.param("ddz.sqlite3", "truncated", id="store-truncated", marks=pytest.mark.slow),
      pytest.param("ddz.sqlite3", "unreadable", id="store-unreadable", marks=pytest.mark.slow)],
@@ -226,7 +226,7 @@ def test_ddz_up_refuses_a_store_it_cannot_use_in_one_line(
     assert Seen.of(path) == before, f"{path} was written over"
 
 
-@pytest.mark.parametrize("how", ["corrupted", "directory"])
+@pytest.mark.parametrize("how", ["corrupted", pytest.param("directory", marks=pytest.mark.slow)])
 def test_a_service_that_refuses_its_rooms_file_is_one_line_of_ddz_up(
     pristine: Path, base: Path, how: str
 ) -> None:
@@ -243,7 +243,9 @@ def test_a_service_that_refuses_its_rooms_file_is_one_line_of_ddz_up(
     assert Seen.of(path) == before, f"{path} was written over"
 
 
-@pytest.mark.parametrize("how", ["corrupted", "empty", "directory"])
+@pytest.mark.parametrize(
+    "how", ["corrupted", *(pytest.param(h, marks=pytest.mark.slow) for h in ("empty", "directory"))]
+)
 def test_a_tool_refuses_a_stack_json_it_cannot_read(pristine: Path, base: Path, how: str) -> None:
     data_dir = fresh(pristine, base, f"stack-json-{how}")
     (data_dir / "stack.json").write_text('{"version": 1, "pid": 1, "addresses": {}}\n')
@@ -253,8 +255,17 @@ def test_a_tool_refuses_a_stack_json_it_cannot_read(pristine: Path, base: Path, 
     assert Seen.of(path) == before, f"{path} was written over"
 
 
-@pytest.mark.parametrize("command", [["init"], ["up", "--nats-port", "0"], ["demo"]])
-@pytest.mark.parametrize("how", ["a-file", "under-a-file", "unwritable"])
+QUICK_DATA_DIRS = {("init", "a-file"), ("init", "under-a-file"), ("init", "unwritable"),
+                   ("up", "a-file"), ("demo", "unwritable")}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("command", "how"),
+    [pytest.param(command, how, id=f"{command[0]}-{how}",
+                  marks=() if (command[0], how) in QUICK_DATA_DIRS else pytest.mark.slow)
+     for command in (["init"], ["up", "--nats-port", "0"], ["demo"])
+     for how in ("a-file", "under-a-file", "unwritable")],
+)  # fmt: skip
 def test_a_data_dir_that_cannot_be_used_is_one_line(
     base: Path, command: list[str], how: str
 ) -> None:
