@@ -29,8 +29,10 @@ class BusStartedHands:
 
     async def last_started(self, stream_id: str) -> bytes | None:
         try:
+            # A direct get of this one subject: the only read its NATS user may make
+            # (``nats_auth``), so a leaked settlement key reads no cards.
             msg = await self.bus.js.get_last_msg(
-                self.bus.stream, subject_for(stream_id, HandStarted.TYPE)
+                self.bus.stream, subject_for(stream_id, HandStarted.TYPE), direct=True
             )
         except nats.js.errors.NotFoundError:
             return None

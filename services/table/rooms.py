@@ -22,6 +22,7 @@ from ddz.domain.ruleset import RuleSet, ruleset_for
 from ddz.domain.settlement import BeanEscapeRule, RoomSettings
 
 DEFAULT_ROOMS_FILE = Path(__file__).with_name("rooms.toml")
+FIX = "correct it (docs/CONFIG.md, DDZ_ROOMS_FILE), or unset DDZ_ROOMS_FILE for the rooms shipped"
 ROOM_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 DEFAULT_BOT_FILL_WAIT = 5.0
 MAX_BOT_FILL_WAIT = 3600.0
@@ -54,12 +55,18 @@ def load_rooms(path: Path | None = None) -> Rooms:
     try:
         text = source.read_text(encoding="utf-8")
     except OSError as exc:
-        raise ValueError(f"rooms file {source}: cannot read it ({exc.strerror})") from None
+        why = exc.strerror or type(exc).__name__
+        raise ValueError(f"rooms file {source}: cannot read it ({why}); {FIX}") from None
+    except UnicodeDecodeError:
+        raise ValueError(f"rooms file {source}: not text (UTF-8); {FIX}") from None
     try:
         data = json.loads(text) if source.suffix == ".json" else tomllib.loads(text)
     except (json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise ValueError(f"rooms file {source}: {exc}") from None
-    return parse_rooms(data, str(source))
+        raise ValueError(f"rooms file {source}: {exc}; {FIX}") from None
+    try:
+        return parse_rooms(data, f"rooms file {source}")
+    except ValueError as exc:
+        raise ValueError(f"{exc}; {FIX}") from None
 
 
 def parse_rooms(data: Any, source: str = "rooms") -> Rooms:

@@ -3,10 +3,12 @@ which credentials a process connects with."""
 
 from __future__ import annotations
 
+import dataclasses
 import stat
 from pathlib import Path
 
 import nkeys
+import pytest
 from ddz.adapters import nats_auth
 from ddz.adapters.nats_auth import PROVISION, ROLES, connect_options, permissions
 from ddz.adapters.stack import settings_env
@@ -28,7 +30,23 @@ def test_only_the_dealer_and_rules_publish_hand_events() -> None:
 
 def test_only_the_services_that_see_cards_subscribe_to_internal_events() -> None:
     readers = {name for name in ROLES if "ddz.v1.internal.>" in allowed(name, "subscribe")}
-    assert readers == {"rules", "bot", "table", "recorder"}
+    # and the operator's tools, which read whole hands (as ``ddz audit`` reads the store)
+    assert readers == {"rules", "bot", "table", "recorder", nats_auth.TOOLS}
+
+
+def test_only_a_user_that_sees_the_cards_may_get_stored_messages() -> None:
+    """``STREAM.MSG.GET`` names its subject in the body, where no permission looks."""
+    getters = {name for name in ROLES if "$JS.API.STREAM.MSG.GET.DDZ" in allowed(name, "publish")}
+    assert getters == {"dealer", "rules", "bot", "table", nats_auth.TOOLS}
+    assert all(nats_auth.sees_cards(name) for name in getters)
+    assert not nats_auth.sees_cards("settlement")
+    direct = [s for s in allowed("settlement", "publish") if "DIRECT.GET" in s]
+    assert direct == ["$JS.API.DIRECT.GET.DDZ.ddz.v1.hand.*.*.hand_started"]
+    blind = dataclasses.replace(ROLES["settlement"], reads_messages=True)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setitem(ROLES, "settlement", blind)
+        with pytest.raises(ValueError, match=r"no STREAM\.MSG\.GET"):
+            permissions("settlement")
 
 
 def test_only_the_provisioning_user_may_make_the_stream() -> None:

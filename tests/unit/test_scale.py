@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from ddz.adapters import stack_file
+from ddz.adapters.data_files import BadFile
 from ddz.adapters.grpc_client import channel_target, health_name_for, service_config
 from ddz.adapters.health import ACTIVE_TABLE
 from ddz.config import Settings
@@ -114,7 +115,16 @@ def test_a_record_left_by_a_stack_that_is_gone_is_ignored(tmp_path: Path) -> Non
     settings = Settings.from_env({"DDZ_DATA_DIR": str(tmp_path)})
     assert stack_file.read(tmp_path) is None
     assert stack_file.found(settings) == settings
+    write_record(tmp_path, int(ended.stdout), version=stack_file.VERSION + 1)
+    assert stack_file.found(settings) == settings  # gone, whatever its version
+
+
+def test_a_record_that_cannot_be_read_is_refused_not_ignored(tmp_path: Path) -> None:
+    """A tool that ignored it would start a stack of its own beside the running one."""
+    settings = Settings.from_env({"DDZ_DATA_DIR": str(tmp_path)})
     stack_file.path(tmp_path).write_text("{not json", encoding="utf-8")
-    assert stack_file.found(settings) == settings
+    with pytest.raises(BadFile, match=r"stack\.json: not the record of a running stack"):
+        stack_file.found(settings)
     write_record(tmp_path, os.getpid(), version=stack_file.VERSION + 1)
-    assert stack_file.found(settings) == settings
+    with pytest.raises(BadFile, match="another version of ddz"):
+        stack_file.found(settings)

@@ -461,7 +461,9 @@ class EventBus:
         limits and storage: an operator may have scaled it to R3 or changed its
         retention, and a starting service must not undo that. Only what the suite's
         correctness needs is raised there: our subjects, the duplicate window (at least
-        ``duplicate_window``, so a retried publish is still recognised), atomic batches.
+        ``duplicate_window``, so a retried publish is still recognised), atomic batches,
+        direct gets (``allow_direct``: a read of one subject's last message, which a NATS
+        permission can pin to that subject, unlike ``STREAM.MSG.GET``).
         A difference it leaves alone is logged once per bus (``stream_config_kept``).
 
         Atomic batch publishing is asked for on nats-server >= 2.12 (an older server
@@ -488,6 +490,7 @@ class EventBus:
             max_age=max_age,
             max_bytes=max_bytes,
             allow_atomic=True if atomic else None,
+            allow_direct=True,  # reads pinned to a subject (settlement's: nats_auth)
         )
         try:
             info = await self.js.stream_info(self.stream)
@@ -516,6 +519,8 @@ class EventBus:
             raised["duplicate_window"] = window
         if wanted.allow_atomic and not have.allow_atomic:
             raised["allow_atomic"] = True
+        if wanted.allow_direct and not have.allow_direct:
+            raised["allow_direct"] = True
         kept = {
             name: {"stream": mine, "ours": theirs}
             for name, mine, theirs in (

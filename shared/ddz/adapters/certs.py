@@ -33,6 +33,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from ddz.adapters.data_files import REMAKE, BadFile, ensure_dir, read_bytes
 from ddz.config import OPERATOR, SERVICE_PORTS, TLS_DIR, Settings
 
 IDENTITIES: tuple[str, ...] = (*SERVICE_PORTS, OPERATOR)
@@ -48,8 +49,12 @@ LEAF_DAYS = 365
 RENEW_BEFORE = datetime.timedelta(days=30)
 
 
-class CertificateError(ValueError):
-    """A certificate or key file that is there but is not what it should be."""
+class CertificateError(BadFile):
+    """A certificate or key file that is there but is not what it should be: refused,
+    never issued again over it (a CA key is the only copy of the local CA)."""
+
+    def __init__(self, path: Path, problem: str) -> None:
+        super().__init__(path, problem, REMAKE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +91,7 @@ def ensure_certificates(data_dir: Path, identities: Iterable[str] = IDENTITIES) 
     when missing (or about to expire, or from another CA); existing ones are kept."""
     files = TlsFiles(data_dir)
     for directory in (files.tls_dir, files.ca_key.parent):
-        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        ensure_dir(directory, "directory of the TLS files", mode=0o700)
     # One maker at a time: two processes starting on a fresh data dir make one CA.
     with open(files.ca_key.parent / LOCK_FILE, "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -212,20 +217,22 @@ def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
 
 
 def _load_key(path: Path) -> ec.EllipticCurvePrivateKey:
+    data = read_bytes(path, "TLS private key")
     try:
-        key = serialization.load_pem_private_key(path.read_bytes(), password=None)
+        key = serialization.load_pem_private_key(data, password=None)
     except (ValueError, TypeError):
-        raise CertificateError(f"{path}: not a PEM private key") from None
+        raise CertificateError(path, "not a PEM private key") from None
     if not isinstance(key, ec.EllipticCurvePrivateKey):
-        raise CertificateError(f"{path}: not an EC key")
+        raise CertificateError(path, "not an EC private key")
     return key
 
 
 def _load_cert(path: Path) -> x509.Certificate:
+    data = read_bytes(path, "TLS certificate")
     try:
-        return x509.load_pem_x509_certificate(path.read_bytes())
+        return x509.load_pem_x509_certificate(data)
     except ValueError:
-        raise CertificateError(f"{path}: not a PEM certificate") from None
+        raise CertificateError(path, "not a PEM certificate") from None
 
 
 def _replace(path: Path, data: bytes, mode: int = 0o600) -> None:

@@ -57,6 +57,7 @@ from nacl.signing import SigningKey, VerifyKey
 
 from ddz.adapters import metrics
 from ddz.adapters.codec import CodecError, decode_event, envelope_and_bytes
+from ddz.adapters.data_files import REMAKE, BadFile, read_bytes
 from ddz.adapters.key_files import ensure_ed25519_key
 from ddz.config import Settings
 from ddz.domain.hand import Recorded
@@ -83,6 +84,11 @@ TRAILER = bytes([SIGNATURE_FIELD << 3 | 2, SIGNATURE_SIZE])  # the field's tag a
 SEALED_TAIL = len(TRAILER) + SIGNATURE_SIZE
 
 PRODUCERS = ("dealer", "rules", "table")
+SIGNING_KEY_FIX = f"{REMAKE} (the events it signed still verify: the keyring keeps its public key)"
+KEYRING_FIX = (
+    "restore it from a backup, or remove it and run `ddz init` to list this data dir's "
+    "producers again"
+)
 """The services that publish events (``nats_auth.ROLES``: the users with a publish list)."""
 
 ANY = "*"
@@ -321,13 +327,15 @@ def read_keyring(path: Path) -> dict[str, ProducerKey]:
     """The keyring file at ``path`` (missing: empty); ``ValueError`` naming the file for
     anything but ``{key_id: {"producer": str, "public_key": base64 raw Ed25519}}``."""
     try:
-        entries = json.loads(path.read_text(encoding="utf-8"))
+        data = read_bytes(path, "event keyring", KEYRING_FIX)
     except FileNotFoundError:
         return {}
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ValueError(f"event keyring {path} cannot be read: {exc}") from None
+    try:
+        entries = json.loads(data.decode("utf-8"))
+    except ValueError:  # not UTF-8, or not JSON
+        raise BadFile(path, "the event keyring is not JSON", KEYRING_FIX) from None
     if not isinstance(entries, dict):
-        raise ValueError(f"event keyring {path} must be a JSON object {{key_id: entry}}")
+        raise BadFile(path, "the event keyring is not a JSON object {key_id: entry}", KEYRING_FIX)
     keys = {}
     for key_id, entry in entries.items():
         try:
@@ -338,9 +346,11 @@ def read_keyring(path: Path) -> dict[str, ProducerKey]:
                 entry["producer"], Ed25519PublicKey.from_public_bytes(raw)
             )
         except (TypeError, KeyError, binascii.Error, ValueError):
-            raise ValueError(
-                f"event keyring {path}: key {key_id!r} is not "
-                '{"producer": ..., "public_key": base64 raw Ed25519}'
+            raise BadFile(
+                path,
+                f"the event keyring's key {key_id!r} is not "
+                '{"producer": ..., "public_key": base64 raw Ed25519}',
+                KEYRING_FIX,
             ) from None
     return keys
 
@@ -396,12 +406,15 @@ def publish_key(path: Path, key_id: str, key: ProducerKey) -> None:
 
 
 def load_signer(path: Path, producer: str) -> EventSigner:
+    data = read_bytes(path, "event signing key", SIGNING_KEY_FIX)
     try:
-        key = serialization.load_pem_private_key(path.read_bytes(), password=None)
+        key = serialization.load_pem_private_key(data, password=None)
     except (ValueError, TypeError):
-        raise ValueError(f"event signing key {path} is not a PEM private key") from None
+        raise BadFile(
+            path, "the event signing key is not a PEM private key", SIGNING_KEY_FIX
+        ) from None
     if not isinstance(key, Ed25519PrivateKey):
-        raise ValueError(f"event signing key {path} is not an Ed25519 key")
+        raise BadFile(path, "the event signing key is not an Ed25519 key", SIGNING_KEY_FIX)
     return EventSigner.of(producer, key)
 
 

@@ -21,6 +21,8 @@ stream before the services start). Each user's inboxes carry its name
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import os
 import ssl
@@ -32,12 +34,13 @@ from typing import Any
 import nkeys
 
 from ddz.adapters.bus import INTERNAL, STREAM_NAME, SUBJECT_ROOT, EventBus, category_filter
+from ddz.adapters.data_files import REMAKE, BadFile, read_bytes
 from ddz.adapters.lease import BUCKET as LEASE_BUCKET
 from ddz.adapters.lease import lease_bucket
 from ddz.adapters.room_queue import BUCKET as ROOM_QUEUE_BUCKET
 from ddz.adapters.room_queue import room_queue_bucket
 from ddz.config import Settings
-from ddz.domain.hand.events import HandSettled
+from ddz.domain.hand.events import HandSettled, HandStarted
 
 PROVISION = "provision"
 """The identity that makes and changes the stream: the stack (``ddz up``) alone."""
@@ -45,25 +48,36 @@ TOOLS = "ddz"
 """The user of the ``ddz`` tools that read the stream."""
 NATS_DIR = "nats"
 CONFIG_FILE = "auth.conf"
+SEED_BYTES = 36  # two prefix bytes, the 32-byte Ed25519 seed, a two-byte checksum
+SEED_FIX = REMAKE
 
 _HAND = f"{SUBJECT_ROOT}.hand.>"
 _INTERNAL_HAND = f"{SUBJECT_ROOT}.{INTERNAL}.hand.>"
 _INTERNAL = f"{SUBJECT_ROOT}.{INTERNAL}.>"
 _TABLE = f"{SUBJECT_ROOT}.table.>"
 _HAND_SETTLED = category_filter("hand", event_type=HandSettled.TYPE)
+_HAND_STARTED = category_filter("hand", event_type=HandStarted.TYPE)
 _API = f"$JS.API.{{verb}}.{STREAM_NAME}"
 
 
 @dataclass(frozen=True, slots=True)
 class Role:
     """What one service's user may do: the subjects it publishes and subscribes to,
-    its durable consumers, and whether it reads stored messages by number
-    (``STREAM.MSG.GET``) or makes consumers of its own without a name (a scan)."""
+    its durable consumers, the stored messages it reads, and whether it makes consumers
+    of its own without a name (a scan)."""
 
     publish: tuple[str, ...] = ()
     subscribe: tuple[str, ...] = ()
     durables: tuple[str, ...] = ()
     reads_messages: bool = False
+    """It reads stored messages by number, or the next one on a filter
+    (``STREAM.MSG.GET``): the request names its subject in its body, where no permission
+    looks, so it reaches every subject of the stream. Only a user that sees every card
+    (``sees_cards``) may make it."""
+    reads_last: tuple[str, ...] = ()
+    """Subjects (filters) whose last stored message it reads, each by
+    ``$JS.API.DIRECT.GET.DDZ.<subject>``: the subject is in the request's own subject,
+    so the server refuses any other (and a body that would name one)."""
     scans: bool = False
     pinned: str = ""
     """The one filter its durables may have (empty: any): they are made only on
@@ -98,13 +112,22 @@ ROLES: Mapping[str, Role] = {
         leases="table",
         buckets=(ROOM_QUEUE_BUCKET,),
     ),
-    # ``last_started`` reads one stored message (the hand's ``hand_started``).
-    "settlement": Role(durables=("settlement",), reads_messages=True, pinned=_HAND_SETTLED),
+    # ``last_started`` reads one stored message (the hand's ``hand_started``), by a
+    # direct get of that subject: never the cards, which a message get would reach.
+    "settlement": Role(durables=("settlement",), reads_last=(_HAND_STARTED,), pinned=_HAND_SETTLED),
     "recorder": Role(subscribe=(_INTERNAL,), durables=("recorder",), leases="recorder"),
-    # The project's own tools that look at the stream (``ddz`` checks, the end-to-end
-    # tests): they read stored messages, publish nothing.
-    TOOLS: Role(reads_messages=True, observes=True),
+    # The operator's own tools that look at the stream (``ddz`` checks, the end-to-end
+    # tests): they read whole hands, cards included (as ``ddz audit`` does from the
+    # store), and publish nothing.
+    TOOLS: Role(subscribe=(_INTERNAL,), reads_messages=True, observes=True),
 }
+
+
+def sees_cards(name: str) -> bool:
+    """Whether user ``name`` may read ``ddz.v1.internal.>`` (every seat's cards): it
+    subscribes to it, or writes the cards there itself (the dealer deals them)."""
+    role = ROLES[name]
+    return _INTERNAL in role.subscribe or _INTERNAL_HAND in role.publish
 
 
 def nats_dir(data_dir: Path) -> Path:
@@ -129,7 +152,10 @@ def permissions(name: str) -> dict[str, dict[str, list[str]]]:
     role = ROLES[name]
     publish = [*role.publish, _API.format(verb="STREAM.INFO")]
     if role.reads_messages:
+        if not sees_cards(name):  # a message get reaches the cards: none for such a user
+            raise ValueError(f"{name} may not read every card, so no STREAM.MSG.GET")
         publish.append(_API.format(verb="STREAM.MSG.GET"))
+    publish += [f"{_API.format(verb='DIRECT.GET')}.{subject}" for subject in role.reads_last]
     for durable in role.durables:
         consumer = f"{STREAM_NAME}.{durable}"
         publish += [
@@ -171,9 +197,25 @@ def ensure_seed(data_dir: Path, name: str) -> str:
         descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(descriptor, "wb") as handle:
             handle.write(seed + b"\n")
-    keypair = nkeys.from_seed(bytearray(path.read_bytes().strip()))
-    public: bytes = keypair.public_key
+    public: bytes = load_seed(path).public_key
     return public.decode("ascii")
+
+
+def load_seed(path: Path) -> nkeys.KeyPair:
+    """The nkey user of the seed file at ``path``; ``BadFile`` unless it is one whole
+    user seed (its checksum right: nkeys itself reads a damaged seed as another key)."""
+    text = read_bytes(path, "NATS nkey seed").strip()
+    try:
+        raw = base64.b32decode(text + b"=" * (-len(text) % 8))
+    except (binascii.Error, ValueError):
+        raw = b""
+    whole = len(raw) == SEED_BYTES and nkeys.crc16_checksum(raw[:-2]) == raw[-2:]
+    if not whole or not text.startswith(b"SU"):
+        raise BadFile(path, "not a NATS user nkey seed (or a damaged one)", SEED_FIX)
+    try:
+        return nkeys.from_seed(bytearray(text))
+    except nkeys.NkeysError:
+        raise BadFile(path, "not a NATS user nkey seed", SEED_FIX) from None
 
 
 def write_config(

@@ -34,6 +34,7 @@ import structlog
 
 from ddz.adapters import metrics
 from ddz.adapters.bus import EventBus
+from ddz.adapters.data_files import file_error
 from ddz.adapters.grpc_server import RunningServer, serve, start_server
 from ddz.adapters.health import Check
 from ddz.adapters.logging import configure_logging
@@ -275,11 +276,19 @@ def main(name: str) -> int:
     except KeyboardInterrupt:
         return 130
     except (OSError, TimeoutError, nats.errors.Error) as exc:
+        bad = file_error(exc) if isinstance(exc, OSError) else None
+        if bad is not None:  # a file of its own it cannot use: bad configuration
+            return _refuse(name, bad)
         log.error("cannot_start", service=name, error=str(exc) or type(exc).__name__)
         print(f"ddz: error: {name}: {exc or type(exc).__name__}", file=sys.stderr)
         return 1
     except ValueError as exc:  # configuration read while building (e.g. the rooms file)
-        log.error("bad_configuration", service=name, error=str(exc))
-        print(f"ddz: error: {name}: {exc}", file=sys.stderr)
-        return 2
+        return _refuse(name, exc)
     return 0
+
+
+def _refuse(name: str, exc: ValueError) -> int:
+    """Exit code 2 with one line (``ddz up`` shows that line as its own)."""
+    log.error("bad_configuration", service=name, error=str(exc))
+    print(f"ddz: error: {name}: {exc}", file=sys.stderr)
+    return 2

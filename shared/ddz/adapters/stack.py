@@ -53,6 +53,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from ddz.adapters import nats_auth, stack_file
 from ddz.adapters.certs import TlsSetupError, ensure_certificates
+from ddz.adapters.data_files import ensure_dir
 from ddz.adapters.grpc_client import channel_credentials, channel_target, list_tls_options
 from ddz.adapters.nats_server import (
     NatsCluster,
@@ -86,6 +87,15 @@ SCALED_BOT_PARTITIONS = 16
 
 class StackError(RuntimeError):
     """A part of the stack did not start (the message names it and its log)."""
+
+
+class ServiceRefused(ValueError):
+    """A service exited at start refusing a file or setting, and said why in one line
+    (exit code 2): that line, for the command to print as its own."""
+
+
+REFUSAL = "ddz: error: "
+"""How a service's one-line refusal begins (``service_runner.main``)."""
 
 
 class Stop(Protocol):
@@ -276,6 +286,14 @@ class ServiceProcess:
             return ""
         return text[-chars:].strip()
 
+    def refusal(self) -> str:
+        """What it said was wrong when it exited with code 2, refusing its configuration
+        (its last ``ddz: error: ...`` line, without that prefix), else ""."""
+        if self.process.returncode != 2:
+            return ""
+        said = [line for line in self.log_tail().splitlines() if line.startswith(REFUSAL)]
+        return said[-1].removeprefix(REFUSAL).strip() if said else ""
+
     def log_lines(self, count: int = 20) -> str:
         """The last ``count`` lines of the log (the file holds every run of the child)."""
         return "\n".join(self.log_tail(chars=400 * count).splitlines()[-count:])
@@ -364,7 +382,8 @@ class Stack:
 
     def _start(self, cancel: Stop) -> None:
         settings = self.settings
-        settings.log_dir.mkdir(parents=True, exist_ok=True)
+        ensure_dir(settings.data_dir)
+        ensure_dir(settings.log_dir, "directory of the logs")
         # The ports the settings name are bound only by the children: never picked here
         # for NATS or another instance meanwhile.
         reserve(port for service in self.services for port in named_ports(settings, service))
@@ -493,6 +512,9 @@ class Stack:
                 raise StackError("interrupted while starting")
             for name, child in list(waiting.items()):
                 if not child.running():
+                    refusal = child.refusal()
+                    if refusal:  # its own one line (a file or a setting): that line alone
+                        raise ServiceRefused(f"{refusal} (log: {child.log_file})")
                     raise StackError(
                         f"service {name} exited with code {child.process.returncode} "
                         f"(log: {child.log_file}):\n{child.log_tail()}"
@@ -744,7 +766,7 @@ def migrate(settings: Settings) -> None:
     from ddz.adapters.service_db import upgrade_service_db
     from ddz.adapters.store import make_engine, upgrade_store
 
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    ensure_dir(settings.data_dir)
     engine = make_engine(settings.database_url)
     try:
         upgrade_store(engine)

@@ -23,6 +23,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from ddz.adapters.data_files import BadFile, read_bytes
 from ddz.config import SERVICE_PORTS, Settings, redacted_url
 
 if TYPE_CHECKING:
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
 
 FILE = "stack.json"
 VERSION = 1
+FIX = "stop the `ddz up` of this data dir if one runs, else remove the file"
 
 
 def path(data_dir: Path) -> Path:
@@ -94,14 +96,31 @@ def remove(data_dir: Path) -> None:
 
 
 def read(data_dir: Path) -> dict[str, Any] | None:
-    """The running stack's record, or None: no file, one this code cannot read, or one
-    whose stack is gone (its process no longer runs)."""
-    record = _load(path(data_dir))
-    if record is None or record.get("version") != VERSION:
+    """The running stack's record, or None: no file, or one whose stack is gone (its
+    process no longer runs). A file that is not a stack's record, or the record of a
+    running stack in another version, is a ``BadFile``: a tool that ignored it would
+    start a stack of its own beside the running one."""
+    file = path(data_dir)
+    try:
+        data = read_bytes(file, "record of the running stack", FIX)
+    except FileNotFoundError:
         return None
-    pid = record.get("pid")
-    if not isinstance(pid, int) or not _alive(pid):
-        return None
+    try:
+        record = json.loads(data.decode("utf-8"))
+    except ValueError:
+        record = None
+    pid = record.get("pid") if isinstance(record, dict) else None
+    if not isinstance(record, dict) or not isinstance(pid, int) or isinstance(pid, bool):
+        raise BadFile(file, "not the record of a running stack", FIX)
+    if not _alive(pid):
+        return None  # left by a stack that was killed: nothing runs there
+    if record.get("version") != VERSION:
+        raise BadFile(
+            file,
+            f"written by another version of ddz (record version {record.get('version')!r}, "
+            f"this one reads {VERSION}) for the stack of pid {pid}",
+            "use the ddz that started that stack, or stop it",
+        )
     return record
 
 

@@ -32,18 +32,30 @@ from typing import Any
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
+from ddz.adapters.data_files import REMAKE, BadFile, read_bytes
 from ddz.adapters.event_signing import ensure_event_keys
 from ddz.adapters.key_files import create_file, ensure_ed25519_key
 from ddz.config import Settings
 
+HEX_DIGITS = frozenset(b"0123456789abcdefABCDEF")
 KEYS_DIR = "keys"
 LOGIN_KEY_FILE = "login.key"
 LOGIN_JWKS_FILE = "login.jwks.json"
 TABLE_TOKEN_KEY_FILE = "table-token.key"
+TABLE_TOKEN_KEY_HEX = 64  # the file holds 32 random bytes as hex digits
+TABLE_TOKEN_KEY_FIX = f"{REMAKE} (seat tokens it signed are then refused: players sit again)"
+JWKS_FIX = (
+    "restore it from a backup, or remove it and run `ddz init` to publish this data dir's "
+    "login key again"
+)
 
 
-class KeyFileError(ValueError):
-    """A key file that is there but is not a key of the kind it should hold."""
+class KeyFileError(BadFile):
+    """A key file that is there but is not a key of the kind it should hold: refused at
+    start, never written over."""
+
+    def __init__(self, path: Path, problem: str, fix: str = REMAKE) -> None:
+        super().__init__(path, problem, fix)
 
 
 def login_key_path(settings: Settings) -> Path:
@@ -89,12 +101,16 @@ def login_key(settings: Settings) -> LoginKey:
     """The login's private key, created (and its public key published) when missing."""
     path = login_key_path(settings)
     ensure_ed25519_key(path)
+    fix = f"{REMAKE} (tokens it signed are then refused: log in again)"
+    data = read_bytes(path, "login key", fix)
     try:
-        private = serialization.load_pem_private_key(path.read_bytes(), password=None)
-    except ValueError:
-        raise KeyFileError(f"{path}: not a PEM private key") from None
+        private = serialization.load_pem_private_key(data, password=None)
+    except (ValueError, TypeError):
+        raise KeyFileError(path, "the login key is not a PEM private key", fix) from None
     if not isinstance(private, Ed25519PrivateKey):
-        raise KeyFileError(f"{path}: not an Ed25519 key (login tokens are EdDSA)")
+        raise KeyFileError(
+            path, "the login key is not an Ed25519 key (login tokens are EdDSA)", fix
+        )
     key = LoginKey.of(private)
     publish(login_jwks_path(settings), key.jwk)
     return key
@@ -103,42 +119,42 @@ def login_key(settings: Settings) -> LoginKey:
 def read_jwks(path: Path) -> dict[str, Ed25519PublicKey]:
     """The public keys of a JWKS file by ``kid`` (a missing file: none)."""
     try:
-        text = path.read_text(encoding="utf-8")
+        data = read_bytes(path, "login's public keys (JWKS)", JWKS_FIX)
     except FileNotFoundError:
         return {}
     try:
-        entries = json.loads(text).get("keys")
+        entries = json.loads(data.decode("utf-8")).get("keys")
     except (ValueError, AttributeError):
-        raise KeyFileError(f"{path}: not a JWKS (a JSON object with 'keys')") from None
+        entries = None
     if not isinstance(entries, list):
-        raise KeyFileError(f"{path}: not a JWKS (a JSON object with 'keys')")
+        raise KeyFileError(path, "not a JWKS (a JSON object with 'keys')", JWKS_FIX)
     return dict(_public_key(path, entry) for entry in entries)
 
 
 def _public_key(path: Path, entry: Any) -> tuple[str, Ed25519PublicKey]:
     if not isinstance(entry, Mapping) or "d" in entry:
         # The table service holds public keys only: a private part here is a mistake.
-        raise KeyFileError(f"{path}: a key that is not a public JWK")
+        raise KeyFileError(path, "a key that is not a public JWK", JWKS_FIX)
     kid, x = entry.get("kid"), entry.get("x")
     if entry.get("kty") != "OKP" or entry.get("crv") != "Ed25519" or not isinstance(x, str):
-        raise KeyFileError(f"{path}: key {kid!r} is not an Ed25519 public key")
+        raise KeyFileError(path, f"key {kid!r} is not an Ed25519 public key", JWKS_FIX)
     if not isinstance(kid, str) or not kid:
-        raise KeyFileError(f"{path}: a key without a kid")
+        raise KeyFileError(path, "a key without a kid", JWKS_FIX)
     try:
         raw = base64.urlsafe_b64decode(x + "=" * (-len(x) % 4))
         return kid, Ed25519PublicKey.from_public_bytes(raw)
     except ValueError:
-        raise KeyFileError(f"{path}: key {kid!r} is not an Ed25519 public key") from None
+        raise KeyFileError(path, f"key {kid!r} is not an Ed25519 public key", JWKS_FIX) from None
 
 
 def publish(path: Path, jwk: Mapping[str, str]) -> None:
     """Add ``jwk`` to the JWKS at ``path`` unless its ``kid`` is there (rename: readers
     see the old file or the new one, never half of one)."""
+    read_jwks(path)  # a broken file is refused (naming it), not overwritten
     try:
         document = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         document = {"keys": []}
-    read_jwks(path)  # a broken file is refused, not overwritten
     if any(entry.get("kid") == jwk["kid"] for entry in document["keys"]):
         return
     document["keys"].append(dict(jwk))
@@ -188,10 +204,14 @@ def table_token_key(settings: Settings) -> bytes:
         return settings.table_token_key
     path = settings.data_dir / KEYS_DIR / TABLE_TOKEN_KEY_FILE
     if not path.exists():
-        create_file(path, secrets.token_hex(32).encode("ascii"))
-    key = path.read_bytes().strip()
-    if not key:
-        raise KeyFileError(f"{path}: empty")
+        create_file(path, secrets.token_hex(TABLE_TOKEN_KEY_HEX // 2).encode("ascii"))
+    key = read_bytes(path, "table's seat-token key", TABLE_TOKEN_KEY_FIX).strip()
+    if len(key) != TABLE_TOKEN_KEY_HEX or not all(c in HEX_DIGITS for c in key):
+        # Anything else was not made here: a damaged or half-written key signs seat
+        # tokens anyone may forge (an empty one, or a few letters), so none is taken.
+        raise KeyFileError(
+            path, f"not a seat-token key ({TABLE_TOKEN_KEY_HEX} hex digits)", TABLE_TOKEN_KEY_FIX
+        )
     return key
 
 

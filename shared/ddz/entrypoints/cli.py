@@ -1,7 +1,9 @@
 """The ``ddz`` command line. Each command group lives in its own module with a
 ``register(subparsers)`` function; this file only wires them together.
 
-Errors that come from bad input are reported as one line on stderr with exit code 2.
+Errors that come from bad input are reported as one line on stderr with exit code 2:
+a ``ValueError`` (a flag, a setting, a file of the data dir: ``data_files.BadFile``),
+or an ``OSError`` on a file that no reader turned into one.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
+from ddz.adapters.data_files import file_error
 from ddz.compiled import engine_build
 
 # The subcommands each module adds: ``ddz rules ...`` imports only ``rules_cmd``, so a
@@ -62,8 +65,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"ddz: warning: {build.describe()}", file=sys.stderr)
     try:
         result: int = args.handler(args)
-    except (UsageError, ValueError) as exc:
+    except (UsageError, ValueError) as exc:  # ValueError: BadFile, a setting, a flag
         print(f"ddz: error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        bad = file_error(exc)  # a file no reader turned into a BadFile: still one line
+        if bad is None:
+            raise
+        print(f"ddz: error: {bad}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

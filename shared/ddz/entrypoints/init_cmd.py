@@ -31,10 +31,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def run(args: argparse.Namespace) -> int:
     from ddz.adapters import nats_auth
     from ddz.adapters.certs import IDENTITIES, ensure_certificates
+    from ddz.adapters.data_files import ensure_dir
     from ddz.adapters.token_keys import ensure_keys
 
     settings = Settings.from_env()
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    ensure_dir(settings.data_dir)
     ensure_keys(settings)
     files = ensure_certificates(settings.data_dir)
     nats_config = nats_auth.write_config(settings.data_dir)
