@@ -270,7 +270,10 @@ class EvidenceReport:
             return f"{failure.name} check failed: {failure.detail}"
         if self.keyring_checked:
             return "clean: every check holds and every signer is in the published keyring"
-        return "internally consistent: " + CONSISTENCY_ONLY
+        return (
+            "internally consistent: the signers were not checked against a published "
+            "keyring (give --keys KEYRING)"
+        )
 
     def to_json(self) -> dict[str, Any]:
         failure = self.failure
