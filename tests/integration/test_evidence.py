@@ -474,3 +474,20 @@ def test_the_json_keeps_its_keys_and_adds_the_timeline(operator: Operator) -> No
     assert len(timeline["entries"]) == report["events"]
     assert timeline["arithmetic"]["totals"][-1]["name"] == "system"
     assert all(entry["at"] and entry["at"].endswith("+00:00") for entry in timeline["entries"])
+
+
+def test_the_file_is_built_alike_from_sqlite_and_postgresql(
+    store: SqlEventStore, tmp_path: Path
+) -> None:
+    """``build_evidence`` reads through the store's contract: the file of a hand stored
+    in either backend verifies against the keys that signed it."""
+    settings = Settings.from_env({"DDZ_DATA_DIR": str(tmp_path)})
+    PRODUCERS.publish(settings.event_keyring_path)
+    hand_id = record_hand(
+        store, VARIANTS["tiandi"], random.Random(8), signers=PRODUCERS, key=_recorder(settings)
+    )
+    keys = _public(settings)
+    data = build_evidence(store, hand_id, keys).to_bytes()
+    report = verify_evidence(data, published_keys(keys))
+    assert report.verdict == "clean", report.message
+    assert report.hand_id == hand_id and report.audit is not None and report.audit.clean
