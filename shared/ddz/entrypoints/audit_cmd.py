@@ -56,11 +56,13 @@ MAX_WORKERS = 64
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     audit = subparsers.add_parser(
         "audit",
-        help="verify a hand (or every hand) in the event store",
+        help="verify a hand (or every hand) in the event store, or a hand's evidence file",
         description="Verify a hand from its stored events, in order: the hash chain and "
         "head signature, the seed commitment and the deal, every bid and play re-run "
         "through the rules, the multiplier and the settlement. Prints a transcript and "
-        "the verdict; exit 0 when every check holds, 1 naming the first that fails.",
+        "the verdict; exit 0 when every check holds, 1 naming the first that fails. "
+        "--export-bundle writes the hand's evidence file; --bundle verifies one with no "
+        "store, no network and no secret (--keys: against the published keyring).",
     )
     audit.add_argument("hand_id", nargs="?", help="the hand's id (with or without 'hand-')")
     audit.add_argument("--at", metavar="N", help="show the table as it stood after event N")
