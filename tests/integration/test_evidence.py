@@ -24,10 +24,11 @@ import os
 import random
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -40,7 +41,7 @@ from ddz.adapters.store.keys import (
     signer_of,
 )
 from ddz.audit import AuditReport, audit_hand
-from ddz.audit.evidence import NotEvidence, build_evidence, verify_evidence
+from ddz.audit.evidence import NotEvidence, build_evidence, canonical, verify_evidence
 from ddz.audit.keys import auditor_keyring
 from ddz.audit.published import PublishedKeys, published_keys
 from ddz.audit.sample import Mischief, SampleKeys, record_hand
@@ -219,6 +220,41 @@ def test_any_changed_byte_fails_with_a_named_check(operator: Operator) -> None:
         assert failure is not None, f"seed {seed}: a change at byte {place} went unnoticed"
         assert failure.name in CHECK_NAMES, (seed, place, failure)
         assert failure.detail, (seed, place)
+
+
+def test_edits_that_keep_the_json_valid_fail_too(operator: Operator) -> None:
+    """Rewritten in canonical form, so only the content speaks: a number written as
+    ``true``, a field added, an event dropped, two events swapped, a key relabelled."""
+    hand_id = operator.hands["laizi"]
+    data = build_evidence(operator.store, hand_id, _public(operator.settings)).to_bytes()
+    published = read_published_of(operator.settings)
+    original = json.loads(data)
+
+    def edited(change: Callable[[dict[str, Any]], None]) -> str | None:
+        document = json.loads(data)
+        change(document)
+        failure = verify_evidence(canonical(document), published).failure
+        return None if failure is None else failure.name
+
+    def drop(d: dict[str, Any]) -> None:
+        del d["events"][5]
+
+    def swap(d: dict[str, Any]) -> None:
+        d["events"][5], d["events"][6] = d["events"][6], d["events"][5]
+
+    def relabel(d: dict[str, Any]) -> None:
+        d["keys"][0]["key_id"] = d["keys"][1]["key_id"]
+
+    assert edited(lambda d: d.update(version=True)) == "file"
+    assert edited(lambda d: d["events"][0].update(version=True)) is not None
+    assert edited(lambda d: d["heads"][0].update(head_version=True)) == "keys"
+    assert edited(lambda d: d.update(note="trust me")) == "file"
+    assert edited(drop) == "hash_chain"
+    assert edited(swap) == "hash_chain"
+    assert edited(relabel) == "keys"
+    assert edited(lambda d: None) is None and original["version"] == 1
+    nested = b"[" * 100_000 + b"]" * 100_000
+    assert verify_evidence(nested, published).failure is not None
 
 
 def _other_byte(byte: int, rng: random.Random) -> int:

@@ -123,7 +123,7 @@ def bundle_rows(stream_id: str, entries: object) -> list[Row]:
         where = f"event entry {index}"
         if not isinstance(entry, dict) or set(entry) != EVENT_FIELDS:
             raise _Bad(EVENTS, f"{where} does not have the fields of format version {VERSION}")
-        if not all(isinstance(entry[k], int) for k in ("version", "type_version")) or not all(
+        if not all(type(entry[k]) is int for k in ("version", "type_version")) or not all(
             isinstance(entry[k], str) for k in EVENT_FIELDS - {"version", "type_version"}
         ):
             raise _Bad(EVENTS, f"{where}: a field has the wrong type")
@@ -382,9 +382,11 @@ def _read(data: bytes) -> dict[str, Any]:
         document = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise _Bad(FILE, f"the file is not JSON ({exc}): it was changed or cut short") from None
+    except RecursionError:
+        raise _Bad(FILE, "the file nests too deep to be an evidence file") from None
     if not isinstance(document, dict) or document.get("format") != FORMAT:
         raise _Bad(FILE, f"the file is not a {FORMAT} file")
-    if document.get("version") != VERSION:
+    if type(document.get("version")) is not int or document.get("version") != VERSION:
         raise _Bad(
             FILE,
             f"the file is {FORMAT} version {document.get('version')!r}; this build reads "
@@ -431,7 +433,7 @@ def _heads(stream_id: str, entries: object, keys: dict[str, PublicKey]) -> list[
                 KEYS, f"head {index} is signed under {entry['key_id']!r}, a head key the file "
                 "does not carry",
             )  # fmt: skip
-        if not isinstance(entry["head_version"], int) or not all(
+        if type(entry["head_version"]) is not int or not all(
             isinstance(entry[k], str) and _lower_hex(entry[k]) for k in ("head_hash", "signature")
         ):
             raise _Bad(KEYS, f"head {index}: its version, hash or signature is malformed")
