@@ -144,11 +144,12 @@ class _Writer:
         """The settlement's arithmetic, from the outcome the audit settles (the replayed
         hand), ending in the recorded ledger's figures."""
         try:
-            outcome = settlement_outcome(state, self.escaped)
+            self.arithmetic = explain(
+                settlement_outcome(state, self.escaped), event.ledger, self.names
+            )
         except Exception:  # a record that failed its audit may not settle: say so
             self.more("arithmetic: (the recorded hand does not give a settlement outcome)")
             return
-        self.arithmetic = explain(outcome, event.ledger, self.names)
         self.more("arithmetic:")
         for line in self.arithmetic.lines():
             self.more(f"  {line}")
