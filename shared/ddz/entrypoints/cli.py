@@ -30,6 +30,7 @@ COMMANDS = {
     "audit": "audit_cmd",
     "rebuild": "audit_cmd",
     "play": "play_cmd",
+    "token": "token_cmd",
 }
 # Modules under ddz.entrypoints that add subcommands, in help order.
 COMMAND_MODULES = tuple(dict.fromkeys(COMMANDS.values()))
