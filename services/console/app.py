@@ -23,8 +23,8 @@ from ddz.config import WILDCARD_HOSTS, Settings
 
 from .clients import RecorderClient, SettlementClient, connect
 from .handlers import Desk
-from .session import Sessions, session_key
 from .servicer import Console
+from .session import Sessions, session_key
 
 NAME = "console"
 START_PATIENCE = 10.0  # seconds the web server has to bind its port

@@ -119,7 +119,7 @@ class _Seats:
     def who(self, seat: int, state: HandState) -> str:
         name = self.players[seat] if 0 <= seat < len(self.players) else f"seat {seat}"
         if 0 <= seat < len(self.bots) and self.bots[seat]:
-            return f"bot seat {seat} ({name})"
+            return f"bot seat {seat}"
         if seat in state.disconnected:
             return f"the bot for {name} (seat {seat}, disconnected)"
         return f"{name} (seat {seat})"
@@ -301,5 +301,5 @@ def _when(at: dt.datetime | None) -> str:
 def _since(at: dt.datetime | None, origin: dt.datetime | None) -> str:
     if at is None or origin is None:
         return ""
-    seconds = (at - origin).total_seconds()
-    return f"{seconds:+.1f} s"
+    seconds = round((at - origin).total_seconds(), 1)
+    return f"{seconds + 0.0:+.1f} s"  # + 0.0: never "-0.0"

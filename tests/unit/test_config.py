@@ -74,7 +74,9 @@ def test_every_variable_is_read(tmp_path: Path) -> None:
     assert settings.max_message_bytes == 65536
     assert (settings.bot_player, settings.bot_max_ms) == ("greedy", 40.0)
     assert not settings.atomic_decisions
-    assert [settings.port(name) for name in SERVICE_PORTS] == list(range(60000, 60000 + len(SERVICE_PORTS)))
+    assert [settings.port(name) for name in SERVICE_PORTS] == list(
+        range(60000, 60000 + len(SERVICE_PORTS))
+    )
 
 
 @pytest.mark.parametrize(

@@ -38,7 +38,9 @@ STAFF_KIND = "staff"
 STAFF_TOKEN_TTL = 12 * 3600
 """Seconds a staff token lasts by default: a working day. Signing in exchanges it for a
 short session (``DDZ_CONSOLE_SESSION_TTL``)."""
-REQUIRED = ["iss", "aud", "sub", "kind", "role", "iat", "exp", "jti"]
+REQUIRED = ["iss", "aud", "sub", "kind", "iat", "exp", "jti"]
+"""As a player's token (so the audience is what tells one from the other); ``role`` is
+checked after."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,7 +96,7 @@ def verify_staff(token: str, login: LoginKeys) -> StaffClaims:
         raise TokenError("bad token signature") from None
     except (ValueError, TypeError, RecursionError):
         raise TokenError("malformed token claims") from None
-    name, role, expires = raw["sub"], raw["role"], raw["exp"]
+    name, role, expires = raw["sub"], raw.get("role"), raw["exp"]
     if raw["kind"] != STAFF_KIND or role not in ROLES or not isinstance(name, str):
         raise TokenError("not a staff token")
     if isinstance(expires, bool) or not isinstance(expires, int):
