@@ -10,10 +10,13 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ddz.domain.hand import Recorded
 from ddz.v1 import envelope_pb2
+
+if TYPE_CHECKING:
+    from ddz.audit.timeline import Timeline
 
 HASH_CHAIN = "hash_chain"
 PRODUCER_SIGNATURE = "producer_signature"
@@ -133,12 +136,20 @@ class AuditReport:
             return f"incomplete: {failure.detail}"
         return f"{failure.name} check failed: {failure.detail}"
 
-    def transcript(self) -> list[str]:
-        """The readable account of the hand (``ddz.audit.transcript``)."""
-        if "transcript" not in self._cache:
-            from ddz.audit.transcript import transcript
+    def timeline(self) -> Timeline:
+        """The account of the hand as data (``ddz.audit.timeline.Timeline``): each event
+        with its time, who acted, the arithmetic of the settlement, the checks."""
+        if "timeline" not in self._cache:
+            from ddz.audit.transcript import timeline
 
-            self._cache["transcript"] = transcript(self)
+            self._cache["timeline"] = timeline(self)
+        found: Timeline = self._cache["timeline"]
+        return found
+
+    def transcript(self) -> list[str]:
+        """The readable account of the hand: the text of ``timeline()``."""
+        if "transcript" not in self._cache:
+            self._cache["transcript"] = self.timeline().lines()
         lines: list[str] = self._cache["transcript"]
         return lines
 
@@ -160,4 +171,5 @@ class AuditReport:
         }
         if with_transcript:
             out["transcript"] = self.transcript()
+            out["timeline"] = self.timeline().to_json()
         return out

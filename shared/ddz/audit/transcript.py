@@ -1,15 +1,24 @@
 """The readable account of an audited hand: who held what, each bid and play with its
-reading, every refusal with its reason, each multiplier factor, the ledger, the verdict.
+reading (and, for a bot's move on a person's behalf, why the bot played), every refusal
+with its reason, each multiplier factor, the ledger and its arithmetic, the verdict;
+every event with its UTC time and the time since the deal.
 
-Lines are plain text (the CLI colours them); ``#N`` is the event's stream version, the
+``timeline(report)`` builds it as data (``ddz.audit.timeline.Timeline``, what the web
+console renders); ``transcript(report)`` is its text, the lines ``ddz audit HAND``
+prints (plain text: the CLI colours them). ``#N`` is the event's stream version, the
 number ``ddz audit HAND --at N`` takes.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import TYPE_CHECKING
 
 from ddz.audit import describe
+from ddz.audit.arithmetic import Arithmetic, explain
+from ddz.audit.marks import Actor, Marker
+from ddz.audit.replay import settlement_outcome
+from ddz.audit.timeline import Entry, Timeline
 from ddz.domain.hand import CommandRejected, Event, HandState, evolve
 from ddz.domain.hand.events import (
     BidMade,
@@ -30,9 +39,7 @@ from ddz.domain.multipliers import Factor
 from ddz.domain.ruleset import Scoring
 
 if TYPE_CHECKING:
-    from ddz.audit.report import AuditReport
-
-INDENT = "      "
+    from ddz.audit.report import AuditedEvent, AuditReport
 
 
 def _room(started: HandStarted) -> str:
@@ -51,22 +58,47 @@ def _room(started: HandStarted) -> str:
     return ", ".join(parts)
 
 
+class _Entry:
+    """An entry as it is written (``Entry`` once done)."""
+
+    def __init__(self, audited: AuditedEvent, text: str, dealt: dt.datetime | None) -> None:
+        self.audited = audited
+        self.text = text
+        self.details: list[str] = []
+        self.actor: Actor | None = None
+        self.dealt = dealt
+
+    def done(self) -> Entry:
+        audited, at = self.audited, self.audited.occurred_at
+        since = None if at is None or self.dealt is None else (at - self.dealt).total_seconds()
+        return Entry(
+            audited.version, audited.type, self.text, tuple(self.details), at, since,
+            self.actor, isinstance(audited.event, CommandRejected),
+        )  # fmt: skip
+
+
 class _Writer:
     def __init__(self, report: AuditReport) -> None:
         self.report = report
-        self.lines: list[str] = []
+        self.entries: list[_Entry] = []
         self.names: tuple[str, ...] = ("", "", "")
         self.hand_versions: list[int] = []  # stream version of each folded hand event
+        self.marker = Marker()
+        self.dealt: dt.datetime | None = None
+        self.current: AuditedEvent | None = None
+        self.escaped: PlayerEscaped | None = None
+        self.arithmetic: Arithmetic | None = None
 
     def seat(self, seat: int) -> str:
         name = self.names[seat] if 0 <= seat < len(self.names) else ""
         return f"seat {seat} {name}".rstrip()
 
     def at(self, version: int, text: str) -> None:
-        self.lines.append(f"#{version:<4d}{text}")
+        assert self.current is not None and self.current.version == version
+        self.entries.append(_Entry(self.current, text, self.dealt))
 
     def more(self, text: str) -> None:
-        self.lines.append(f"{INDENT}{text}")
+        self.entries[-1].details.append(text)
 
     def factor(self, f: Factor) -> str:
         where = []
@@ -78,19 +110,27 @@ class _Writer:
             where.append(f"#{self.hand_versions[f.event]}")
         return f"{f.reason} ×{f.factor}" + (f" ({', '.join(where)})" if where else "")
 
-    def write(self) -> list[str]:
+    def write(self) -> list[Entry]:
         report = self.report
         state = HandState()
+        # the first deal round's time: every event is timed from it (the start, before)
+        self.dealt = next(
+            (a.occurred_at for a in report.events if isinstance(a.event, CardsDealt)), None
+        )
         for audited in report.events:
             event, version = audited.event, audited.version
+            self.current = audited
+            actor = self.marker.see(version, event)
             if isinstance(event, CommandRejected):
                 self.at(
                     version,
                     f"REFUSED {self.seat(event.seat)}: {describe.command(event.command)} — "
                     f"{event.reason.value}: {event.message}",
                 )
+                self.entries[-1].actor = actor
                 continue
             self.describe(version, event, state)
+            self.entries[-1].actor = actor
             try:
                 state = evolve(state, event)
             except Exception:  # a record that failed its audit may not fold: stop here
@@ -98,12 +138,28 @@ class _Writer:
                 break
             self.hand_versions.append(version)
             self.after(event, state)
-        return self.lines
+        return [entry.done() for entry in self.entries]
+
+    def settlement(self, event: HandSettled, state: HandState) -> None:
+        """The settlement's arithmetic, from the outcome the audit settles (the replayed
+        hand), ending in the recorded ledger's figures."""
+        try:
+            outcome = settlement_outcome(state, self.escaped)
+        except Exception:  # a record that failed its audit may not settle: say so
+            self.more("arithmetic: (the recorded hand does not give a settlement outcome)")
+            return
+        self.arithmetic = explain(outcome, event.ledger, self.names)
+        self.more("arithmetic:")
+        for line in self.arithmetic.lines():
+            self.more(f"  {line}")
 
     def describe(self, version: int, event: Event, state: HandState) -> None:
         match event:
             case HandStarted():
                 self.names = tuple(s.player_id for s in event.seats)
+                self.marker.start(
+                    self.names, frozenset(s for s, info in enumerate(event.seats) if info.is_bot)
+                )
                 first = (
                     "the golden card decides who bids first"
                     if event.first_bidder is None
@@ -165,6 +221,7 @@ class _Writer:
                 first = " (first to drop: the hand's escapee)" if event.escapee else ""
                 self.at(version, f"{self.seat(event.seat)} disconnected; the bot plays{first}")
             case PlayerEscaped():
+                self.escaped = event
                 self.at(
                     version,
                     f"{self.seat(event.seat)} left the hand (escape); escape multiplier "
@@ -200,6 +257,7 @@ class _Writer:
                     f"{self.seat(s)} {d:+d}" for s, d in enumerate(event.ledger.deltas)
                 )
                 self.more(f"deltas: {deltas} · system {event.ledger.system:+d}")
+                self.settlement(event, state)
             case SeedRevealed():
                 self.at(version, f"seed revealed: {event.seed}")
             case Passed() | PlayerReconnected():
@@ -218,16 +276,20 @@ class _Writer:
             self.more(f"multiplier now {describe.breakdown(state.multiplier)}")
 
 
-def transcript(report: AuditReport) -> list[str]:
-    lines = [
-        f"Hand {report.hand_id} — stream {report.stream_id}, {report.event_count} events",
-    ]
+def timeline(report: AuditReport) -> Timeline:
+    """The account of the hand as data (``Timeline``)."""
     failure = report.failure
+    warning = None
     if failure is not None and failure.name in ("hash_chain", "signature", "engine_version"):
-        lines.append(f"(the record fails the {failure.name} check: read what follows with care)")
-    lines += _Writer(report).write()
-    lines.append(f"Verdict: {report.verdict.value.upper()}")
-    for check in report.checks:
-        mark = "✓" if check.passed else "✗"
-        lines.append(f"  {mark} {check.name}: {check.detail}")
-    return lines
+        warning = f"(the record fails the {failure.name} check: read what follows with care)"
+    writer = _Writer(report)
+    entries = writer.write()
+    return Timeline(
+        report.hand_id, report.stream_id, report.event_count, writer.dealt, warning,
+        tuple(entries), writer.arithmetic, report.verdict.value, report.checks,
+    )  # fmt: skip
+
+
+def transcript(report: AuditReport) -> list[str]:
+    """The text of ``timeline(report)``: what ``ddz audit HAND`` prints."""
+    return report.timeline().lines()

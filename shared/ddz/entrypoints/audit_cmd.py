@@ -1,6 +1,8 @@
 """``ddz audit`` and ``ddz rebuild``: check hands in the event store.
 
     ddz audit HAND_ID [--at N] [--json]
+    ddz audit HAND_ID --export-bundle FILE
+    ddz audit --bundle FILE [--keys KEYRING] [--json]   (ddz.entrypoints.evidence_cmd)
     ddz audit --all [--json] [--workers K] [--limit N] [--incomplete-after SECONDS]
     ddz rebuild [--json]
 
@@ -46,6 +48,7 @@ from ddz.audit.source import load_hand
 from ddz.config import Settings
 from ddz.entrypoints.arguments import whole
 from ddz.entrypoints.cli import UsageError
+from ddz.entrypoints.evidence_cmd import export_bundle, verify_bundle
 
 MAX_WORKERS = 64
 
@@ -74,6 +77,22 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--public-only",
         action="store_true",
         help="verify with the public keyring alone, never an HMAC key",
+    )
+    audit.add_argument(
+        "--export-bundle",
+        metavar="FILE",
+        help="write the hand's evidence file (events, signatures, public keys, transcript) to FILE",
+    )
+    audit.add_argument(
+        "--bundle",
+        metavar="FILE",
+        help="verify an evidence file alone: no store, no network, no secret",
+    )
+    audit.add_argument(
+        "--keys",
+        metavar="KEYRING",
+        help="--bundle: check the file's signers against this published keyring "
+        "(`ddz keys export`)",
     )
     audit.add_argument("--json", action="store_true", help="print one JSON object")
     audit.set_defaults(handler=run_audit)
@@ -128,7 +147,24 @@ def open_store(settings: Settings) -> SqlEventStore:
 
 
 def run_audit(args: argparse.Namespace) -> int:
+    if args.bundle is not None:
+        others = (args.hand_id, args.at, args.workers, args.limit, args.incomplete_after,
+                  args.export_bundle)  # fmt: skip
+        if args.all or args.public_only or any(o is not None for o in others):
+            raise UsageError("--bundle FILE goes alone (with --keys KEYRING and --json)")
+        return verify_bundle(args.bundle, args.keys, args.json)
+    if args.keys is not None:
+        raise UsageError("--keys KEYRING goes with --bundle FILE")
     settings = stack_file.found(Settings.from_env())
+    if args.export_bundle is not None:
+        if args.hand_id is None or args.all or args.at is not None or args.json:
+            raise UsageError("--export-bundle FILE goes with one HAND_ID")
+        store = open_store(settings)
+        try:
+            keys = audit_keys(settings, public_only=True)
+            return export_bundle(store, keys, args.hand_id, args.export_bundle)
+        finally:
+            store.close()
     if args.all == (args.hand_id is not None):
         raise UsageError("give one HAND_ID, or --all")
     if args.all and args.at is not None:

@@ -29,6 +29,7 @@ COMMANDS = {
     "eval": "eval_cmd",
     "audit": "audit_cmd",
     "rebuild": "audit_cmd",
+    "keys": "keys_cmd",
     "play": "play_cmd",
     "token": "token_cmd",
 }

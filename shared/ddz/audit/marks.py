@@ -1,0 +1,130 @@
+"""Which moves a bot made for a person, and why: one table, ``BOT_MARKS``.
+
+The record says when a bot takes a seat over and when it hands it back; every move of
+the seat in between is the bot's, on the person's behalf. An event type that starts or
+ends a takeover is one row here (a new one, e.g. a turn that timed out, adds a row):
+
+- ``Takeover(reason, UNTIL_BACK)``: the bot plays the seat until a release;
+- ``Takeover(reason, NEXT_MOVE)``: the bot makes the seat's next move only;
+- ``RELEASE``: the person plays again.
+
+Seats that are bots from the start (``SeatInfo.is_bot``) are marked as bot seats.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from ddz.domain.hand import CommandRejected, Recorded
+from ddz.domain.hand.events import (
+    BidMade,
+    Passed,
+    PlayerDisconnected,
+    PlayerEscaped,
+    PlayerReconnected,
+    PlayMade,
+)
+
+
+class Hold(StrEnum):
+    UNTIL_BACK = "until_back"
+    NEXT_MOVE = "next_move"
+
+
+@dataclass(frozen=True, slots=True)
+class Takeover:
+    """The bot takes the seat over, for ``reason`` (in the person's words: why their
+    seat was played for them); ``hold`` says for how long."""
+
+    reason: str | Callable[[Any], str]
+    hold: Hold = Hold.UNTIL_BACK
+
+    def why(self, event: object) -> str:
+        return self.reason(event) if callable(self.reason) else self.reason
+
+
+RELEASE = None
+
+BOT_MARKS: Mapping[str, Takeover | None] = {
+    PlayerDisconnected.TYPE: Takeover("connection lost"),
+    PlayerEscaped.TYPE: Takeover("left the hand"),
+    PlayerReconnected.TYPE: RELEASE,
+}
+"""Event type -> the takeover it starts, or ``RELEASE`` (the person is back)."""
+
+MOVES = frozenset({BidMade.TYPE, PlayMade.TYPE, Passed.TYPE, CommandRejected.TYPE})
+"""The events that are a seat's move (a refused one too): the ones a mark goes on."""
+
+BOT_SEAT = "bot seat"
+
+
+@dataclass(frozen=True, slots=True)
+class Actor:
+    """Who made a move: the seat's person, or a bot (``bot``) and why (``why``)."""
+
+    seat: int
+    player: str
+    bot: bool = False
+    why: str = ""
+    since: int | None = None  # the event that started the takeover
+
+    @property
+    def mark(self) -> str:
+        """``bot for alice: connection lost at #18``; empty for the person's own move."""
+        if not self.bot:
+            return ""
+        if self.why == BOT_SEAT:
+            return "bot seat"
+        since = f" at #{self.since}" if self.since is not None else ""
+        return f"bot for {self.player}: {self.why}{since}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "seat": self.seat,
+            "player": self.player,
+            "bot": self.bot,
+            "why": self.why or None,
+            "since": self.since,
+        }
+
+
+class Marker:
+    """Follows a hand's events and says who made each move."""
+
+    def __init__(self) -> None:
+        self.players: tuple[str, ...] = ()
+        self.bots: frozenset[int] = frozenset()
+        self.away: dict[int, tuple[Takeover, str, int]] = {}  # seat -> (takeover, why, #)
+
+    def start(self, players: tuple[str, ...], bots: frozenset[int]) -> None:
+        self.players, self.bots = players, bots
+
+    def see(self, version: int, event: Recorded) -> Actor | None:
+        """The actor of ``event`` when it is a move (else None), and any takeover it
+        starts or ends."""
+        kind = event.TYPE
+        seat = getattr(event, "seat", None)
+        if not isinstance(seat, int):
+            return None
+        if kind in BOT_MARKS:
+            takeover = BOT_MARKS[kind]
+            if takeover is RELEASE:
+                self.away.pop(seat, None)
+            else:
+                self.away[seat] = (takeover, takeover.why(event), version)
+            return None
+        if kind not in MOVES:
+            return None
+        player = self.players[seat] if 0 <= seat < len(self.players) else ""
+        held = self.away.get(seat)
+        if held is not None:
+            takeover, why, since = held
+            if takeover.hold is Hold.NEXT_MOVE:
+                del self.away[seat]
+            return Actor(seat, player, True, why, since)
+        if seat in self.bots:
+            return Actor(seat, player, True, BOT_SEAT)
+        return Actor(seat, player)
