@@ -61,6 +61,13 @@ class RecorderClient:
         response: desk_pb2.ListAccessResponse = await ask("recorder", self.desk.ListAccess, request)
         return response
 
+    async def evidence(self, hand_id: str) -> desk_pb2.GetEvidenceResponse:
+        request = desk_pb2.GetEvidenceRequest(hand_id=hand_id)
+        response: desk_pb2.GetEvidenceResponse = await ask(
+            "recorder", self.desk.GetEvidence, request
+        )
+        return response
+
 
 class SettlementClient:
     def __init__(self, channel: grpc.aio.Channel) -> None:

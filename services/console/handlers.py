@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import re
 from dataclasses import dataclass, field
+from urllib.parse import quote
 
 from ddz.application.errors import Kind, Reason, Refusal
 from ddz.v1 import audit_pb2, desk_pb2, settlement_pb2
@@ -108,9 +109,17 @@ class Desk:
                 return None  # not indexed (yet): the page shows the hand without it
             raise
 
+    async def evidence(self, staff: Staff, hand_id: str) -> desk_pb2.GetEvidenceResponse:
+        """The hand's evidence file, to hand to the player (logged as its own access)."""
+        check_hand_id(hand_id)
+        await self.records.log_access(staff.name, staff.role, f"/hands/{hand_id}/evidence")
+        return await self.records.evidence(hand_id)
+
     async def player(self, staff: Staff, player_id: str) -> PlayerView:
         check_player(player_id)
-        await self.records.log_access(staff.name, staff.role, f"/players/{player_id}")
+        await self.records.log_access(
+            staff.name, staff.role, f"/players/{quote(player_id, safe='')}"
+        )
         balance, ledgers, hands = await asyncio.gather(
             self.ledgers.balance(player_id),
             self.ledgers.ledgers(player_id, PAGE),

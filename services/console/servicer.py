@@ -39,7 +39,7 @@ OUTCOMES = {"": "any outcome", "landlord": "landlord won", "farmers": "farmers w
             "no_winner": "no winner", "in_play": "in play"}  # fmt: skip
 STATUS = {
     Kind.INVALID: 400, Kind.NOT_FOUND: 404, Kind.DENIED: 403, Kind.UNAUTHENTICATED: 401,
-    Kind.UNAVAILABLE: 503, Kind.TIMEOUT: 504, Kind.EXHAUSTED: 429,
+    Kind.UNAVAILABLE: 503, Kind.TIMEOUT: 504, Kind.EXHAUSTED: 429, Kind.PRECONDITION: 412,
 }  # fmt: skip
 HEADERS = {
     "Content-Security-Policy": (
@@ -230,10 +230,10 @@ class Console:
 
     async def evidence(self, request: Request, staff: Staff) -> Response:
         hand_id = check_hand_id(request.path_params["hand_id"])
-        return self.render(
-            request, "error.html", 501, staff=staff,
-            message=f"The evidence file of hand {hand_id} is not built by this version of "
-            f"the desk: run `ddz audit {hand_id}` in a terminal for the transcript.",
+        found = await self.desk.evidence(staff, hand_id)
+        return Response(
+            found.file, media_type="application/json",
+            headers={"Content-Disposition": f'attachment; filename="{found.file_name}"'},
         )  # fmt: skip
 
     async def player(self, request: Request, staff: Staff) -> Response:

@@ -26,7 +26,9 @@ from ddz.adapters.service_db.hand_index import HandIndex
 from ddz.adapters.service_runner import connect_bus
 from ddz.adapters.store import SqlEventStore, create_store
 from ddz.adapters.store.keys import Ed25519Signer, Keyring, ensure_signing_key
+from ddz.audit.evidence import Evidence, build_evidence
 from ddz.audit.keys import NoAuditKeys, auditor_keyring
+from ddz.audit.source import load_hand
 from ddz.config import Settings, redacted_url
 from ddz.v1 import (
     audit_pb2,
@@ -137,6 +139,14 @@ class RecorderApp:
                 index.set_audit(hand_id, report.verdict.value, report.message)
         return len(hands)
 
+    def _evidence(self, hand_id: str, keys: Keyring) -> Evidence | None:
+        """A hand's evidence file, carrying the public keys that signed it (None: the
+        store has no such hand)."""
+        assert self.store is not None
+        if load_hand(self.store, hand_id) is None:
+            return None
+        return build_evidence(self.store, hand_id, keys)
+
     def checks(self) -> Mapping[str, Check]:
         """A standby is SERVING (it answers reads); the writer's consumer must run."""
         bus, store, consumer, lease = self.bus, self.store, self.consumer, self.lease
@@ -172,7 +182,9 @@ class RecorderApp:
         audit = AuditServicer(audits)
         audit_pb2_grpc.add_AuditServiceServicer_to_server(audit, server)  # type: ignore[no-untyped-call]
         assert self.index is not None
-        desk_pb2_grpc.add_DeskServiceServicer_to_server(DeskServicer(self.index), server)  # type: ignore[no-untyped-call]
+        # the evidence file carries public keys only (published_keys: never an HMAC key)
+        desk = DeskServicer(self.index, lambda hand_id: self._evidence(hand_id, keys))
+        desk_pb2_grpc.add_DeskServiceServicer_to_server(desk, server)  # type: ignore[no-untyped-call]
 
     async def close(self) -> None:
         self.active = False

@@ -4,11 +4,13 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any, TypeAlias
 
 import grpc
 from ddz.adapters.service_db.hand_index import HandFilter, HandIndex, HandSummary
 from ddz.application.errors import Reason, Refusal
+from ddz.audit.evidence import Evidence, NotEvidence
 from ddz.v1 import desk_pb2, desk_pb2_grpc
 
 Context: TypeAlias = grpc.aio.ServicerContext[Any, Any]
@@ -16,8 +18,13 @@ MAX_TEXT = 200
 
 
 class DeskServicer(desk_pb2_grpc.DeskServiceServicer):
-    def __init__(self, index: HandIndex) -> None:
+    def __init__(
+        self, index: HandIndex, evidence: Callable[[str], Evidence | None] | None = None
+    ) -> None:
         self.index = index
+        # A hand's evidence file from the store (None: no such hand); ``NotEvidence``
+        # for a hand still in play.
+        self.evidence = evidence
 
     async def FindHands(
         self, request: desk_pb2.FindHandsRequest, context: Context
@@ -70,6 +77,20 @@ class DeskServicer(desk_pb2_grpc.DeskServiceServicer):
                 for e in entries
             ]
         )
+
+    async def GetEvidence(
+        self, request: desk_pb2.GetEvidenceRequest, context: Context
+    ) -> desk_pb2.GetEvidenceResponse:
+        hand_id = request.hand_id[:MAX_TEXT]
+        if self.evidence is None or not hand_id:
+            raise Refusal.not_found(Reason.UNKNOWN_HAND, f"no hand {hand_id!r} in the store")
+        try:
+            found = await asyncio.to_thread(self.evidence, hand_id)
+        except NotEvidence as exc:
+            raise Refusal.precondition(Reason.WRONG_PHASE, str(exc)) from None
+        if found is None:
+            raise Refusal.not_found(Reason.UNKNOWN_HAND, f"no hand {hand_id!r} in the store")
+        return desk_pb2.GetEvidenceResponse(file=found.to_bytes(), file_name=found.file_name)
 
 
 def summary_pb(hand: HandSummary) -> desk_pb2.HandSummary:

@@ -105,7 +105,7 @@ def _players(stored: list[Any]) -> list[str]:
 def _tamper(database: Path, hand_id: str, version: int) -> None:
     """What someone with the database file can do: drop the store's guards and flip a
     byte of one stored event of the hand."""
-    with sqlite3.connect(database) as conn:
+    with sqlite3.connect(database, timeout=120) as conn:  # the recorder writes meanwhile
         for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'"):
             conn.execute(f'DROP TRIGGER "{name}"')
         (envelope,) = conn.execute(
@@ -243,6 +243,39 @@ def test_a_hand_whose_stored_bytes_changed_shows_a_failed_check(page: Page, desk
     page.goto(f"{desk.url}/hands/{desk.tampered}")
     expect(page.locator(".verdict")).to_contain_text("hash_chain check failed")
     expect(page.locator(".checks li.fail")).to_contain_text("FAILED")
+
+
+def test_the_evidence_file_verifies_offline_and_fails_once_changed(
+    page: Page, desk: Desk, tmp_path: Path
+) -> None:
+    sign_in(page, desk)
+    page.goto(f"{desk.url}/hands/{desk.hands[-1]}")
+    with page.expect_download() as download:
+        page.get_by_role("link", name="Evidence file for the player").click()
+    assert download.value.suggested_filename == f"hand-{desk.hands[-1]}.ddz-evidence.json"
+    evidence = tmp_path / download.value.suggested_filename
+    download.value.save_as(evidence)
+    keyring = tmp_path / "keyring.json"
+    # offline: no data dir, no store, no network; the keyring the operator published
+    offline = {k: v for k, v in desk.env.items() if not k.startswith("DDZ_")}
+    offline["DDZ_DATA_DIR"] = str(tmp_path / "nothing-here")
+    ddz = [sys.executable, "-m", "ddz.entrypoints.cli"]
+    subprocess.run([*ddz, "keys", "export", "--out", str(keyring)], env=desk.env, check=True,
+                   capture_output=True, timeout=60)  # fmt: skip
+    verified = subprocess.run([*ddz, "audit", "--bundle", str(evidence), "--keys", str(keyring)],
+                              env=offline, capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    data = bytearray(evidence.read_bytes())
+    at = data.index(b'"envelope": "') + 40
+    data[at] = ord("A") if data[at] != ord("A") else ord("B")
+    evidence.write_bytes(bytes(data))
+    changed = subprocess.run([*ddz, "audit", "--bundle", str(evidence), "--keys", str(keyring)],
+                             env=offline, capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert changed.returncode == 1, changed.stdout + changed.stderr
+    # a hand in play has no evidence file yet: the page says why
+    response = page.goto(f"{desk.url}/hands/{desk.live}/evidence")
+    assert response is not None and response.status == 412
+    expect(page.get_by_role("alert")).to_contain_text("still in play")
 
 
 def test_markup_in_a_name_is_shown_as_text(page: Page, desk: Desk) -> None:

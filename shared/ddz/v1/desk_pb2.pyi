@@ -131,3 +131,17 @@ class ListAccessResponse(_message.Message):
     ENTRIES_FIELD_NUMBER: _ClassVar[int]
     entries: _containers.RepeatedCompositeFieldContainer[AccessEntry]
     def __init__(self, entries: _Optional[_Iterable[_Union[AccessEntry, _Mapping]]] = ...) -> None: ...
+
+class GetEvidenceRequest(_message.Message):
+    __slots__ = ("hand_id",)
+    HAND_ID_FIELD_NUMBER: _ClassVar[int]
+    hand_id: str
+    def __init__(self, hand_id: _Optional[str] = ...) -> None: ...
+
+class GetEvidenceResponse(_message.Message):
+    __slots__ = ("file", "file_name")
+    FILE_FIELD_NUMBER: _ClassVar[int]
+    FILE_NAME_FIELD_NUMBER: _ClassVar[int]
+    file: bytes
+    file_name: str
+    def __init__(self, file: _Optional[bytes] = ..., file_name: _Optional[str] = ...) -> None: ...

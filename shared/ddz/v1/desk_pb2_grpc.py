@@ -54,6 +54,11 @@ class DeskServiceStub:
                 request_serializer=ddz_dot_v1_dot_desk__pb2.ListAccessRequest.SerializeToString,
                 response_deserializer=ddz_dot_v1_dot_desk__pb2.ListAccessResponse.FromString,
                 _registered_method=True)
+        self.GetEvidence = channel.unary_unary(
+                '/ddz.v1.DeskService/GetEvidence',
+                request_serializer=ddz_dot_v1_dot_desk__pb2.GetEvidenceRequest.SerializeToString,
+                response_deserializer=ddz_dot_v1_dot_desk__pb2.GetEvidenceResponse.FromString,
+                _registered_method=True)
 
 
 class DeskServiceServicer:
@@ -87,6 +92,15 @@ class DeskServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetEvidence(self, request, context):
+        """A finished hand's evidence file (ddz.audit.evidence; `ddz audit --bundle FILE` verifies
+        it offline). NOT_FOUND / UNKNOWN_HAND for a hand the store does not have;
+        FAILED_PRECONDITION / WRONG_PHASE while the hand is in play.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_DeskServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -109,6 +123,11 @@ def add_DeskServiceServicer_to_server(servicer, server):
                     servicer.ListAccess,
                     request_deserializer=ddz_dot_v1_dot_desk__pb2.ListAccessRequest.FromString,
                     response_serializer=ddz_dot_v1_dot_desk__pb2.ListAccessResponse.SerializeToString,
+            ),
+            'GetEvidence': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetEvidence,
+                    request_deserializer=ddz_dot_v1_dot_desk__pb2.GetEvidenceRequest.FromString,
+                    response_serializer=ddz_dot_v1_dot_desk__pb2.GetEvidenceResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -219,6 +238,33 @@ class DeskService:
             '/ddz.v1.DeskService/ListAccess',
             ddz_dot_v1_dot_desk__pb2.ListAccessRequest.SerializeToString,
             ddz_dot_v1_dot_desk__pb2.ListAccessResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetEvidence(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/ddz.v1.DeskService/GetEvidence',
+            ddz_dot_v1_dot_desk__pb2.GetEvidenceRequest.SerializeToString,
+            ddz_dot_v1_dot_desk__pb2.GetEvidenceResponse.FromString,
             options,
             channel_credentials,
             insecure,
