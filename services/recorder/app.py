@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import time
 from collections.abc import Mapping, Sequence
 
 import grpc
@@ -48,6 +49,7 @@ from .servicer import RecorderServicer
 NAME = "recorder"
 AUDIT_BATCH = 50  # ended hands audited per round for the desk's index
 AUDIT_PAUSE = 2.0  # seconds between rounds when none was waiting
+ANALYZE_EVERY = 600.0  # seconds between refreshes of the index's planner statistics
 
 log = structlog.get_logger("ddz.recorder")
 
@@ -120,9 +122,13 @@ class RecorderApp:
     async def _audit_ended_hands(self) -> None:
         """The writer audits each hand once its record ends, for the desk's "failed
         audit" filter (the hand page audits again, live, whenever it is opened)."""
+        analyzed = 0.0
         while self.active:
             try:
                 done = await asyncio.to_thread(self._audit_some)
+                if self.index is not None and time.monotonic() - analyzed > ANALYZE_EVERY:
+                    await asyncio.to_thread(self.index.optimize)
+                    analyzed = time.monotonic()
             except Exception:
                 log.exception("hand_index_audit_failed")
                 done = 0

@@ -240,6 +240,15 @@ class HandIndex:
                 .values(audit=verdict, audit_detail=detail[:500])
             )
 
+    def optimize(self) -> None:
+        """Planner statistics of the index, so each filter takes its most selective index
+        (SQLite has none until asked: ``ANALYZE``; PostgreSQL's autovacuum keeps them, and
+        this only refreshes them)."""
+        with self.engine.connect() as conn:
+            for table in ("hand_summaries", "hand_players"):
+                conn.exec_driver_sql(f"ANALYZE {table}")
+            conn.commit()
+
     def clear(self) -> None:
         """Drop the projection's rows (not the access log): ``rebuild_hand_index``."""
         with self._write() as conn:
