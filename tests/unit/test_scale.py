@@ -14,6 +14,7 @@ import pytest
 from ddz.adapters import stack_file
 from ddz.adapters.grpc_client import channel_target, health_name_for, service_config
 from ddz.adapters.health import ACTIVE_TABLE
+from ddz.adapters.stack import Stack
 from ddz.config import Settings
 from ddz.entrypoints.up_cmd import parse_scale
 
@@ -118,3 +119,12 @@ def test_a_record_left_by_a_stack_that_is_gone_is_ignored(tmp_path: Path) -> Non
     assert stack_file.found(settings) == settings
     write_record(tmp_path, os.getpid(), version=stack_file.VERSION + 1)
     assert stack_file.found(settings) == settings
+
+
+def test_each_console_instance_serves_its_pages_on_a_port_of_its_own(tmp_path: Path) -> None:
+    settings = Settings.from_env({"DDZ_DATA_DIR": str(tmp_path)})
+    stack = Stack(settings, scale={"console": 2})
+    placed = stack._place_instances(settings)
+    second = stack._instance_env["console-2"]
+    assert int(second["DDZ_CONSOLE_WEB_PORT"]) not in (placed.console_web_port, 0)
+    assert second["DDZ_CONSOLE_PORT"] != str(placed.port("console"))

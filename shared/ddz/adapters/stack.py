@@ -453,6 +453,8 @@ class Stack:
                     own[f"DDZ_{service.upper()}_LISTEN"] = settings.listen_address(service, port)
                 if service in settings.probe_ports:
                     own[f"DDZ_{service.upper()}_PROBE_PORT"] = str(free_port(settings.host))
+                if service == "console":  # its pages too
+                    own["DDZ_CONSOLE_WEB_PORT"] = str(free_port(settings.host))
                 self._instance_env[name] = own
                 targets.append(f"{dial_host}:{port}")
             addresses[service] = ",".join(targets)
