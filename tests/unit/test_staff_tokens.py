@@ -77,3 +77,24 @@ def test_a_session_cookie_is_signed_and_short_lived(tmp_path: Path) -> None:
     assert short <= 5
     expired, _ = sessions.open("sam", "support", int(time.time()) - 1)
     assert sessions.read(expired) is None
+
+
+def test_ddz_token_prints_a_token_alone_and_refuses_a_staff_token_without_a_role(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ddz.adapters.token_keys import login_jwks_path
+    from ddz.config import Settings
+    from ddz.entrypoints.cli import main
+
+    monkeypatch.setenv("DDZ_DATA_DIR", str(tmp_path))
+    assert main(["token", "staff", "sam", "--role", "auditor"]) == 0
+    printed = capsys.readouterr().out
+    assert printed.count("\n") == 1
+    keys = LoginKeys(login_jwks_path(Settings.from_env({"DDZ_DATA_DIR": str(tmp_path)})))
+    assert verify_staff(printed.strip(), keys).role == "auditor"
+    assert main(["token", "staff", "sam"]) == 2
+    assert "needs --role support or --role auditor" in capsys.readouterr().err
+    assert main(["token", "player", "ann", "--role", "support"]) == 2
+    assert main(["token", "player", "ann"]) == 0
+    with pytest.raises(TokenError, match="player's or operator's token"):
+        verify_staff(capsys.readouterr().out.strip(), keys)
