@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import time
 from collections.abc import Mapping, Sequence
 
 import grpc
@@ -21,19 +22,34 @@ from ddz.adapters.event_signing import event_keyring
 from ddz.adapters.grpc_server import full_service_name
 from ddz.adapters.health import Check, database_reachable
 from ddz.adapters.lease import Lease, instance_id
+from ddz.adapters.service_db import upgrade_service_db
+from ddz.adapters.service_db.hand_index import HandIndex
 from ddz.adapters.service_runner import connect_bus
 from ddz.adapters.store import SqlEventStore, create_store
 from ddz.adapters.store.keys import Ed25519Signer, Keyring, ensure_signing_key
+from ddz.audit.evidence import Evidence, build_evidence
 from ddz.audit.keys import NoAuditKeys, auditor_keyring
+from ddz.audit.source import load_hand
 from ddz.config import Settings, redacted_url
-from ddz.v1 import audit_pb2, audit_pb2_grpc, recorder_pb2, recorder_pb2_grpc
+from ddz.v1 import (
+    audit_pb2,
+    audit_pb2_grpc,
+    desk_pb2,
+    desk_pb2_grpc,
+    recorder_pb2,
+    recorder_pb2_grpc,
+)
 
 from .audit_servicer import AuditServicer
 from .consumer import StoreConsumer
+from .desk_servicer import DeskServicer
 from .handlers import Audits, Reads, Record
 from .servicer import RecorderServicer
 
 NAME = "recorder"
+AUDIT_BATCH = 50  # ended hands audited per round for the desk's index
+AUDIT_PAUSE = 2.0  # seconds between rounds when none was waiting
+ANALYZE_EVERY = 600.0  # seconds between refreshes of the index's planner statistics
 
 log = structlog.get_logger("ddz.recorder")
 
@@ -42,6 +58,7 @@ class RecorderApp:
     full_names: Sequence[str] = (
         full_service_name(recorder_pb2, "RecorderService"),
         full_service_name(audit_pb2, "AuditService"),
+        full_service_name(desk_pb2, "DeskService"),
     )
 
     def __init__(self, settings: Settings, durable: str, sign_heads: bool) -> None:
@@ -55,6 +72,9 @@ class RecorderApp:
         self.active = False  # this instance is the writer: its consumer runs
         self.holder = instance_id(NAME)
         self.signer: Ed25519Signer | None = None
+        self.index: HandIndex | None = None  # the dispute desk's hand summaries
+        self.audits: Audits | None = None
+        self._auditing: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
         # The signing key first: made when missing, its public key published for auditors.
@@ -64,10 +84,13 @@ class RecorderApp:
             self.settings.audit_public_keys_path,
         )
         self.store = await asyncio.to_thread(create_store, self.settings.database_url, upgrade=True)
+        # The desk's index lives in the services' lineage of the same database.
+        await asyncio.to_thread(upgrade_service_db, self.store.engine)
+        self.index = HandIndex(self.store.engine)
         self.bus = await connect_bus(self.settings, NAME)
         record = Record(
             self.store, sign_head=self._sign_head if self.sign_heads else None,
-            keyring=event_keyring(self.settings),
+            keyring=event_keyring(self.settings), on_stored=self.index.apply,
         )  # fmt: skip
         self.consumer = StoreConsumer(self.bus, record, self.durable)
         self.lease = Lease(
@@ -84,6 +107,8 @@ class RecorderApp:
         assert self.consumer is not None
         await self.consumer.start(take_over=True)
         self.active = True
+        if self._auditing is None or self._auditing.done():
+            self._auditing = asyncio.create_task(self._audit_ended_hands())
         log.info("recorder_writing", holder=self.holder, durable=self.durable)
 
     async def _stand_by(self) -> None:
@@ -93,6 +118,40 @@ class RecorderApp:
         if self.consumer is not None:
             await self.consumer.stop()
         log.warning("recorder_standby", holder=self.holder, why="lease lost")
+
+    async def _audit_ended_hands(self) -> None:
+        """The writer audits each hand once its record ends, for the desk's "failed
+        audit" filter (the hand page audits again, live, whenever it is opened)."""
+        analyzed = 0.0
+        while self.active:
+            try:
+                done = await asyncio.to_thread(self._audit_some)
+                if self.index is not None and time.monotonic() - analyzed > ANALYZE_EVERY:
+                    await asyncio.to_thread(self.index.optimize)
+                    analyzed = time.monotonic()
+            except Exception:
+                log.exception("hand_index_audit_failed")
+                done = 0
+            await asyncio.sleep(0.2 if done else AUDIT_PAUSE)
+
+    def _audit_some(self) -> int:
+        index, audits = self.index, self.audits
+        if index is None or audits is None:
+            return 0
+        hands = index.pending_audits(AUDIT_BATCH)
+        for hand_id in hands:
+            report = audits._audit(hand_id)
+            if report is not None:
+                index.set_audit(hand_id, report.verdict.value, report.message)
+        return len(hands)
+
+    def _evidence(self, hand_id: str, keys: Keyring) -> Evidence | None:
+        """A hand's evidence file, carrying the public keys that signed it (None: the
+        store has no such hand)."""
+        assert self.store is not None
+        if load_hand(self.store, hand_id) is None:
+            return None
+        return build_evidence(self.store, hand_id, keys)
 
     def checks(self) -> Mapping[str, Check]:
         """A standby is SERVING (it answers reads); the writer's consumer must run."""
@@ -125,11 +184,18 @@ class RecorderApp:
             .with_events(event_keyring(self.settings))  # every event: its producer's
         )
         audits = Audits(self.store, self.settings.database_url, keys)
+        self.audits = audits
         audit = AuditServicer(audits)
         audit_pb2_grpc.add_AuditServiceServicer_to_server(audit, server)  # type: ignore[no-untyped-call]
+        assert self.index is not None
+        # the evidence file carries public keys only (published_keys: never an HMAC key)
+        desk = DeskServicer(self.index, lambda hand_id: self._evidence(hand_id, keys))
+        desk_pb2_grpc.add_DeskServiceServicer_to_server(desk, server)  # type: ignore[no-untyped-call]
 
     async def close(self) -> None:
         self.active = False
+        if self._auditing is not None:
+            self._auditing.cancel()
         if self.consumer is not None:
             await self.consumer.stop()
         if self.lease is not None:

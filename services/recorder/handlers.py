@@ -88,9 +88,12 @@ class Record:
         sign_head: Callable[[str], None] | None = None,
         *,
         keyring: EventKeyring,
+        on_stored: Callable[[str, list[bytes]], None] | None = None,
     ) -> None:
         self.store = store
         self.sign_head = sign_head
+        # The desk's hand index, kept as events are stored (``HandIndex.apply``).
+        self.on_stored = on_stored
         self.keyring = keyring  # nothing is stored that its producer did not sign
         self.stored = 0  # events written (not counting redeliveries)
 
@@ -148,6 +151,11 @@ class Record:
 
     def _after_write(self, stream_id: str, items: list[_Arrival]) -> None:
         self.stored += len(items)
+        if self.on_stored is not None:
+            try:
+                self.on_stored(stream_id, [i.data for i in items])
+            except Exception:  # the events are stored; the index is rebuilt from them
+                log.exception("hand_index_failed", stream_id=stream_id)
         if self.sign_head is not None and any(i.event_type == HAND_END_TYPE for i in items):
             try:
                 self.sign_head(stream_id)

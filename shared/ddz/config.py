@@ -29,9 +29,17 @@ SERVICE_PORTS: Mapping[str, int] = MappingProxyType(
         "settlement": 50054,
         "table": 50055,
         "recorder": 50056,
+        # The dispute desk: its gRPC port answers health only; its pages are HTTPS on
+        # ``DDZ_CONSOLE_WEB_PORT`` (services/console).
+        "console": 50057,
     }
 )
 """The services of the suite and their default gRPC ports (``DDZ_<SERVICE>_PORT``)."""
+
+DEFAULT_CONSOLE_WEB_PORT = 8443
+"""Where the console serves its pages over HTTPS by default (``DDZ_CONSOLE_WEB_PORT``)."""
+DEFAULT_CONSOLE_SESSION_TTL = 30 * 60.0
+"""Seconds a console session lasts after sign-in (``DDZ_CONSOLE_SESSION_TTL``)."""
 
 METRICS_PORT_OFFSET = 1000
 """A service's default metrics port is its gRPC port plus this (rules: 51052)."""
@@ -205,6 +213,9 @@ class Settings:
     # Signed events (ddz.adapters.event_signing; docs/SECURITY.md "Signed events").
     event_signing_key_file: Path | None = None  # DDZ_EVENT_SIGNING_KEY: this producer's key
     event_keyring_file: Path | None = None  # DDZ_EVENT_KEYRING: the producers' public keys
+    # The console (services/console; docs/OPERATIONS.md "The dispute desk").
+    console_web_port: int = DEFAULT_CONSOLE_WEB_PORT  # DDZ_CONSOLE_WEB_PORT: its HTTPS pages
+    console_session_ttl: float = DEFAULT_CONSOLE_SESSION_TTL  # DDZ_CONSOLE_SESSION_TTL
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -326,6 +337,10 @@ class Settings:
             seat_streams=_int(env, "DDZ_SEAT_STREAMS", 4, low=1, high=1000),
             event_signing_key_file=_path(env, "DDZ_EVENT_SIGNING_KEY"),
             event_keyring_file=_path(env, "DDZ_EVENT_KEYRING"),
+            console_web_port=_int(
+                env, "DDZ_CONSOLE_WEB_PORT", DEFAULT_CONSOLE_WEB_PORT, low=0, high=65535
+            ),
+            console_session_ttl=_float(env, "DDZ_CONSOLE_SESSION_TTL", DEFAULT_CONSOLE_SESSION_TTL),
         )
 
     def __repr__(self) -> str:
@@ -391,6 +406,12 @@ class Settings:
         or None: no such listener (the default; health is on the TLS port as always)."""
         port = self.probe_ports.get(service)
         return None if port is None else self.listen_address(service, port)
+
+    @property
+    def console_web_address(self) -> str:
+        """Where the console serves its pages: the host it listens on and
+        ``DDZ_CONSOLE_WEB_PORT``."""
+        return self.listen_address("console", self.console_web_port)
 
     def with_addresses(self, **targets: str) -> Settings:
         """A copy in which clients dial the given services at the given targets."""

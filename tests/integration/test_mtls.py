@@ -51,7 +51,7 @@ SERVES: dict[str, tuple[str, ...]] = {
     "rules": ("ddz.v1.RulesService",),
     "bot": ("ddz.v1.BotService",),
     "settlement": ("ddz.v1.SettlementService",),
-    "recorder": ("ddz.v1.RecorderService", "ddz.v1.AuditService"),
+    "recorder": ("ddz.v1.RecorderService", "ddz.v1.AuditService", "ddz.v1.DeskService"),
     "table": ("ddz.v1.TableService",),
 }
 """Which service of the suite serves which gRPC services (the test dials each there)."""
@@ -206,6 +206,13 @@ async def test_every_identity_is_refused_every_rpc_it_has_no_right_to(
     assert ("operator", "ddz.v1.DealerService/GetSeed") in denied
     assert ("table", "ddz.v1.DealerService/Deal") in let_in
     assert ("bot", "ddz.v1.AuditService/AuditAll") in denied
+    # the desk reads hands and verdicts, and nothing that acts or reads seeds
+    assert ("console", "ddz.v1.AuditService/AuditHand") in let_in
+    assert ("console", "ddz.v1.DeskService/LogAccess") in let_in
+    assert ("operator", "ddz.v1.DeskService/LogAccess") in denied
+    assert ("console", "ddz.v1.DealerService/GetSeed") in denied
+    assert ("console", "ddz.v1.RulesService/Decide") in denied
+    assert ("console", "ddz.v1.RecorderService/ReadAll") in denied
     assert all(identity != STRANGER for identity, _ in let_in)
 
 

@@ -228,8 +228,12 @@ def test_scaling_works_by_design(compose: dict[str, Any]) -> None:
         assert "container_name" not in service, f"{name}: --scale needs generated names"
         assert "network_mode" not in service  # each instance its own network namespace
     published = {name: service["ports"] for name, service in services.items() if "ports" in service}
-    assert set(published) == {"table", "grafana"}, "only the players' entry point"
+    assert set(published) == {"table", "grafana", "console"}, (
+        "only the players' entry point, the dashboard and the desk"
+    )
     assert all(p.startswith("127.0.0.1:") for p in published.pop("grafana"))  # this host's
+    # the desk is for staff: on the host's loopback only, one instance
+    assert published.pop("console") == ["127.0.0.1:8443:8443"]
     (ports,) = published["table"]
     host, container = ports.split(":")
     low, high = (int(p) for p in host.split("-"))

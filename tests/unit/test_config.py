@@ -25,8 +25,9 @@ def test_defaults(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert settings.host == "127.0.0.1"
     assert dict(settings.ports) == {
         "dealer": 50051, "rules": 50052, "bot": 50053,
-        "settlement": 50054, "table": 50055, "recorder": 50056,
+        "settlement": 50054, "table": 50055, "recorder": 50056, "console": 50057,
     }  # fmt: skip
+    assert settings.console_web_address == "127.0.0.1:8443"
     assert (settings.log_level, settings.log_format, settings.log_to_file) == (
         "INFO",
         "auto",
@@ -73,7 +74,9 @@ def test_every_variable_is_read(tmp_path: Path) -> None:
     assert settings.max_message_bytes == 65536
     assert (settings.bot_player, settings.bot_max_ms) == ("greedy", 40.0)
     assert not settings.atomic_decisions
-    assert [settings.port(name) for name in SERVICE_PORTS] == list(range(60000, 60006))
+    assert [settings.port(name) for name in SERVICE_PORTS] == list(
+        range(60000, 60000 + len(SERVICE_PORTS))
+    )
 
 
 @pytest.mark.parametrize(

@@ -37,8 +37,12 @@ DATABASE_USERS = {"dealer", "settlement", "recorder"}  # services/<name>/app.py:
 PROTO_SERVICE = {
     "DealerService": "dealer", "RulesService": "rules", "BotService": "bot",
     "SettlementService": "settlement", "TableService": "table",
-    "RecorderService": "recorder", "AuditService": "recorder",
+    "RecorderService": "recorder", "AuditService": "recorder", "DeskService": "recorder",
 }  # fmt: skip
+NO_NATS = {"console"}
+"""Services with no NATS user: everything they show comes through other services."""
+WEB_PORTS = {"console": Settings().console_web_port}
+"""Services that also serve HTTPS pages (the desk), on a port of their own."""
 SECRET_MOUNTS = {"tls": "/etc/ddz/tls", "nats": "/etc/ddz/nats"}
 
 
@@ -147,8 +151,12 @@ def test_each_service_runs_its_real_command_on_its_ports() -> None:
         settings = Settings.from_env(pod_env(name))
         ports = {p["name"]: p["containerPort"] for p in spec["ports"]}
         probe = settings.probe_address(name)
-        assert ports == {"grpc": settings.port(name), "metrics": settings.metrics_port(name),
-                         "probe": int(probe.rsplit(":", 1)[1]) if probe else None}  # fmt: skip
+        expected = {"grpc": settings.port(name), "metrics": settings.metrics_port(name),
+                    "probe": int(probe.rsplit(":", 1)[1]) if probe else None}  # fmt: skip
+        if name in WEB_PORTS:
+            expected["https"] = settings.console_web_port
+            assert settings.console_web_port == WEB_PORTS[name]
+        assert ports == expected
         assert ports["grpc"] == port
         template = find("Deployment", name)["spec"]["template"]
         scrape = template["metadata"]["annotations"]
@@ -204,9 +212,13 @@ def test_secrets_are_mounted_read_only_where_the_settings_look() -> None:
         volumes = {v["name"]: v for v in pod["volumes"]}
         mounts = {m["name"]: m for m in container(name)["volumeMounts"]}
         assert volumes["tls"]["secret"]["secretName"] == f"ddz-tls-{name}"
-        assert volumes["nats"]["secret"]["secretName"] == f"ddz-nats-{name}"
+        if name in NO_NATS:
+            assert "nats" not in volumes and "nats" not in mounts
+        else:
+            assert volumes["nats"]["secret"]["secretName"] == f"ddz-nats-{name}"
         for volume, path in SECRET_MOUNTS.items():
-            assert mounts[volume] == {"name": volume, "mountPath": path, "readOnly": True}
+            if volume in mounts or name not in NO_NATS:
+                assert mounts[volume] == {"name": volume, "mountPath": path, "readOnly": True}
         for volume in volumes.values():
             if "secret" in volume:
                 assert volume["secret"]["defaultMode"] & 0o077 == 0o040  # group read only
@@ -267,10 +279,12 @@ def test_network_policies_let_through_only_who_has_a_right() -> None:
         if "*" in callers:  # the players' entry point: from anywhere
             assert "from" not in grpc_in[0] and name == "table"
         else:
-            expected = {c if c != OPERATOR else OPERATOR_POD for c in callers}
+            # a service no one calls (the desk: health only) lets in the operator's tools
+            expected = {c if c != OPERATOR else OPERATOR_POD for c in callers} or {OPERATOR_POD}
             assert _peers(grpc_in[0], "from") == expected, name
         others = [r for r in spec["ingress"] if r is not grpc_in[0]]
-        assert all(_ports(r) == {Settings().metrics_port(name)} for r in others)
+        pages = [r for r in others if name in WEB_PORTS and _ports(r) == {WEB_PORTS[name]}]
+        assert all(_ports(r) == {Settings().metrics_port(name)} for r in others if r not in pages)
         # out: exactly the services it may call, NATS, and its database; a table standby
         # forwards its players' calls to the active table instance
         called = {s for s in SERVICE_PORTS if name in callers_of(s) and s != name}
@@ -280,7 +294,9 @@ def test_network_policies_let_through_only_who_has_a_right() -> None:
         for callee in called:
             assert any(_peers(r, "to") == {callee} and _ports(r) == {SERVICE_PORTS[callee]}
                        for r in egress)  # fmt: skip
-        assert any(_peers(r, "to") == {"nats"} and _ports(r) == {4222} for r in egress)
+        assert any(_peers(r, "to") == {"nats"} and _ports(r) == {4222} for r in egress) == (
+            name not in NO_NATS
+        )
         assert any(_ports(r) == {5432} for r in egress) == (name in DATABASE_USERS)
     # the operator's tools pod reaches what the operator may call, and NATS
     tools = find("NetworkPolicy", OPERATOR_POD)["spec"]

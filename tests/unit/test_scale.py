@@ -15,6 +15,7 @@ from ddz.adapters import stack_file
 from ddz.adapters.data_files import BadFile
 from ddz.adapters.grpc_client import channel_target, health_name_for, service_config
 from ddz.adapters.health import ACTIVE_TABLE
+from ddz.adapters.stack import Stack
 from ddz.config import Settings
 from ddz.entrypoints.up_cmd import parse_scale
 
@@ -128,3 +129,12 @@ def test_a_record_that_cannot_be_read_is_refused_not_ignored(tmp_path: Path) -> 
     write_record(tmp_path, os.getpid(), version=stack_file.VERSION + 1)
     with pytest.raises(BadFile, match="another version of ddz"):
         stack_file.found(settings)
+
+
+def test_each_console_instance_serves_its_pages_on_a_port_of_its_own(tmp_path: Path) -> None:
+    settings = Settings.from_env({"DDZ_DATA_DIR": str(tmp_path)})
+    stack = Stack(settings, scale={"console": 2})
+    placed = stack._place_instances(settings)
+    second = stack._instance_env["console-2"]
+    assert int(second["DDZ_CONSOLE_WEB_PORT"]) not in (placed.console_web_port, 0)
+    assert second["DDZ_CONSOLE_PORT"] != str(placed.port("console"))

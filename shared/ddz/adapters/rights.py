@@ -23,6 +23,10 @@ from types import MappingProxyType
 
 from ddz.config import OPERATOR
 
+CONSOLE = "console"
+"""The dispute desk (services/console): reads hands, verdicts and ledgers for staff, holds
+no signing key, publishes nothing, calls no RPC that acts for a seat."""
+
 PLAYER_FACING: frozenset[str] = frozenset({"table"})
 """Services whose listener takes TLS clients without a client certificate."""
 
@@ -66,14 +70,18 @@ RIGHTS: Mapping[str, Right] = MappingProxyType({
         "table", why="a move for a seat, from the seat's cards: the table's hints"),
     "ddz.v1.BotService/GetStats": only(OPERATOR, why="the bot's counters, for ddz bench"),
     "ddz.v1.SettlementService/GetBalance": only(
-        "table", OPERATOR, why="the table checks a room's minimum balance; tools show balances"),
+        "table", OPERATOR, CONSOLE,
+        why="the table checks a room's minimum balance; tools and the desk show balances"),
     "ddz.v1.SettlementService/GetLedger": only(
         OPERATOR, why="a hand's settlement, for the tools (simulate, audit)"),
-    "ddz.v1.SettlementService/ListLedgers": only(OPERATOR, why="a player's ledgers, for tools"),
+    "ddz.v1.SettlementService/ListLedgers": only(
+        OPERATOR, CONSOLE, why="a player's ledgers, for tools and the desk's player page"),
     "ddz.v1.RecorderService/ReadStream": only(
-        OPERATOR, why="a stream's events hold every seat's cards: the operator's tools only"),
+        OPERATOR, CONSOLE, why="a stream's events hold every seat's cards: the operator's "
+        "tools, and the desk, which shows a hand's cards only once it has ended"),
     "ddz.v1.RecorderService/ReadAll": only(OPERATOR, why="every event: the operator's tools"),
-    "ddz.v1.AuditService/AuditHand": only(OPERATOR, why="audits read every card: operators"),
+    "ddz.v1.AuditService/AuditHand": only(
+        OPERATOR, CONSOLE, why="audits read every card: operators, and the desk's verdicts"),
     "ddz.v1.AuditService/AuditAll": only(OPERATOR, why="audits read every card: operators"),
     "ddz.v1.TableService/OpenTable": TOKENS,
     "ddz.v1.TableService/GetTable": TOKENS,
@@ -91,6 +99,15 @@ RIGHTS: Mapping[str, Right] = MappingProxyType({
     "ddz.v1.TableService/LeaveRoom": TOKENS,
     "ddz.v1.TableService/NextHand": TOKENS,
     "ddz.v1.TableService/RefreshSeatToken": TOKENS,
+    "ddz.v1.DeskService/FindHands": only(
+        CONSOLE, OPERATOR, why="hand summaries (players, times, outcomes): the desk's search"),
+    "ddz.v1.DeskService/GetHandSummary": only(CONSOLE, OPERATOR, why="one hand's summary"),
+    "ddz.v1.DeskService/LogAccess": only(
+        CONSOLE, why="the desk appends who opened which hand or player page"),
+    "ddz.v1.DeskService/GetEvidence": only(
+        CONSOLE, OPERATOR, why="a finished hand's evidence file, for the player (public keys)"),
+    "ddz.v1.DeskService/ListAccess": only(
+        CONSOLE, OPERATOR, why="the desk's access log, for auditors and the operator"),
     "grpc.health.v1.Health/Check": OPEN,
     "grpc.health.v1.Health/List": OPEN,
     "grpc.health.v1.Health/Watch": OPEN,

@@ -211,7 +211,7 @@ async def start_service(
     return RunningService(name, service, server, exposition)
 
 
-START_ORDER = ("dealer", "recorder", "settlement", "rules", "bot", "table")
+START_ORDER = ("dealer", "recorder", "settlement", "rules", "bot", "table", "console")
 """Every service after the ones it calls (rules -> dealer, bot -> rules, table -> all)."""
 
 

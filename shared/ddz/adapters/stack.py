@@ -67,8 +67,11 @@ from ddz.adapters.nats_server import (
 from ddz.adapters.token_keys import ensure_keys
 from ddz.config import SERVICE_PORTS, WILDCARD_HOSTS, Settings
 
-SERVICES: tuple[str, ...] = ("recorder", "settlement", "dealer", "rules", "bot", "table")
-"""Every service of the suite, in start order (consumers of events before producers)."""
+SERVICES: tuple[str, ...] = (
+    "recorder", "settlement", "dealer", "rules", "bot", "table", "console",
+)  # fmt: skip
+"""Every service of the suite, in start order (consumers of events before producers; the
+console, which reads the recorder and settlement, last)."""
 
 SERVING = health_pb2.HealthCheckResponse.SERVING
 
@@ -161,6 +164,8 @@ def settings_env(settings: Settings) -> dict[str, str]:
         "DDZ_SEAT_STREAMS": str(settings.seat_streams),
         "DDZ_LEASE_TTL": repr(settings.lease_ttl),
         "DDZ_BOT_PARTITIONS": str(settings.bot_partitions),
+        "DDZ_CONSOLE_WEB_PORT": str(settings.console_web_port),
+        "DDZ_CONSOLE_SESSION_TTL": repr(settings.console_session_ttl),
     }
     if settings.nats_url:
         env["DDZ_NATS_URL"] = settings.nats_url
@@ -215,6 +220,8 @@ def settings_env(settings: Settings) -> dict[str, str]:
 def named_ports(settings: Settings, service: str) -> list[int]:
     """The ports ``settings`` give ``service``: gRPC, metrics, and a probe port if any."""
     ports = [settings.port(service), settings.metrics_port(service)]
+    if service == "console":  # and its pages
+        ports.append(settings.console_web_port)
     return [*ports, settings.probe_ports.get(service, 0)]
 
 
@@ -225,9 +232,11 @@ def with_free_ports(settings: Settings, services: Iterable[str] = SERVICE_PORTS)
     names = list(services)
     ports = {**settings.ports, **{name: free_port(host) for name in names}}
     metrics = {**settings.metrics_ports, **{name: free_port(host) for name in names}}
+    web = free_port(host) if "console" in names else settings.console_web_port
     return dataclasses.replace(
-        settings, ports=MappingProxyType(ports), metrics_ports=MappingProxyType(metrics)
-    )
+        settings, ports=MappingProxyType(ports), metrics_ports=MappingProxyType(metrics),
+        console_web_port=web,
+    )  # fmt: skip
 
 
 def blocking_channel(address: str, settings: Settings) -> grpc.Channel:
@@ -464,6 +473,8 @@ class Stack:
                     own[f"DDZ_{service.upper()}_LISTEN"] = settings.listen_address(service, port)
                 if service in settings.probe_ports:
                     own[f"DDZ_{service.upper()}_PROBE_PORT"] = str(free_port(settings.host))
+                if service == "console":  # its pages too
+                    own["DDZ_CONSOLE_WEB_PORT"] = str(free_port(settings.host))
                 self._instance_env[name] = own
                 targets.append(f"{dial_host}:{port}")
             addresses[service] = ",".join(targets)

@@ -35,6 +35,7 @@ COMMANDS = {
     "keys": "keys_cmd",
     "play": "play_cmd",
     "status": "status_cmd",
+    "token": "token_cmd",
 }
 # Modules under ddz.entrypoints that add subcommands, in help order.
 COMMAND_MODULES = tuple(dict.fromkeys(COMMANDS.values()))

@@ -27,7 +27,7 @@ from types import FrameType
 
 from ddz.adapters.certs import grpcurl_flags
 from ddz.adapters.stack import CrashLoop, SignalStop, Stack, StackError, Supervisor
-from ddz.config import SERVICE_PORTS, Settings, redacted_url
+from ddz.config import SERVICE_PORTS, WILDCARD_HOSTS, Settings, redacted_url
 
 MAX_INSTANCES = 16
 """Instances of one service, and nodes of a cluster, that one machine's stack starts."""
@@ -96,6 +96,10 @@ def describe(stack: Stack) -> str:
         lines.append(f"  nats         {nats}  (external)")
     for child in children:
         lines.append(f"  {child.name:<12} {child.address}  (pid {child.process.pid})")
+    if stack.instances("console"):
+        lines.append(
+            f"  console      {console_url(settings)}  (sign in with: ddz token staff NAME)"
+        )
     if stack.cluster is not None:
         lines.append(f"  streams      {settings.stream_replicas} replicas")
 
@@ -111,6 +115,13 @@ def describe(stack: Stack) -> str:
         lines.append("  WARNING: DDZ_INSECURE is set: plaintext gRPC, no identities, no rights.")
     lines.append("  Ctrl-C stops everything.")
     return "\n".join(lines)
+
+
+def console_url(settings: Settings) -> str:
+    """The dispute desk's address in a browser (loopback for a wildcard host)."""
+    host, port = settings.console_web_address.rsplit(":", 1)
+    host = "127.0.0.1" if host in WILDCARD_HOSTS else host
+    return f"https://{host}:{port}"
 
 
 def _port(text: str) -> int:

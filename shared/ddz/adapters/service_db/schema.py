@@ -67,3 +67,67 @@ processed_events = sa.Table(
     metadata,
     sa.Column("event_id", sa.String(64), primary_key=True),
 )
+
+# --- the dispute desk's projection (ddz.adapters.service_db.hand_index) ---------------------
+# One row per hand, kept by the recorder's writer from the events it stores and
+# rebuildable from them (``rebuild_hand_index``); times are Unix seconds (UTC), which
+# index and compare alike on SQLite and PostgreSQL.
+
+hand_summaries = sa.Table(
+    "hand_summaries",
+    metadata,
+    sa.Column("hand_id", sa.String(200), primary_key=True),
+    sa.Column("table_id", sa.String(200), nullable=False, server_default=""),
+    sa.Column("room", sa.String(200), nullable=False, server_default=""),
+    sa.Column("variant", sa.String(64), nullable=False, server_default=""),
+    sa.Column("started_at", sa.Float(), nullable=True),
+    sa.Column("ended_at", sa.Float(), nullable=True),
+    # in_play | landlord | farmers | no_winner (everyone passed, or given up)
+    sa.Column("outcome", sa.String(16), nullable=False, server_default="in_play"),
+    sa.Column("landlord", sa.Integer(), nullable=True),
+    sa.Column("multiplier", sa.BigInteger(), nullable=True),
+    # a person was disconnected (turn clock, connection lost, left): the bot played for them
+    sa.Column("bot_for_person", sa.Boolean(), nullable=False, server_default=sa.false()),
+    # "" not audited yet | clean | failed | incomplete (ddz.audit.Verdict)
+    sa.Column("audit", sa.String(16), nullable=False, server_default=""),
+    sa.Column("audit_detail", sa.String(500), nullable=False, server_default=""),
+    sa.Column("events", sa.Integer(), nullable=False, server_default="0"),
+    sa.Index("ix_hand_summaries_started", "started_at"),
+    sa.Index("ix_hand_summaries_table", "table_id", "started_at"),
+    sa.Index("ix_hand_summaries_room", "room", "started_at"),
+    sa.Index("ix_hand_summaries_variant", "variant", "started_at"),
+    sa.Index("ix_hand_summaries_audit", "audit", "started_at"),
+    sa.Index("ix_hand_summaries_bot", "bot_for_person", "started_at"),
+    sa.Index("ix_hand_summaries_outcome", "outcome", "started_at"),
+)
+
+hand_players = sa.Table(
+    "hand_players",
+    metadata,
+    sa.Column("hand_id", sa.String(200), primary_key=True),
+    sa.Column("seat", sa.Integer(), primary_key=True),
+    sa.Column("player_id", sa.String(200), nullable=False),
+    sa.Column("is_bot", sa.Boolean(), nullable=False, server_default=sa.false()),
+    sa.Column("delta", sa.BigInteger(), nullable=True),  # once settled
+    sa.Column("started_at", sa.Float(), nullable=True),  # the hand's, for the player index
+    sa.Index("ix_hand_players_player", "player_id", "started_at"),
+)
+
+table_rooms = sa.Table(
+    "table_rooms",
+    metadata,
+    sa.Column("table_id", sa.String(200), primary_key=True),
+    sa.Column("room", sa.String(200), nullable=False),
+)
+
+desk_access = sa.Table(
+    "desk_access",
+    metadata,
+    # Append-only: who opened which hand or player page, when (docs/SECURITY.md).
+    sa.Column("id", Id, primary_key=True, autoincrement=True),
+    sa.Column("at", sa.Float(), nullable=False),
+    sa.Column("staff", sa.String(200), nullable=False),
+    sa.Column("role", sa.String(32), nullable=False),
+    sa.Column("what", sa.String(400), nullable=False),
+    sa.Index("ix_desk_access_at", "at"),
+)

@@ -1,0 +1,140 @@
+"""The desk's use cases, on its ports (``ports.py``): find hands, open one, open a
+player, list the live hands, read the access log.
+
+Every hand or player page is written to the access log BEFORE anything of it is read:
+a page whose opening could not be recorded is not shown (the log is the recorder's, in
+the store's database; ``DeskService.LogAccess``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from dataclasses import dataclass, field
+from urllib.parse import quote
+
+from ddz.application.errors import Kind, Reason, Refusal
+from ddz.v1 import audit_pb2, desk_pb2, settlement_pb2
+
+from . import timeline
+from .ports import Ledgers, Records
+from .session import Staff
+
+HAND_ID = re.compile(r"[A-Za-z0-9_.:-]{1,200}")
+MAX_NAME = 200
+PAGE = 50
+
+
+@dataclass(frozen=True, slots=True)
+class HandQuery:
+    """The filters of ``/hands`` (already parsed from the query string)."""
+
+    player: str = ""
+    table_id: str = ""
+    room: str = ""
+    variant: str = ""
+    since: float = 0.0
+    until: float = 0.0
+    outcome: str = ""
+    bot_for_person: bool = False
+    failed_audit: bool = False
+    before_started_at: float = 0.0
+    before_hand_id: str = ""
+
+    def request(self, limit: int = PAGE) -> desk_pb2.FindHandsRequest:
+        return desk_pb2.FindHandsRequest(
+            player=self.player, table_id=self.table_id, room=self.room, variant=self.variant,
+            since=self.since, until=self.until, outcome=self.outcome,
+            bot_for_person=self.bot_for_person, failed_audit=self.failed_audit, limit=limit,
+            before_started_at=self.before_started_at, before_hand_id=self.before_hand_id,
+        )  # fmt: skip
+
+
+@dataclass
+class HandView:
+    page: timeline.HandPage
+    audit: audit_pb2.AuditHandResponse | None
+    summary: desk_pb2.HandSummary | None
+
+
+@dataclass
+class PlayerView:
+    player_id: str
+    balance: settlement_pb2.GetBalanceResponse
+    ledgers: list[settlement_pb2.PlayerLedger] = field(default_factory=list)
+    hands: list[desk_pb2.HandSummary] = field(default_factory=list)
+
+
+def check_hand_id(hand_id: str) -> str:
+    if not HAND_ID.fullmatch(hand_id):
+        raise Refusal.invalid(
+            "a hand id is 1-200 letters, digits, '-', '_', '.' or ':'", Reason.UNKNOWN_HAND
+        )
+    return hand_id
+
+
+def check_player(player_id: str) -> str:
+    if not player_id or len(player_id) > MAX_NAME or not player_id.isprintable():
+        raise Refusal.invalid("a player id is 1-200 printable characters")
+    return player_id
+
+
+class Desk:
+    def __init__(self, records: Records, ledgers: Ledgers) -> None:
+        self.records = records
+        self.ledgers = ledgers
+
+    async def hands(self, query: HandQuery, limit: int = PAGE) -> list[desk_pb2.HandSummary]:
+        found = await self.records.find_hands(query.request(limit))
+        return list(found.hands)
+
+    async def hand(
+        self, staff: Staff, hand_id: str, *, at: int | None, view: int | None
+    ) -> HandView:
+        check_hand_id(hand_id)
+        if view is not None and view not in (0, 1, 2):
+            raise Refusal.invalid("a seat's view is seat 0, 1 or 2")
+        await self.records.log_access(staff.name, staff.role, f"/hands/{hand_id}")
+        stored = await self.records.read_stream(f"hand-{hand_id}")
+        decoded = timeline.decode(stored)
+        page = timeline.build(hand_id, decoded, at=at, view=view)
+        audit, summary = await asyncio.gather(self.records.audit(hand_id), self._summary(hand_id))
+        return HandView(page, audit, summary)
+
+    async def _summary(self, hand_id: str) -> desk_pb2.HandSummary | None:
+        try:
+            return await self.records.summary(hand_id)
+        except Refusal as refusal:
+            if refusal.kind is Kind.NOT_FOUND:
+                return None  # not indexed (yet): the page shows the hand without it
+            raise
+
+    async def evidence(self, staff: Staff, hand_id: str) -> desk_pb2.GetEvidenceResponse:
+        """The hand's evidence file, to hand to the player (logged as its own access)."""
+        check_hand_id(hand_id)
+        await self.records.log_access(staff.name, staff.role, f"/hands/{hand_id}/evidence")
+        return await self.records.evidence(hand_id)
+
+    async def player(self, staff: Staff, player_id: str) -> PlayerView:
+        check_player(player_id)
+        await self.records.log_access(
+            staff.name, staff.role, f"/players/{quote(player_id, safe='')}"
+        )
+        balance, ledgers, hands = await asyncio.gather(
+            self.ledgers.balance(player_id),
+            self.ledgers.ledgers(player_id, PAGE),
+            self.records.find_hands(desk_pb2.FindHandsRequest(player=player_id, limit=PAGE)),
+        )
+        return PlayerView(player_id, balance, list(ledgers.ledgers), list(hands.hands))
+
+    async def live(self) -> list[desk_pb2.HandSummary]:
+        found = await self.records.find_hands(
+            desk_pb2.FindHandsRequest(outcome="in_play", limit=200)
+        )
+        return list(found.hands)
+
+    async def access(self, staff: Staff, before_id: int = 0) -> list[desk_pb2.AccessEntry]:
+        if not staff.auditor:
+            raise Refusal.denied("the access log is for auditors: sign in with an auditor token")
+        found = await self.records.access(100, before_id)
+        return list(found.entries)

@@ -1,0 +1,35 @@
+"""What the desk's use cases need: the recorder's reads, verdicts and index, and the
+settlement's balances and ledgers (``clients.py`` over gRPC; fakes in unit tests)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from ddz.v1 import audit_pb2, desk_pb2, envelope_pb2, settlement_pb2
+
+
+class Records(Protocol):
+    async def read_stream(self, stream_id: str) -> Sequence[envelope_pb2.StoredEvent]:
+        """A stream's stored events, in order (a Refusal NOT_FOUND when it has none)."""
+        ...
+
+    async def audit(self, hand_id: str) -> audit_pb2.AuditHandResponse: ...
+
+    async def find_hands(
+        self, request: desk_pb2.FindHandsRequest
+    ) -> desk_pb2.FindHandsResponse: ...
+
+    async def summary(self, hand_id: str) -> desk_pb2.HandSummary: ...
+
+    async def log_access(self, staff: str, role: str, what: str) -> None: ...
+
+    async def access(self, limit: int, before_id: int) -> desk_pb2.ListAccessResponse: ...
+
+    async def evidence(self, hand_id: str) -> desk_pb2.GetEvidenceResponse: ...
+
+
+class Ledgers(Protocol):
+    async def balance(self, player_id: str) -> settlement_pb2.GetBalanceResponse: ...
+
+    async def ledgers(self, player_id: str, limit: int) -> settlement_pb2.ListLedgersResponse: ...

@@ -1,0 +1,385 @@
+"""The dispute desk's projection: one summary per hand, found by player, table, room,
+variant, time, outcome, "a bot played for someone" and audit state; and the desk's
+access log.
+
+Kept by the recorder's writer (``HandIndex.apply``, called with each stream's events as
+they are stored: only the few event types that change a summary are opened) and by its
+auditor loop (``pending_audits`` / ``set_audit``). A projection like the balances: it
+can be dropped and rebuilt from the events at any time (``rebuild_hand_index``); the
+access log is not a projection and is never rebuilt or changed, only appended to.
+
+Synchronous and thread-safe (call it through ``asyncio.to_thread``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+from ddz.adapters import codec
+from ddz.adapters.codec import CodecError
+from ddz.adapters.service_db.schema import desk_access, hand_players, hand_summaries, table_rooms
+from ddz.adapters.store.contract import EventStore
+from ddz.domain.hand.events import (
+    HandEnded,
+    HandSettled,
+    HandStarted,
+    PlayerDisconnected,
+)
+from ddz.v1 import table_events_pb2
+
+_BEGIN_OPTION = "ddz_sqlite_begin"
+INDEXED_TYPES = frozenset(
+    {"table_opened", "hand_assigned", "hand_started", "player_disconnected", "hand_ended",
+     "hand_settled", "seed_revealed"}
+)  # fmt: skip
+"""The event types that change a summary; the others are counted, never opened."""
+OUTCOMES = ("in_play", "landlord", "farmers", "no_winner")
+AUDIT_STATES = ("", "clean", "failed", "incomplete")
+MAX_PAGE = 200
+
+
+@dataclass(frozen=True, slots=True)
+class Seat:
+    player_id: str
+    is_bot: bool
+    delta: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class HandSummary:
+    hand_id: str
+    table_id: str
+    room: str
+    variant: str
+    started_at: float | None
+    ended_at: float | None
+    outcome: str
+    landlord: int | None
+    multiplier: int | None
+    bot_for_person: bool
+    audit: str
+    audit_detail: str
+    events: int
+    seats: tuple[Seat, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class HandFilter:
+    """What ``/hands`` asks; empty fields filter nothing."""
+
+    player: str = ""
+    table_id: str = ""
+    room: str = ""
+    variant: str = ""
+    since: float | None = None  # started at or after (Unix seconds)
+    until: float | None = None  # started before
+    outcome: str = ""
+    bot_for_person: bool = False
+    failed_audit: bool = False
+
+    def __post_init__(self) -> None:
+        if self.outcome and self.outcome not in OUTCOMES:
+            raise ValueError(f"outcome is one of {', '.join(OUTCOMES)}, got {self.outcome!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class Access:
+    id: int
+    at: float
+    staff: str
+    role: str
+    what: str
+
+
+@dataclass
+class _Change:
+    """What one batch of a stream changes in a summary (only what it names)."""
+
+    values: dict[str, Any] = field(default_factory=dict)
+    seats: list[tuple[str, bool]] | None = None
+    deltas: tuple[int, ...] | None = None
+    events: int = 0
+
+
+class HandIndex:
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    # -- keeping it ----------------------------------------------------------------------
+
+    def apply(self, stream_id: str, envelopes: Sequence[bytes]) -> None:
+        """Fold one stream's newly stored events (in version order) into the index."""
+        category, _, own_id = stream_id.partition("-")
+        if category == "table":
+            self._apply_table(own_id, envelopes)
+        elif category == "hand":
+            self._apply_hand(own_id, envelopes)
+
+    def _apply_table(self, table_id: str, envelopes: Sequence[bytes]) -> None:
+        rooms: dict[str, str] = {}
+        hands: list[str] = []
+        for data in envelopes:
+            envelope = codec.parse_envelope(data)
+            if envelope.type == "table_opened":
+                opened = table_events_pb2.TableOpened.FromString(envelope.payload)
+                rooms[table_id] = opened.room_id
+            elif envelope.type == "hand_assigned":
+                hands.append(table_events_pb2.HandAssigned.FromString(envelope.payload).hand_id)
+        if not rooms and not hands:
+            return
+        with self._write() as conn:
+            for table, room in rooms.items():
+                if (
+                    conn.execute(
+                        sa.select(table_rooms.c.room).where(table_rooms.c.table_id == table)
+                    ).first()
+                    is None
+                ):
+                    conn.execute(sa.insert(table_rooms), {"table_id": table, "room": room})
+            room = (
+                rooms.get(table_id)
+                or conn.execute(
+                    sa.select(table_rooms.c.room).where(table_rooms.c.table_id == table_id)
+                ).scalar_one_or_none()
+                or ""
+            )
+            for hand_id in hands:
+                self._upsert(conn, hand_id, _Change({"table_id": table_id, "room": room}))
+
+    def _apply_hand(self, hand_id: str, envelopes: Sequence[bytes]) -> None:
+        change = _Change(events=len(envelopes))
+        for data in envelopes:
+            envelope = codec.parse_envelope(data)
+            if envelope.type not in INDEXED_TYPES:
+                continue
+            when = _seconds(envelope)
+            try:
+                event = codec.decode_event(envelope.type, envelope.type_version, envelope.payload)
+            except CodecError:
+                continue  # the audit says what is wrong with it; the index skips it
+            match event:
+                case HandStarted():
+                    change.values.update(variant=event.rules.name, started_at=when)
+                    change.seats = [(s.player_id, s.is_bot) for s in event.seats]
+                case PlayerDisconnected():
+                    change.values["bot_for_person"] = True
+                case HandEnded():
+                    winner = event.winner.value if event.winner is not None else "no_winner"
+                    change.values.update(outcome=winner, ended_at=when)
+                case HandSettled():
+                    change.values.update(
+                        landlord=event.landlord, multiplier=event.ledger.multiplier
+                    )
+                    change.deltas = event.ledger.deltas
+                case _:  # seed_revealed: the end of the record; audit it (again)
+                    change.values.update(audit="", audit_detail="")
+                    change.values.setdefault("ended_at", when)
+        with self._write() as conn:
+            self._upsert(conn, hand_id, change)
+
+    def _upsert(self, conn: Connection, hand_id: str, change: _Change) -> None:
+        row = conn.execute(
+            sa.select(hand_summaries.c.events, hand_summaries.c.started_at).where(
+                hand_summaries.c.hand_id == hand_id
+            )
+        ).first()
+        values = dict(change.values)
+        if row is None:
+            conn.execute(
+                sa.insert(hand_summaries), {"hand_id": hand_id, "events": change.events, **values}
+            )
+        else:
+            values["events"] = row.events + change.events
+            conn.execute(
+                sa.update(hand_summaries).where(hand_summaries.c.hand_id == hand_id), values
+            )
+        started = values.get("started_at", row.started_at if row is not None else None)
+        if change.seats is not None:
+            conn.execute(sa.delete(hand_players).where(hand_players.c.hand_id == hand_id))
+            conn.execute(
+                sa.insert(hand_players),
+                [
+                    {"hand_id": hand_id, "seat": seat, "player_id": player, "is_bot": bot,
+                     "started_at": started}
+                    for seat, (player, bot) in enumerate(change.seats)
+                ],
+            )  # fmt: skip
+        if change.deltas is not None:
+            for seat, delta in enumerate(change.deltas):
+                conn.execute(
+                    sa.update(hand_players)
+                    .where(hand_players.c.hand_id == hand_id, hand_players.c.seat == seat)
+                    .values(delta=delta)
+                )
+
+    def pending_audits(self, limit: int = 100) -> list[str]:
+        """Ended hands not audited since their record ended, oldest first."""
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                sa.select(hand_summaries.c.hand_id)
+                .where(hand_summaries.c.audit == "", hand_summaries.c.ended_at.is_not(None))
+                .order_by(hand_summaries.c.ended_at)
+                .limit(limit)
+            )
+            return [row.hand_id for row in rows]
+
+    def set_audit(self, hand_id: str, verdict: str, detail: str) -> None:
+        if verdict not in AUDIT_STATES:
+            raise ValueError(f"not an audit state: {verdict!r}")
+        with self._write() as conn:
+            conn.execute(
+                sa.update(hand_summaries)
+                .where(hand_summaries.c.hand_id == hand_id)
+                .values(audit=verdict, audit_detail=detail[:500])
+            )
+
+    def optimize(self) -> None:
+        """Planner statistics of the index, so each filter takes its most selective index
+        (SQLite has none until asked: ``ANALYZE``; PostgreSQL's autovacuum keeps them, and
+        this only refreshes them)."""
+        with self.engine.connect() as conn:
+            for table in ("hand_summaries", "hand_players"):
+                conn.exec_driver_sql(f"ANALYZE {table}")
+            conn.commit()
+
+    def clear(self) -> None:
+        """Drop the projection's rows (not the access log): ``rebuild_hand_index``."""
+        with self._write() as conn:
+            for table in (hand_players, hand_summaries, table_rooms):
+                conn.execute(sa.delete(table))
+
+    # -- reading it ----------------------------------------------------------------------
+
+    def find(
+        self, wanted: HandFilter, *, limit: int = 50, before: tuple[float, str] | None = None
+    ) -> list[HandSummary]:
+        """Hands matching ``wanted``, newest first, ``limit`` of them, started before the
+        cursor ``before`` (the last row's ``(started_at, hand_id)`` of the page before)."""
+        limit = max(1, min(limit, MAX_PAGE))
+        s = hand_summaries.c
+        query = sa.select(hand_summaries)
+        started: Any = s.started_at
+        if wanted.player:  # the player's own index orders their hands
+            p = hand_players.c
+            started = p.started_at
+            query = query.join(hand_players, p.hand_id == s.hand_id).where(
+                p.player_id == wanted.player
+            )
+        conditions = [started.is_not(None)]
+        if wanted.table_id:
+            conditions.append(s.table_id == wanted.table_id)
+        if wanted.room:
+            conditions.append(s.room == wanted.room)
+        if wanted.variant:
+            conditions.append(s.variant == wanted.variant)
+        if wanted.since is not None:
+            conditions.append(started >= wanted.since)
+        if wanted.until is not None:
+            conditions.append(started < wanted.until)
+        if wanted.outcome:
+            conditions.append(s.outcome == wanted.outcome)
+        if wanted.bot_for_person:
+            conditions.append(s.bot_for_person.is_(True))
+        if wanted.failed_audit:
+            conditions.append(s.audit == "failed")
+        if before is not None:
+            at, hand = before
+            conditions.append(sa.or_(started < at, sa.and_(started == at, s.hand_id < hand)))
+        query = query.where(*conditions).order_by(started.desc(), s.hand_id.desc()).limit(limit)
+        with self.engine.connect() as conn:
+            rows = conn.execute(query).all()
+            seats = self._seats(conn, [row.hand_id for row in rows])
+        return [_summary(row, seats.get(row.hand_id, ())) for row in rows]
+
+    def get(self, hand_id: str) -> HandSummary | None:
+        with self.engine.connect() as conn:
+            row = conn.execute(
+                sa.select(hand_summaries).where(hand_summaries.c.hand_id == hand_id)
+            ).first()
+            if row is None:
+                return None
+            return _summary(row, self._seats(conn, [hand_id]).get(hand_id, ()))
+
+    def _seats(self, conn: Connection, hand_ids: list[str]) -> dict[str, tuple[Seat, ...]]:
+        if not hand_ids:
+            return {}
+        p = hand_players.c
+        rows = conn.execute(
+            sa.select(p.hand_id, p.seat, p.player_id, p.is_bot, p.delta)
+            .where(p.hand_id.in_(hand_ids))
+            .order_by(p.hand_id, p.seat)
+        )
+        out: dict[str, list[Seat]] = {}
+        for row in rows:
+            out.setdefault(row.hand_id, []).append(Seat(row.player_id, bool(row.is_bot), row.delta))
+        return {hand: tuple(seats) for hand, seats in out.items()}
+
+    # -- the access log --------------------------------------------------------------------
+
+    def log_access(self, staff: str, role: str, what: str, at: float | None = None) -> None:
+        with self._write() as conn:
+            conn.execute(
+                sa.insert(desk_access),
+                {"at": time.time() if at is None else at, "staff": staff[:200],
+                 "role": role[:32], "what": what[:400]},
+            )  # fmt: skip
+
+    def access(self, limit: int = 100, before_id: int | None = None) -> list[Access]:
+        """The access log, newest first."""
+        a = desk_access.c
+        query = sa.select(desk_access).order_by(a.id.desc()).limit(max(1, min(limit, 1000)))
+        if before_id is not None:
+            query = query.where(a.id < before_id)
+        with self.engine.connect() as conn:
+            return [Access(r.id, r.at, r.staff, r.role, r.what) for r in conn.execute(query)]
+
+    @contextmanager
+    def _write(self) -> Iterator[Connection]:
+        with self.engine.connect() as conn:
+            if conn.dialect.name == "sqlite":
+                conn.execution_options(**{_BEGIN_OPTION: "BEGIN IMMEDIATE"})
+            with conn.begin():
+                yield conn
+
+
+def rebuild_hand_index(store: EventStore, index: HandIndex, page: int = 5000) -> int:
+    """Drop the projection and fold every stored event into it again; the number of
+    streams folded. Tables first within each page (a hand's table is known when its
+    summary is made; a summary made before its table's events gets them either way)."""
+    index.clear()
+    after, streams = 0, set[str]()
+    while True:
+        events = store.read_all(after, page)
+        if not events:
+            return len(streams)
+        grouped: dict[str, list[bytes]] = {}
+        for event in events:
+            grouped.setdefault(event.stream_id, []).append(event.envelope)
+        for stream_id in sorted(grouped, key=lambda s: not s.startswith("table-")):
+            index.apply(stream_id, grouped[stream_id])
+            streams.add(stream_id)
+        after = events[-1].position
+
+
+def _seconds(envelope: Any) -> float | None:
+    if not envelope.HasField("occurred_at"):
+        return None
+    stamp = envelope.occurred_at
+    seconds: float = stamp.seconds + stamp.nanos / 1e9
+    return seconds
+
+
+def _summary(row: Any, seats: Iterable[Seat]) -> HandSummary:
+    return HandSummary(
+        hand_id=row.hand_id, table_id=row.table_id, room=row.room, variant=row.variant,
+        started_at=row.started_at, ended_at=row.ended_at, outcome=row.outcome,
+        landlord=row.landlord, multiplier=row.multiplier, bot_for_person=bool(row.bot_for_person),
+        audit=row.audit, audit_detail=row.audit_detail, events=row.events, seats=tuple(seats),
+    )  # fmt: skip

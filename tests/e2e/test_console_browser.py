@@ -1,0 +1,373 @@
+"""The dispute desk in a browser: Debian's Chromium (``/usr/bin/chromium``, driven by
+pytest-playwright; nothing is downloaded) against a real stack started as ``ddz up``
+starts it, the console included, on free ports.
+
+A support person signs in with a staff token, finds a hand by player and by time,
+steps through it with the buttons and the arrow keys, looks at it as one seat saw it
+(no other seat's cards), and sees a failed check once the stored bytes of a hand were
+changed; a player's token and no token are refused; a name with markup is shown as
+text; a hand in play shows no hidden cards; every page has its headings and labels.
+``DDZ_DESK_SCREENSHOTS=<dir>`` keeps the screenshots of the main pages there (the ones
+in docs/screenshots were taken so)."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import itertools
+import os
+import re
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import pytest
+from ddz.adapters.driver import BotTable, Driver
+from ddz.adapters.grpc_client import ask
+from ddz.adapters.stack import Stack, settings_env
+from ddz.config import Settings
+from ddz.entrypoints.up_cmd import console_url
+from ddz.v1 import table_pb2
+from playwright.sync_api import Browser, Dialog, Page, expect
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+    "--disable-component-update", "--no-first-run",
+]  # fmt: skip
+MARKUP_NAME = "<script>alert(1)</script>"
+
+
+@dataclass
+class Desk:
+    stack: Stack
+    url: str
+    env: dict[str, str]
+    hands: list[str]  # finished classic hands of the bot table, oldest first
+    player: str  # a player of those hands
+    tampered: str  # a finished hand whose stored bytes were changed
+    live: str  # a hand in play: a person's turn, a long turn clock
+    person: str
+
+    def token(self, kind: str, name: str, *role: str) -> str:
+        done = subprocess.run(
+            [sys.executable, "-m", "ddz.entrypoints.cli", "token", kind, name, *role],
+            env=self.env, capture_output=True, text=True, timeout=60, check=True,
+        )  # fmt: skip
+        return done.stdout.strip()
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args: dict[str, Any]) -> dict[str, Any]:
+    assert CHROMIUM.exists(), "apt-get install -y chromium (.ci/run does)"
+    return {**browser_type_launch_args, "executable_path": str(CHROMIUM), "args": CHROMIUM_ARGS}
+
+
+@pytest.fixture(scope="session")
+def browser_context_args(browser_context_args: dict[str, Any]) -> dict[str, Any]:
+    # the stack's own CA signed the desk's certificate: the browser does not know it
+    return {**browser_context_args, "ignore_https_errors": True,
+            "viewport": {"width": 1280, "height": 900}}  # fmt: skip
+
+
+async def _play(settings: Settings) -> tuple[list[str], str, str, str]:
+    async with Driver(settings) as driver:
+        results = await driver.play("classic", hands=3, tables=1)
+        hands = [r.hand_id for r in results]
+        # a person's table: bots bid around them, then the hand waits for their turn
+        person = "pat-the-person"
+        seats = [table_pb2.SeatSpec(player_id=person, is_bot=False)] + [
+            table_pb2.SeatSpec(player_id=f"bot-live-{s}", is_bot=True) for s in (1, 2)
+        ]
+        opened = await ask("table", driver.table.OpenTable,
+                           table_pb2.OpenTableRequest(variant="classic", seats=seats))  # fmt: skip
+        live = await driver.deal(BotTable("classic", "live", opened.table.table_id))
+        read = await driver.read_hand(hands[-1])
+        assert read
+    player = next(p for p in _players(read) if p)
+    return hands, player, live, person
+
+
+def _players(stored: list[Any]) -> list[str]:
+    from ddz.adapters import codec
+
+    first = codec.parse_envelope(stored[0].envelope)
+    started = codec.decode_event(first.type, first.type_version, first.payload)
+    return [seat.player_id for seat in started.seats]  # type: ignore[attr-defined]
+
+
+def _tamper(database: Path, hand_id: str, version: int) -> None:
+    """What someone with the database file can do: drop the store's guards and flip a
+    byte of one stored event of the hand."""
+    with sqlite3.connect(database, timeout=120) as conn:  # the recorder writes meanwhile
+        for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'"):
+            conn.execute(f'DROP TRIGGER "{name}"')
+        (envelope,) = conn.execute(
+            "SELECT envelope FROM events WHERE stream_id = ? AND stream_version = ?",
+            (f"hand-{hand_id}", version),
+        ).fetchone()
+        changed = bytearray(envelope)
+        changed[-70] ^= 0x01  # inside the payload, before the signature
+        conn.execute(
+            "UPDATE events SET envelope = ? WHERE stream_id = ? AND stream_version = ?",
+            (bytes(changed), f"hand-{hand_id}", version),
+        )
+
+
+@pytest.fixture(scope="module")
+def desk(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Desk]:
+    data_dir = tmp_path_factory.mktemp("desk")
+    # a long turn clock: the person's hand stays in play while the tests look at it
+    settings = Settings.from_env({"DDZ_DATA_DIR": str(data_dir), "DDZ_TURN_TIMEOUT": "600"})
+    stack = Stack(settings, ephemeral_ports=True, nats_port=0)
+    # Playwright's sync API runs an event loop in this thread: the stack's own asyncio
+    # (starting NATS users, the driver) runs in a thread of its own.
+    with ThreadPoolExecutor(1) as worker:
+        worker.submit(stack.start).result()
+        try:
+            hands, player, live, person = worker.submit(asyncio.run, _play(stack.settings)).result()
+            tampered = hands[0]
+            _tamper(data_dir / "ddz.sqlite3", tampered, 6)
+            env = {**os.environ, **settings_env(stack.settings)}
+            yield Desk(stack, console_url(stack.settings), env, hands[1:], player, tampered,
+                       live, person)  # fmt: skip
+        finally:
+            worker.submit(stack.stop).result()
+
+
+def sign_in(page: Page, desk: Desk, role: str = "support", name: str = "sam") -> None:
+    page.goto(f"{desk.url}/signin")
+    page.get_by_label("Staff token").fill(desk.token("staff", name, "--role", role))
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_role("heading", level=1)).to_have_text("Find hands")
+
+
+def test_no_session_and_a_players_token_are_refused(page: Page, desk: Desk) -> None:
+    for path in ("/hands", f"/hands/{desk.hands[0]}", f"/players/{desk.player}", "/live"):
+        response = page.goto(f"{desk.url}{path}")
+        assert response is not None and response.status == 401, path
+        expect(page.get_by_role("heading", level=1)).to_have_text("Sign in to the dispute desk")
+        assert desk.hands[0] not in page.content()
+    page.get_by_label("Staff token").fill(desk.token("player", desk.player))
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_role("alert")).to_contain_text("player's or operator's token")
+    assert page.context.cookies() == []
+    page.get_by_label("Staff token").fill("not a token")
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_role("alert")).to_contain_text("not a staff token")
+    assert page.context.cookies() == []
+
+
+def test_the_session_cookie_is_http_only_secure_and_strict(page: Page, desk: Desk) -> None:
+    sign_in(page, desk)
+    (cookie,) = page.context.cookies()
+    assert cookie["httpOnly"] and cookie["secure"] and cookie["sameSite"] == "Strict"
+    assert "." in cookie["value"] and "eyJhbGciOi" not in cookie["value"]  # not the token
+    assert 0 < cookie["expires"] - dt.datetime.now(dt.UTC).timestamp() <= 30 * 60 + 5
+
+
+def test_find_a_hand_by_player_and_by_time_then_step_through_it(page: Page, desk: Desk) -> None:
+    sign_in(page, desk)
+    page.get_by_label("Player").fill(desk.player)
+    page.get_by_role("button", name="Search").click()
+    rows = page.locator("table.hands tbody tr")
+    expect(rows).to_have_count(len(desk.hands) + 1)  # and the tampered one
+    for hand_id in desk.hands:
+        expect(page.locator(f'a[href="/hands/{hand_id}"]')).to_have_count(1)
+    # by time: the evening it was played, then an evening with nothing
+    now = dt.datetime.now(dt.UTC)
+    window = {"from": now - dt.timedelta(hours=1), "to": now + dt.timedelta(minutes=5)}
+    for field, when in window.items():
+        page.get_by_label(f"{field.capitalize()} (UTC)").fill(when.strftime("%Y-%m-%dT%H:%M"))
+    page.get_by_role("button", name="Search").click()
+    expect(page.locator(f'a[href="/hands/{desk.hands[-1]}"]')).to_have_count(1)
+    yesterday = now - dt.timedelta(days=1)
+    page.goto(f"{desk.url}/hands?player={desk.player}&from={yesterday:%Y-%m-%dT18:00}"
+              f"&to={yesterday:%Y-%m-%dT23:00}")  # fmt: skip
+    expect(page.get_by_text("No hand matches")).to_be_visible()
+
+    page.goto(f"{desk.url}/hands?player={desk.player}")
+    page.locator(f'a[href="/hands/{desk.hands[-1]}"]').click()
+    expect(page.get_by_role("heading", level=1)).to_contain_text(desk.hands[-1])
+    expect(page.locator(".verdict")).to_contain_text("clean")
+    expect(page.locator(".checks li.pass")).to_have_count(9)
+    page.goto(f"{desk.url}/hands/{desk.hands[-1]}?at=1")
+    expect(page.locator(".step .where")).to_contain_text("#1 ·")
+    page.keyboard.press("ArrowRight")
+    expect(page).to_have_url(re.compile(r"at=2"))
+    expect(page.locator(".step .where")).to_contain_text("#2 · the deal")
+    page.get_by_role("link", name="Next ▶").click()
+    expect(page).to_have_url(re.compile(r"at=3"))
+    page.keyboard.press("ArrowLeft")
+    expect(page).to_have_url(re.compile(r"at=2"))
+    expect(page.locator("tr.current")).to_have_count(1)
+    # the timeline: UTC times, time since the deal, who acted, the ledger's arithmetic
+    first_play = page.locator("table.timeline tr", has_text=" plays ").first
+    expect(first_play).to_contain_text(re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}"))
+    expect(first_play).to_contain_text(re.compile(r"\+\d+\.\d s"))
+    expect(first_play).to_contain_text("bot seat")
+    expect(page.locator("ol.result")).to_contain_text("deltas:")
+
+
+def test_one_seats_view_shows_no_other_seats_cards(page: Page, desk: Desk) -> None:
+    sign_in(page, desk)
+    hand_id = desk.hands[-1]
+    page.goto(f"{desk.url}/hands/{hand_id}?at=2")
+    every = [page.locator("table.cards tbody tr").nth(s).locator(".cards-cell").inner_text()
+             for s in range(3)]  # fmt: skip
+    assert all(len(cards) == 17 for cards in every) and "hidden" not in every
+    page.get_by_role("link", name=re.compile(r"seat 1 \(")).click()
+    expect(page).to_have_url(re.compile(r"view=1"))
+    cells = page.locator("table.cards tbody tr .cards-cell")
+    expect(cells.nth(1)).to_have_text(every[1])
+    for other in (0, 2):
+        expect(cells.nth(other)).to_have_text("hidden")
+    deal = page.locator("table.timeline tr", has_text="the deal of round").first
+    expect(deal).to_contain_text(f"seat 1 holds {every[1]}")
+    text = page.locator("main").inner_text()
+    for other in (0, 2):
+        assert every[other] not in text
+    # stepping keeps the seat's view
+    page.get_by_role("link", name="Next ▶").click()
+    expect(page).to_have_url(re.compile(r"at=3&view=1"))
+
+
+def test_a_hand_whose_stored_bytes_changed_shows_a_failed_check(page: Page, desk: Desk) -> None:
+    sign_in(page, desk)
+    page.goto(f"{desk.url}/hands/{desk.tampered}")
+    expect(page.locator(".verdict")).to_contain_text("hash_chain check failed")
+    expect(page.locator(".checks li.fail")).to_contain_text("FAILED")
+
+
+def test_the_evidence_file_verifies_offline_and_fails_once_changed(
+    page: Page, desk: Desk, tmp_path: Path
+) -> None:
+    sign_in(page, desk)
+    page.goto(f"{desk.url}/hands/{desk.hands[-1]}")
+    with page.expect_download() as download:
+        page.get_by_role("link", name="Evidence file for the player").click()
+    assert download.value.suggested_filename == f"hand-{desk.hands[-1]}.ddz-evidence.json"
+    evidence = tmp_path / download.value.suggested_filename
+    download.value.save_as(evidence)
+    keyring = tmp_path / "keyring.json"
+    # offline: no data dir, no store, no network; the keyring the operator published
+    offline = {k: v for k, v in desk.env.items() if not k.startswith("DDZ_")}
+    offline["DDZ_DATA_DIR"] = str(tmp_path / "nothing-here")
+    ddz = [sys.executable, "-m", "ddz.entrypoints.cli"]
+    subprocess.run([*ddz, "keys", "export", "--out", str(keyring)], env=desk.env, check=True,
+                   capture_output=True, timeout=60)  # fmt: skip
+    verified = subprocess.run([*ddz, "audit", "--bundle", str(evidence), "--keys", str(keyring)],
+                              env=offline, capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    data = bytearray(evidence.read_bytes())
+    at = data.index(b'"envelope": "') + 40
+    data[at] = ord("A") if data[at] != ord("A") else ord("B")
+    evidence.write_bytes(bytes(data))
+    changed = subprocess.run([*ddz, "audit", "--bundle", str(evidence), "--keys", str(keyring)],
+                             env=offline, capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert changed.returncode == 1, changed.stdout + changed.stderr
+    # a hand in play has no evidence file yet: the page says why
+    response = page.goto(f"{desk.url}/hands/{desk.live}/evidence")
+    assert response is not None and response.status == 412
+    expect(page.get_by_role("alert")).to_contain_text("still in play")
+
+
+def test_markup_in_a_name_is_shown_as_text(page: Page, desk: Desk) -> None:
+    dialogs: list[str] = []
+
+    def on_dialog(dialog: Dialog) -> None:
+        dialogs.append(dialog.message)
+        dialog.dismiss()
+
+    page.on("dialog", on_dialog)
+    sign_in(page, desk)
+    page.goto(f"{desk.url}/players/{quote(MARKUP_NAME, safe='')}")
+    expect(page.get_by_role("heading", level=1)).to_have_text(f"Player {MARKUP_NAME}")
+    page.goto(f"{desk.url}/hands?player={quote(MARKUP_NAME)}")
+    expect(page.get_by_label("Player")).to_have_value(MARKUP_NAME)
+    expect(page.get_by_text("No hand matches")).to_be_visible()
+    assert page.locator("script:not([src])").count() == 0
+    assert dialogs == []
+
+
+def test_a_live_hand_shows_no_hidden_cards(page: Page, desk: Desk) -> None:
+    sign_in(page, desk)
+    page.get_by_role("link", name="Live tables").click()
+    expect(page.locator(f'a[href="/hands/{desk.live}"]')).to_have_count(1)
+    page.locator(f'a[href="/hands/{desk.live}"]').click()
+    expect(page.locator(".facts")).to_contain_text("in play")
+    cells = page.locator("table.cards tbody tr .cards-cell")
+    expect(cells).to_have_count(3)
+    for seat in range(3):
+        expect(cells.nth(seat)).to_have_text("hidden")
+    expect(page.locator("table.timeline")).to_contain_text("cards hidden while the hand is in play")
+    # a seat's view of a hand in play hides that seat's cards too: the desk is no table
+    page.goto(f"{desk.url}/hands/{desk.live}?view=0")
+    expect(page.locator("table.cards tbody tr .cards-cell").nth(0)).to_have_text("hidden")
+
+
+def test_auditors_read_the_access_log_and_support_cannot(browser: Browser, desk: Desk) -> None:
+    support = browser.new_context(ignore_https_errors=True).new_page()
+    sign_in(support, desk, "support", "sam-the-support")
+    support.goto(f"{desk.url}/hands/{desk.hands[0]}")
+    response = support.goto(f"{desk.url}/access")
+    assert response is not None and response.status == 403
+    auditor = browser.new_context(ignore_https_errors=True).new_page()
+    sign_in(auditor, desk, "auditor", "ada")
+    auditor.get_by_role("link", name="Access log").click()
+    row = auditor.locator("table.access tr", has_text="sam-the-support").first
+    expect(row).to_contain_text(f"/hands/{desk.hands[0]}")
+    expect(row).to_contain_text("support")
+
+
+def test_every_page_has_headings_and_labels(page: Page, desk: Desk) -> None:
+    shots = Path(os.environ.get("DDZ_DESK_SCREENSHOTS", "."))
+    page.goto(f"{desk.url}/signin")
+    _accessible(page)
+    _shoot(page, shots, "signin")
+    sign_in(page, desk, "auditor", "ada")
+    pages = {
+        "hands": f"{desk.url}/hands",
+        "hand": f"{desk.url}/hands/{desk.hands[-1]}?at=14",
+        "hand-seat-view": f"{desk.url}/hands/{desk.hands[-1]}?at=14&view=2",
+        "failed-audit": f"{desk.url}/hands/{desk.tampered}",
+        "player": f"{desk.url}/players/{desk.player}",
+        "live": f"{desk.url}/live",
+        "access": f"{desk.url}/access",
+    }
+    for name, url in pages.items():
+        response = page.goto(url)
+        assert response is not None and response.status == 200, name
+        _accessible(page)
+        _shoot(page, shots, name)
+
+
+def _accessible(page: Page) -> None:
+    """The smoke check: a language, one h1, headings in order, every field labelled,
+    every table captioned with header cells, every link named."""
+    assert page.locator("html").get_attribute("lang") == "en"
+    assert page.locator("h1").count() == 1
+    levels = [int(tag[1]) for tag in page.locator("h1, h2, h3").evaluate_all(
+        "els => els.map(e => e.tagName.toLowerCase())")]  # fmt: skip
+    assert all(b - a <= 1 for a, b in itertools.pairwise(levels)), levels
+    for field in page.locator("input:not([type=hidden]), select, textarea").all():
+        field_id = field.get_attribute("id")
+        assert field_id and page.locator(f'label[for="{field_id}"]').count() == 1, field_id
+    for table in page.locator("table").all():
+        assert table.locator("caption").count() == 1 and table.locator("th").count() > 0
+    for link in page.locator("a").all():
+        assert link.inner_text().strip() or link.get_attribute("aria-label"), link
+    assert page.locator("main#main").count() == 1
+
+
+def _shoot(page: Page, directory: Path, name: str) -> None:
+    if not os.environ.get("DDZ_DESK_SCREENSHOTS"):
+        return
+    directory.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(directory / f"desk-{name}.png"), full_page=True)
