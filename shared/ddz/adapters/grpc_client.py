@@ -117,6 +117,13 @@ REPEATS: Mapping[str, Repeat] = MappingProxyType({
     "ddz.v1.RecorderService/ReadAll": READ,
     "ddz.v1.AuditService/AuditHand": READ,
     "ddz.v1.AuditService/AuditAll": READ,
+    "ddz.v1.DeskService/FindHands": READ,
+    "ddz.v1.DeskService/GetHandSummary": READ,
+    "ddz.v1.DeskService/ListAccess": READ,
+    "ddz.v1.DeskService/GetEvidence": READ,
+    "ddz.v1.DeskService/LogAccess": once(
+        "appends a line to the access log: a repeat would log the page twice; the console "
+        "shows no page whose opening it could not log, so staff open it again"),
     "ddz.v1.TableService/OpenTable": once(
         "without a table id every call opens another table"),
     "ddz.v1.TableService/GetTable": READ,
