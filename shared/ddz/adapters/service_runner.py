@@ -250,6 +250,12 @@ async def run_service(
         await service.close()
 
 
+def named(name: str, exc: BaseException) -> str:
+    """``exc`` as a line that names the service once (many errors name it already)."""
+    text = str(exc) or type(exc).__name__
+    return text if text.startswith(f"{name}: ") else f"{name}: {text}"
+
+
 def main(name: str) -> int:
     """The whole of a service process: settings, logging, serve. Exit code 2 on bad
     configuration (one line on stderr), 1 when a dependency cannot be reached."""
@@ -271,10 +277,10 @@ def main(name: str) -> int:
         return 130
     except (OSError, TimeoutError, nats.errors.Error) as exc:
         log.error("cannot_start", service=name, error=str(exc) or type(exc).__name__)
-        print(f"ddz: error: {name}: {exc or type(exc).__name__}", file=sys.stderr)
+        print(f"ddz: error: {named(name, exc)}", file=sys.stderr)
         return 1
     except ValueError as exc:  # configuration read while building (e.g. the rooms file)
         log.error("bad_configuration", service=name, error=str(exc))
-        print(f"ddz: error: {name}: {exc}", file=sys.stderr)
+        print(f"ddz: error: {named(name, exc)}", file=sys.stderr)
         return 2
     return 0
