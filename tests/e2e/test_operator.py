@@ -60,6 +60,9 @@ def test_a_second_ddz_up_on_a_data_dir_is_refused_and_a_killed_one_holds_nothing
     logs = data_dir / "logs"
     first = Up(data_dir)
     try:
+        # Its banner says what to run next, and with which data dir.
+        nexts = [line.split() for line in first.out if f"DDZ_DATA_DIR={data_dir} " in line]
+        assert {words[2] for words in nexts} >= {"play", "simulate"}, first.transcript()
         # The same settings as the first (its ports, its data dir): as a user would retry.
         same = env_of(dataclasses.replace(first.settings, nats_url=""))
         second = ddz("up", "--nats-port", "0", env=same, timeout=60)

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from ddz.adapters import nats_auth
 from ddz.adapters.stack import (
     SERVING,
     CrashLoop,
@@ -221,6 +222,26 @@ def test_a_killed_nats_server_comes_back_and_the_services_recover(up: Up) -> Non
     assert up.process.poll() is None
 
 
+def test_a_service_started_on_a_taken_port_says_so_in_one_line(up: Up) -> None:
+    """A second rules service, as ``ddz serve rules`` would start one beside the suite: it
+    reaches NATS, then cannot listen on the suite's rules port; its last line names the
+    setting that moves the port, and the service once (no ``rules: rules:``)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DDZ_")}
+    env.update(settings_env(up.settings))
+    env.update(nats_auth.service_env(up.settings.data_dir, "rules"))
+    env.update(DDZ_LOG_TO_FILE="false", DDZ_RULES_METRICS_PORT="0")
+    done = subprocess.run(
+        [sys.executable, "-m", "services.rules"], capture_output=True, text=True, env=env,
+        timeout=BOUND, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"ddz: error: rules: cannot listen on {up.addresses['rules']} "), last
+    assert "set DDZ_RULES_PORT to a free port" in last and "rules: rules:" not in done.stderr
+    assert "Traceback" not in done.stderr
+    assert up.serving("rules")  # the suite's own rules service is untouched
+
+
 def test_ctrl_c_stops_everything_and_restarts_nothing(up: Up) -> None:
     seen = len(up.out)
     up.process.send_signal(signal.SIGINT)
@@ -376,7 +397,7 @@ def test_ddz_up_scales_services_on_a_nats_cluster_and_the_tools_find_it(tmp_path
             env=env, capture_output=True, text=True, timeout=BOUND,
         )  # fmt: skip
         assert done.returncode == 0, done.stderr
-        assert "starting a local stack" not in done.stderr
+        assert "no suite is running from" not in done.stderr
         assert json.loads(done.stdout)["hands"] == 24
 
         for name in ("rules", "rules-2"):  # each hand's commands reach one of them

@@ -27,8 +27,10 @@ from __future__ import annotations
 
 import argparse
 import shlex
+import shutil
 import signal
 import sys
+from pathlib import Path
 from types import FrameType
 
 from ddz.adapters.certs import grpcurl_flags
@@ -116,19 +118,32 @@ def describe(stack: Stack) -> str:
         return settings.address(service).split(",")[0]
 
     # The tools find this suite by its data dir (stack.json): the same DDZ_DATA_DIR.
-    same = f"DDZ_DATA_DIR={shlex.quote(str(settings.data_dir))} "
+    same = f"DDZ_DATA_DIR={shlex.quote(str(settings.data_dir))} {ddz_command()}"
     lines += [
         "",
         "  next, in another terminal (the same data dir finds this suite):",
-        f"        {same}ddz play                 # take a seat against two bots",
-        f"        {same}ddz simulate --hands 20  # bots play 20 hands",
-        f"        {same}ddz audit --all          # check every hand stored",
+        f"        {same} play                 # take a seat against two bots",
+        f"        {same} simulate --hands 20  # bots play 20 hands",
+        f"        {same} audit --all          # check every hand stored",
         f"        grpcurl {grpcurl_flags(settings, client_cert=False)} {first('table')} list",
     ]
     if settings.insecure:
         lines.append("  WARNING: DDZ_INSECURE is set: plaintext gRPC, no identities, no rights.")
     lines.append("  Ctrl-C stops everything.")
     return "\n".join(lines)
+
+
+def ddz_command() -> str:
+    """How to run this ``ddz`` from here: ``ddz`` when it is the one on the PATH, else its
+    path (``.venv/bin/ddz`` for a newcomer who has not activated the virtualenv)."""
+    here = Path(sys.executable).parent / "ddz"
+    found = shutil.which("ddz")
+    if not here.exists() or (found is not None and Path(found).resolve() == here.resolve()):
+        return "ddz"
+    try:
+        return shlex.quote(str(here.relative_to(Path.cwd())))
+    except ValueError:
+        return shlex.quote(str(here))
 
 
 def _port(text: str) -> int:
