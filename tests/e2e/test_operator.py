@@ -76,6 +76,12 @@ def test_a_second_ddz_up_on_a_data_dir_is_refused_and_a_killed_one_holds_nothing
         assert not (logs / "previous").exists()
         assert first.serving("table") and first.process.poll() is None
         first_pids = set(first.pids.values())
+        # A tool run with another data dir, where the first suite's table listens.
+        table_port = str(first.settings.port("table"))
+        elsewhere = {"DDZ_DATA_DIR": str(tmp_path / "b"), "DDZ_TABLE_PORT": table_port}
+        simulate_off_a_terminal_beside_another_suite(
+            env_of(Settings.from_env(elsewhere)), tmp_path / "b"
+        )
     finally:
         first.close()  # kill -9 of ddz up and of each child
     wait_until(lambda: not processes_of(data_dir), "no process of the first suite left")
@@ -102,36 +108,34 @@ def test_a_taken_port_is_one_line_naming_the_setting_that_moves_it(tmp_path: Pat
         taken.listen()
         port = taken.getsockname()[1]
         cases = [
-            (("up",), {"DDZ_RULES_PORT": str(port)}, "DDZ_RULES_PORT"),
-            (("up",), {"DDZ_TABLE_METRICS_PORT": str(port)}, "DDZ_TABLE_METRICS_PORT"),
-            (("up", "--nats-port", str(port)), {}, "--nats-port"),
+            (("up",), {"DDZ_RULES_PORT": str(port)}, "set DDZ_RULES_PORT "),
+            (("up",), {"DDZ_TABLE_METRICS_PORT": str(port)}, "set DDZ_TABLE_METRICS_PORT "),
+            (("up", "--nats-port", str(port)), {}, "give --nats-port another port"),
         ]
         for args, extra, setting in cases:
             done = ddz(*args, env=env_of(settings, **extra), timeout=60)
             assert done.returncode == 2, done.stderr
             line = one_line(done.stderr)
-            assert f"port {port} " in line and f"set {setting} " in line, line
+            assert f"port {port} " in line and setting in line, line
             assert "rules: rules:" not in line
     # Refused before anything started: no NATS store, no child, the lock let go.
     assert not (data_dir / "jetstream").exists()
     assert not processes_of(data_dir)
 
 
-def test_simulate_off_a_terminal_says_where_it_starts_a_stack_and_how_far_it_is(
-    tmp_path: Path,
-) -> None:
-    """No suite runs from this data dir: ``simulate`` says so first, naming the dir; its
+def simulate_off_a_terminal_beside_another_suite(env: dict[str, str], data_dir: Path) -> None:
+    """No suite runs from ``data_dir``; another one's table listens at the port ``env``
+    names. ``simulate`` says so first, naming the dir, with no TLS handshake noise; its
     progress comes as plain lines on stderr (a pipe is no terminal), stdout is the JSON
     alone. Then the hands it stored: ``ddz audit`` of one with stdout closed (as ``|
     head -1`` leaves it) ends with 0 and says nothing; ``--quiet`` silences progress."""
-    data_dir = tmp_path / "elsewhere"
-    env = env_of(Settings.from_env({"DDZ_DATA_DIR": str(data_dir)}))
     done = ddz("simulate", "--hands", "4", "--json", env=env)
     assert done.returncode == 0, done.stderr
     assert set(json.loads(done.stdout)) >= {"hands", "events"}  # stdout: the JSON, whole
     lines = done.stderr.strip().splitlines()
     assert lines[0].startswith(f"ddz: no suite is running from {data_dir} "), done.stderr
-    assert "starting one for this command only" in lines[0]
+    assert "another suite's?" in lines[0] and "starting one for this command only" in lines[0]
+    assert "Handshake" not in done.stderr
     # Starting a stack takes longer than one progress interval: lines came meanwhile.
     progress = [line for line in lines[1:] if PROGRESS.match(line)]
     assert progress and progress[-1].endswith(", done"), done.stderr

@@ -19,6 +19,11 @@ routes) instead of one server, with every stream replicated three times. Once re
 stack writes where everything is to ``<data dir>/stack.json`` (``stack_file``), where the
 tools find it; ``stop()`` removes it.
 
+Before anything starts (``claim``), the stack takes the data dir's lock
+(``suite_lock``: one suite per data dir) and checks that every port its settings name is
+free; either refusal is a ``SetupRefused`` of one line. Each start moves the last run's
+logs to ``logs/previous/``; a restart (``restart``) rewrites ``stack.json``.
+
 ``stop()`` sends SIGTERM to every service and waits (SIGKILL after ``grace`` seconds),
 then stops NATS: children first, so they can finish and ack what is in flight. Every
 child runs in its own session, so a terminal's Ctrl-C reaches only the supervisor,
@@ -417,9 +422,10 @@ class Stack:
         """Refuse to start when a port the settings name is taken: one line naming it and
         the setting that moves it, before any child starts (a service that cannot bind
         would exit, and health checks would knock at whatever listens there instead)."""
-        wanted: list[tuple[str, int, str, str]] = []  # (host, port, what, setting)
+        wanted: list[tuple[str, int, str, str]] = []  # (host, port, what, what to do)
         if not settings.nats_url and not self.nats_cluster and self.nats_port:
-            wanted.append((settings.host, self.nats_port, "NATS", "--nats-port (0: a free one)"))
+            move = "give --nats-port another port (0: any free one)"
+            wanted.append((settings.host, self.nats_port, "NATS", move))
         for service in self.services:
             name = f"DDZ_{service.upper()}"
             host = settings.listen_address(service).rsplit(":", 1)[0]
@@ -430,11 +436,13 @@ class Stack:
                 wanted.append((host, metrics, f"{service} metrics", f"{name}_METRICS_PORT"))
             probe = settings.probe_ports.get(service, 0)
             wanted.append((host, probe, f"{service} probe", f"{name}_PROBE_PORT"))
-        for host, port, what, setting in wanted:
+        for host, port, what, move in wanted:
             if port and not listenable(host, port):
+                if move.startswith("DDZ_"):
+                    move = f"set {move} to a free port"
                 raise SetupRefused(
                     f"port {port} ({what}) is in use on {host}: another program or suite "
-                    f"listens there; set {setting} to a free port, or stop what listens there"
+                    f"listens there; {move}, or stop what listens there"
                 )
 
     def _start_nats(self, settings: Settings) -> Settings:

@@ -312,7 +312,8 @@ def run_e2e(args: argparse.Namespace) -> int:
                         "--player applies to a stack started by the bench: stop `ddz up` first"
                     )
                 result = asyncio.run(e2e(live, stack, variant, hands, tables, progress))
-                progress.stage("stopping the stack")
+                if stack is not None:
+                    progress.stage("stopping its stack", unit="")
             progress.stage("in-process self-play, for the ratio", unit="")
             result.selfplay_hands_per_s = selfplay_rate(variant, hands, result.player)
         if args.json:

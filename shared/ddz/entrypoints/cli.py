@@ -75,6 +75,10 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # gRPC's core prints a line per failed TLS handshake (a suite of another data dir at
+    # the configured port): noise to a person, whose command says what is wrong in its own
+    # words. Set before gRPC loads; GRPC_VERBOSITY=INFO brings the lines back.
+    os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
     argv = sys.argv[1:] if argv is None else list(argv)
     command = argv[0] if argv and not argv[0].startswith("-") else None
     parser = build_parser(command)

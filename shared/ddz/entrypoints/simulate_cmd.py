@@ -23,6 +23,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import socket
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -79,13 +80,29 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def announce_own_stack(settings: Settings) -> None:
     """Say on stderr, before it starts, that this command starts a suite of its own, and
     where: a user who meant the suite of another data dir sees it at once."""
+    table = settings.address("table")
+    why = f"no table answers at {table}"
+    if listening(table):
+        # Something is there but did not answer us: a suite made with another data
+        # dir's certificates (the usual case), or another program.
+        why = f"the table at {table} does not take this data dir's certificates: another suite's?"
     print(
-        f"ddz: no suite is running from {settings.data_dir} (no table answers at "
-        f"{settings.address('table')}): starting one for this command only, its data in "
-        f"{settings.data_dir}; to use a running suite, set DDZ_DATA_DIR to its data dir",
+        f"ddz: no suite is running from {settings.data_dir} ({why}): starting one for this "
+        f"command only, its data in {settings.data_dir}; to use a running suite, set "
+        "DDZ_DATA_DIR to its data dir",
         file=sys.stderr,
         flush=True,
     )
+
+
+def listening(address: str) -> bool:
+    """True when something accepts connections at ``address`` (its first ``host:port``)."""
+    host, _, port = address.split(",")[0].rpartition(":")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=1.0):
+            return True
+    except (OSError, ValueError):
+        return False
 
 
 @contextlib.contextmanager
