@@ -235,7 +235,7 @@ async def e2e(settings: Settings, stack: Stack | None, variant: str, hands: int,
     try:
         async with Driver(settings) as driver:
             if progress is not None:
-                progress.stage("warming up every table", total=tables)
+                progress.stage(f"warming up {tables} tables", unit="")
             await driver.play(variant, tables, tables)  # warm up every table's path
             before = await _bot_stats(settings, stack)
             start_position = await _store_position(recorder)
