@@ -122,6 +122,14 @@ def test_a_taken_port_is_one_line_naming_the_setting_that_moves_it(tmp_path: Pat
     assert not (data_dir / "jetstream").exists()
     assert not processes_of(data_dir)
 
+    a_file = tmp_path / "a-file"
+    a_file.write_text("kept\n")
+    done = ddz("up", env=env_of(settings, DDZ_DATA_DIR=str(a_file)), timeout=60)
+    assert done.returncode == 2
+    line = one_line(done.stderr)
+    assert f"data dir {a_file}: not a directory" in line and "set DDZ_DATA_DIR" in line, line
+    assert a_file.read_text() == "kept\n"
+
 
 def simulate_off_a_terminal_beside_another_suite(env: dict[str, str], data_dir: Path) -> None:
     """No suite runs from ``data_dir``; another one's table listens at the port ``env``

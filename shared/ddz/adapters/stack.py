@@ -385,6 +385,12 @@ class Stack:
             self._lock.acquire("" if self.ephemeral_ports else settings.address("table"))
         except SuiteRunning as exc:
             raise SetupRefused(str(exc)) from None
+        except OSError as exc:  # not a directory, not writable: nothing can start there
+            raise SetupRefused(
+                f"cannot use the data dir {settings.data_dir}: {exc.strerror or exc} "
+                f"({exc.filename or self._lock.path}); set DDZ_DATA_DIR to a directory "
+                "this user can write"
+            ) from None
         try:
             self._check_ports(settings)
         except SetupRefused:

@@ -14,6 +14,7 @@ refusal's message; the lock itself is the ``flock``, never the file's content.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import os
@@ -44,6 +45,8 @@ class SuiteLock:
         holds it. ``table``: the table's address, as far as it is known yet."""
         if self._fd is not None:
             return
+        if self.data_dir.exists() and not self.data_dir.is_dir():
+            raise NotADirectoryError(errno.ENOTDIR, "not a directory", str(self.data_dir))
         self.data_dir.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         try:
