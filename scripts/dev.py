@@ -5,11 +5,17 @@
     python3 scripts/dev.py test    # set up with test extras, then every check and the tests
 
 Only the standard library is used here, so it works on a machine with nothing but Python.
+The install is skipped when nothing it is built from changed since the last one (a hash
+of pyproject.toml, setup.py and the compiled rules engine's sources, kept in
+``.venv/.ddz-install.json``); the rest of the code runs from the work tree as it is.
 Extra arguments after ``test`` go to pytest (e.g. ``-k settle``).
 """
 
 from __future__ import annotations
 
+import ast
+import hashlib
+import json
 import os
 import subprocess
 import sys
@@ -29,25 +35,93 @@ def sh(*args: str | Path, env: dict[str, str] | None = None) -> None:
         sys.exit(result.returncode)
 
 
-def setup(extras: str) -> None:
+STAMP = VENV / ".ddz-install.json"
+"""What the last install was made from (``install_hash``) and with which extras."""
+
+
+def install_hash() -> str:
+    """A hash of everything the editable install is built from: the package metadata
+    (pyproject.toml, setup.py), the compiled rules engine's sources, the Python and
+    whether compiling is off. The rest of the code is imported from the work tree."""
+    compiled = ROOT / "shared/ddz/compiled.py"
+    names: list[str] = []
+    for node in ast.parse(compiled.read_text()).body:
+        if isinstance(node, ast.Assign) and ast.unparse(node.targets[0]) == "COMPILED_MODULES":
+            names = list(ast.literal_eval(node.value))
+    sources = [ROOT / "pyproject.toml", ROOT / "setup.py", compiled]
+    sources += [ROOT / "shared" / (name.replace(".", "/") + ".py") for name in names]
+    digest = hashlib.sha256(sys.version.encode())
+    digest.update(os.environ.get("DDZ_PURE_PYTHON", "").encode())
+    for source in sources:
+        digest.update(source.name.encode() + b"\0" + source.read_bytes())
+    return digest.hexdigest()
+
+
+def setup(extras: str) -> bool:
+    """Install the project (with ``extras``) into the virtual environment, unless the last
+    install was made from the same sources with these extras or more. True when it
+    installed."""
     if not PY.exists():
         print(f"+ creating virtual environment {VENV}", flush=True)
         venv.EnvBuilder(with_pip=True).create(VENV)
         sh(PY, "-m", "pip", "install", "--quiet", "--upgrade", "pip")
+    wanted = set(filter(None, extras.split(",")))
+    current = install_hash()
+    try:
+        stamp = json.loads(STAMP.read_text())
+    except (OSError, ValueError):
+        stamp = {}
+    if (
+        stamp.get("hash") == current
+        and wanted <= set(stamp.get("extras", ()))
+        and (BIN / "ddz").exists()
+    ):
+        print(
+            f"+ {VENV.name} is up to date (nothing the install is built from changed)", flush=True
+        )
+        return False
+    STAMP.unlink(missing_ok=True)  # a failed install below leaves no stamp behind
     target = f".[{extras}]" if extras else "."
     sh(PY, "-m", "pip", "install", "--quiet", "-e", target)
+    return True
+
+
+def stamp(extras: str) -> None:
+    """Record that the install of ``extras`` is complete (``setup`` skips it next time)."""
+    STAMP.write_text(
+        json.dumps({"hash": install_hash(), "extras": sorted(filter(None, extras.split(",")))})
+    )
+
+
+def how_to_run_ddz() -> None:
+    ddz = BIN / "ddz"
+    shown = ddz.relative_to(ROOT) if ddz.is_relative_to(ROOT) else ddz
+    activate = (
+        (BIN / "activate").relative_to(ROOT) if BIN.is_relative_to(ROOT) else BIN / "activate"
+    )
+    print(
+        f"\nddz is installed in {VENV}; it is not on your PATH. Run it as\n"
+        f"  {shown} up          # the suite, until Ctrl-C (then: {shown} play)\n"
+        f"  {shown} --help\n"
+        f"or first `source {activate}`, then plain `ddz ...`.",
+        flush=True,
+    )
 
 
 def run(args: list[str]) -> None:
-    setup("")
+    if setup(""):
+        stamp("")
     sh(BIN / "ddz", "demo", *args)
+    how_to_run_ddz()
 
 
 def test(args: list[str]) -> None:
-    setup("dev,peers")
-    # DouZero is a test-only peer for the benchmark and a differential test; its
-    # package metadata pins torch, which its move generator does not need.
-    sh(PY, "-m", "pip", "install", "--quiet", "--no-deps", "douzero==1.1.0")
+    extras = "dev,peers"
+    if setup(extras):
+        # DouZero is a test-only peer for the benchmark and a differential test; its
+        # package metadata pins torch, which its move generator does not need.
+        sh(PY, "-m", "pip", "install", "--quiet", "--no-deps", "douzero==1.1.0")
+        stamp(extras)
     sh(PY, "tools/gen_protos.py", "--check")
     sh(BIN / "ruff", "check", ".")
     sh(BIN / "mypy", "shared/ddz", "services")

@@ -43,7 +43,7 @@ from metrics_kit import Series, scrape, total
 SEED_VARIABLE = "DDZ_CLUSTER_SEED"
 INSTANCES = 2
 NATS_NODES = 3
-LOCAL_STACK = "starting a local stack"
+LOCAL_STACK = "no suite is running from"  # what a tool says before it starts its own
 """What ``ddz simulate`` says on stderr when it finds no stack and starts its own."""
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from ddz.adapters import nats_auth
 from ddz.adapters.stack import (
     SERVING,
     CrashLoop,
@@ -164,6 +165,13 @@ class Up:
                 os.kill(pid, signal.SIGKILL)
 
 
+def recorded_pids(up: Up) -> dict[str, int]:
+    """The pid of every child as ``<data dir>/stack.json`` gives it to the tools."""
+    record = json.loads((up.settings.data_dir / "stack.json").read_text())
+    children = [*record["instances"], *record["nats"]]
+    return {child["name"]: child["pid"] for child in children}
+
+
 def restarted(name: str, address: str) -> str:
     """The line ``ddz up`` prints when it restarted ``name`` killed by SIGKILL."""
     return rf"^ddz: {name} was killed by SIGKILL; restarted  {re.escape(address)}  \(pid (\d+)\)$"
@@ -188,6 +196,7 @@ def test_a_killed_service_comes_back_at_its_address(up: Up) -> None:
     wait_until(lambda: up.serving("rules"), "the restarted rules service answers SERVING")
     assert gone(old) and not gone(new)  # the one answering at the address is the new one
     assert up.process.poll() is None
+    assert recorded_pids(up) == up.pids  # stack.json says the restarted one, not the dead one
 
 
 def test_a_killed_nats_server_comes_back_and_the_services_recover(up: Up) -> None:
@@ -195,6 +204,7 @@ def test_a_killed_nats_server_comes_back_and_the_services_recover(up: Up) -> Non
     seen = len(up.out)
     os.kill(old, signal.SIGKILL)
     up.pids["nats"] = int(up.wait_line(restarted("nats", url), after=seen)[1])
+    assert recorded_pids(up) == up.pids
     for name in SERVICE_PORTS:
         wait_until(lambda name=name: up.serving(name), f"{name} SERVING after NATS restarted")
     # Serving is not enough: a hand must go through every service and reach the store.
@@ -208,8 +218,28 @@ def test_a_killed_nats_server_comes_back_and_the_services_recover(up: Up) -> Non
     assert done.returncode == 0, done.stderr + up.transcript()
     data = json.loads(done.stdout)
     assert data["hands"] == 2 and data["stored_events"] == data["events"] > 0
-    assert "starting a local stack" not in done.stderr  # it used the supervised one
+    assert "no suite is running" not in done.stderr  # it used the supervised one
     assert up.process.poll() is None
+
+
+def test_a_service_started_on_a_taken_port_says_so_in_one_line(up: Up) -> None:
+    """A second rules service, as ``ddz serve rules`` would start one beside the suite: it
+    reaches NATS, then cannot listen on the suite's rules port; its last line names the
+    setting that moves the port, and the service once (no ``rules: rules:``)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DDZ_")}
+    env.update(settings_env(up.settings))
+    env.update(nats_auth.service_env(up.settings.data_dir, "rules"))
+    env.update(DDZ_LOG_TO_FILE="false", DDZ_RULES_METRICS_PORT="0")
+    done = subprocess.run(
+        [sys.executable, "-m", "services.rules"], capture_output=True, text=True, env=env,
+        timeout=BOUND, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"ddz: error: rules: cannot listen on {up.addresses['rules']} "), last
+    assert "set DDZ_RULES_PORT to a free port" in last and "rules: rules:" not in done.stderr
+    assert "Traceback" not in done.stderr
+    assert up.serving("rules")  # the suite's own rules service is untouched
 
 
 def test_ctrl_c_stops_everything_and_restarts_nothing(up: Up) -> None:
@@ -220,7 +250,7 @@ def test_ctrl_c_stops_everything_and_restarts_nothing(up: Up) -> None:
     assert not [line for line in up.out[seen:] if "restarted" in line], up.transcript()
     assert "ddz: stopped" in up.err, up.transcript()
     for name in SERVICE_PORTS:
-        # The log holds every run of the service; its last run stopped gracefully.
+        # The log holds this run of the service, restarts included; the last stopped gracefully.
         last_run = (up.settings.log_dir / f"{name}.log").read_text().rsplit("rules_engine", 1)
         assert '"event": "stopped"' in last_run[-1], f"{name} did not stop gracefully"
 
@@ -367,7 +397,7 @@ def test_ddz_up_scales_services_on_a_nats_cluster_and_the_tools_find_it(tmp_path
             env=env, capture_output=True, text=True, timeout=BOUND,
         )  # fmt: skip
         assert done.returncode == 0, done.stderr
-        assert "starting a local stack" not in done.stderr
+        assert "no suite is running from" not in done.stderr
         assert json.loads(done.stdout)["hands"] == 24
 
         for name in ("rules", "rules-2"):  # each hand's commands reach one of them

@@ -405,10 +405,14 @@ async def start_server(
             bound = server.add_insecure_port(address)
         else:
             bound = server.add_secure_port(address, credentials)
-    except RuntimeError as exc:
-        raise OSError(f"{service_name}: cannot listen on {address}: {exc}") from None
+    except RuntimeError:
+        bound = 0  # gRPC's own words name no setting: ours below do
     if bound == 0:
-        raise OSError(f"{service_name}: cannot listen on {address}")
+        name = f"DDZ_{service_name.upper()}"
+        raise OSError(
+            f"{service_name}: cannot listen on {address} (the port is in use, or the host is "
+            f"not this machine's): set {name}_PORT to a free port, or {name}_LISTEN"
+        )
     watch = HealthWatch(service_name, service_full_names, checks or {}, health, roles=roles)
     await watch.start()  # the first status is set before the first call is taken
     try:

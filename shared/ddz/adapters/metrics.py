@@ -273,7 +273,10 @@ def serve_metrics(service: str, address: str) -> MetricsServer:
     try:
         server, thread = start_http_server(int(port), addr=host, registry=REGISTRY)
     except OSError as exc:
-        raise OSError(f"{service}: cannot serve metrics on {address}: {exc}") from None
+        raise OSError(
+            f"{service}: cannot serve metrics on {address} ({exc.strerror or exc}): set "
+            f"DDZ_{service.upper()}_METRICS_PORT to a free port"
+        ) from None
     bound = MetricsServer(host, int(server.server_port), server, thread)
     shown = f"[{host}]" if ":" in host else host
     log.info("metrics", service=service, address=f"{shown}:{bound.port}")

@@ -56,6 +56,21 @@ def port_is_free(host: str, port: int) -> bool:
     return True
 
 
+def listenable(host: str, port: int) -> bool:
+    """True when a server could listen on ``host:port`` now (as a gRPC server binds:
+    with ``SO_REUSEADDR``, so connections of an earlier run in TIME_WAIT do not count)."""
+    host = host.strip("[]")
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+            probe.listen(1)
+        except OSError:
+            return False
+    return True
+
+
 @dataclass
 class NatsServer:
     """A running ``nats-server`` process that this process started."""

@@ -256,6 +256,12 @@ async def run_service(
         await service.close()
 
 
+def named(name: str, exc: BaseException) -> str:
+    """``exc`` as a line that names the service once (many errors name it already)."""
+    text = str(exc) or type(exc).__name__
+    return text if text.startswith(f"{name}: ") else f"{name}: {text}"
+
+
 def main(name: str) -> int:
     """The whole of a service process: settings, logging, serve. Exit code 2 on bad
     configuration (one line on stderr), 1 when a dependency cannot be reached."""
@@ -280,7 +286,7 @@ def main(name: str) -> int:
         if bad is not None:  # a file of its own it cannot use: bad configuration
             return _refuse(name, bad)
         log.error("cannot_start", service=name, error=str(exc) or type(exc).__name__)
-        print(f"ddz: error: {name}: {exc or type(exc).__name__}", file=sys.stderr)
+        print(f"ddz: error: {named(name, exc)}", file=sys.stderr)
         return 1
     except ValueError as exc:  # configuration read while building (e.g. the rooms file)
         return _refuse(name, exc)
@@ -290,5 +296,5 @@ def main(name: str) -> int:
 def _refuse(name: str, exc: ValueError) -> int:
     """Exit code 2 with one line (``ddz up`` shows that line as its own)."""
     log.error("bad_configuration", service=name, error=str(exc))
-    print(f"ddz: error: {name}: {exc}", file=sys.stderr)
+    print(f"ddz: error: {named(name, exc)}", file=sys.stderr)
     return 2

@@ -19,6 +19,11 @@ routes) instead of one server, with every stream replicated three times. Once re
 stack writes where everything is to ``<data dir>/stack.json`` (``stack_file``), where the
 tools find it; ``stop()`` removes it.
 
+Before anything starts (``claim``), the stack takes the data dir's lock
+(``suite_lock``: one suite per data dir) and checks that every port its settings name is
+free; either refusal is a ``SetupRefused`` of one line. Each start moves the last run's
+logs to ``logs/previous/``; a restart (``restart``) rewrites ``stack.json``.
+
 ``stop()`` sends SIGTERM to every service and waits (SIGKILL after ``grace`` seconds),
 then stops NATS: children first, so they can finish and ack what is in flight. Every
 child runs in its own session, so a terminal's Ctrl-C reaches only the supervisor,
@@ -60,10 +65,12 @@ from ddz.adapters.nats_server import (
     NatsServer,
     NatsServerError,
     free_port,
+    listenable,
     reserve,
     start_nats_cluster,
     start_nats_server,
 )
+from ddz.adapters.suite_lock import SuiteLock, SuiteRunning, new_run_logs
 from ddz.adapters.token_keys import ensure_keys
 from ddz.config import SERVICE_PORTS, WILDCARD_HOSTS, Settings
 
@@ -99,6 +106,12 @@ class ServiceRefused(ValueError):
 
 REFUSAL = "ddz: error: "
 """How a service's one-line refusal begins (``service_runner.main``)."""
+
+
+class SetupRefused(StackError):
+    """The stack cannot start as set up (another suite holds the data dir, a port it
+    must listen on is taken): refused before anything starts; the message is one line
+    naming what to change."""
 
 
 class Stop(Protocol):
@@ -360,6 +373,8 @@ class Stack:
         self.restarts: dict[str, int] = {}  # child name -> times restarted (stack.json)
         self._env: dict[str, str] = {}
         self._stopping = False
+        self._lock = SuiteLock(settings.data_dir)
+        self._published = False  # stack.json written: rewritten on every restart
 
     def instances(self, service: str) -> list[ServiceProcess]:
         """The running instances of ``service`` (the first one first)."""
@@ -389,10 +404,33 @@ class Stack:
             raise
         return self
 
+    def claim(self) -> None:
+        """Take the data dir (its lock, held until ``stop``) and check the ports the
+        settings name, or raise ``SetupRefused`` with one line saying what to change;
+        nothing has started either way. ``start`` claims first when not yet done."""
+        settings = self.settings
+        try:
+            self._lock.acquire("" if self.ephemeral_ports else settings.address("table"))
+        except SuiteRunning as exc:
+            raise SetupRefused(str(exc)) from None
+        except OSError as exc:  # not a directory, not writable: nothing can start there
+            raise SetupRefused(
+                f"cannot use the data dir {settings.data_dir}: {exc.strerror or exc} "
+                f"({exc.filename or self._lock.path}); set DDZ_DATA_DIR to a directory "
+                "this user can write"
+            ) from None
+        try:
+            self._check_ports(settings)
+        except SetupRefused:
+            self._lock.release()
+            raise
+
     def _start(self, cancel: Stop) -> None:
         settings = self.settings
-        ensure_dir(settings.data_dir)
+        if not self._lock.held:
+            self.claim()
         ensure_dir(settings.log_dir, "directory of the logs")
+        new_run_logs(settings.log_dir)
         # The ports the settings name are bound only by the children: never picked here
         # for NATS or another instance meanwhile.
         reserve(port for service in self.services for port in named_ports(settings, service))
@@ -412,6 +450,35 @@ class Stack:
                 self.processes[name] = self._spawn(name, self._env)
         self._wait_ready(cancel)
         stack_file.write(self)
+        self._published = True
+        self._lock.update(self.settings.address("table"))
+
+    def _check_ports(self, settings: Settings) -> None:
+        """Refuse to start when a port the settings name is taken: one line naming it and
+        the setting that moves it, before any child starts (a service that cannot bind
+        would exit, and health checks would knock at whatever listens there instead)."""
+        wanted: list[tuple[str, int, str, str]] = []  # (host, port, what, what to do)
+        if not settings.nats_url and not self.nats_cluster and self.nats_port:
+            move = "give --nats-port another port (0: any free one)"
+            wanted.append((settings.host, self.nats_port, "NATS", move))
+        for service in self.services:
+            name = f"DDZ_{service.upper()}"
+            host = settings.listen_address(service).rsplit(":", 1)[0]
+            if not self.ephemeral_ports:
+                setting = f"{name}_LISTEN" if service in settings.listen else f"{name}_PORT"
+                wanted.append((host, settings.port(service), f"{service} gRPC", setting))
+                metrics = settings.metrics_port(service)
+                wanted.append((host, metrics, f"{service} metrics", f"{name}_METRICS_PORT"))
+            probe = settings.probe_ports.get(service, 0)
+            wanted.append((host, probe, f"{service} probe", f"{name}_PROBE_PORT"))
+        for host, port, what, move in wanted:
+            if port and not listenable(host, port):
+                if move.startswith("DDZ_"):
+                    move = f"set {move} to a free port"
+                raise SetupRefused(
+                    f"port {port} ({what}) is in use on {host}: another program or suite "
+                    f"listens there; {move}, or stop what listens there"
+                )
 
     def _start_nats(self, settings: Settings) -> Settings:
         """Our own server or cluster: one user per service (nats_auth), the stream made by
@@ -575,7 +642,9 @@ class Stack:
         if name.startswith(f"{NATS}-") and self.cluster is not None:
             index = int(name.rsplit("-", 1)[1]) - 1
             self.cluster.restart(index)
-            return next(child for child in self.children() if child.name == name)
+            return self._published_again(
+                next(child for child in self.children() if child.name == name)
+            )
         if name == NATS:
             if self.nats is None:
                 raise StackError("this stack did not start NATS: it cannot restart it")
@@ -587,12 +656,18 @@ class Stack:
                 old.store_dir, log_file=old.log_file, host=old.host, port=old.port,
                 config_file=self._nats_config,
             )  # fmt: skip
-            return self.children()[0]
+            return self._published_again(self.children()[0])
         old_child = self.processes[name]
         if old_child.running():
             old_child.process.kill()
             old_child.process.wait()
         self.processes[name] = child = self._spawn(name, self._env)
+        return self._published_again(child)
+
+    def _published_again(self, child: ServiceProcess) -> ServiceProcess:
+        """``child`` after a restart, with ``stack.json`` saying its new pid."""
+        if self._published:
+            stack_file.write(self)
         return child
 
     def stop(self) -> None:
@@ -615,6 +690,8 @@ class Stack:
         if self.cluster is not None:
             self.cluster.stop()
         stack_file.remove(self.settings.data_dir)
+        self._published = False
+        self._lock.release()
 
     def pids(self) -> list[int]:
         """Every child's process id (services, then NATS when we started it)."""

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +48,7 @@ from ddz.config import Settings
 from ddz.entrypoints.arguments import whole
 from ddz.entrypoints.cli import UsageError
 from ddz.entrypoints.evidence_cmd import export_bundle, verify_bundle
+from ddz.entrypoints.progress import Progress, add_quiet
 
 MAX_WORKERS = 64
 
@@ -97,6 +97,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "(`ddz keys export`)",
     )
     audit.add_argument("--json", action="store_true", help="print one JSON object")
+    add_quiet(audit)
     audit.set_defaults(handler=run_audit)
 
     rebuild = subparsers.add_parser(
@@ -106,6 +107,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "compare it with the settlement service's live balances; exit 1 on any difference.",
     )
     rebuild.add_argument("--json", action="store_true", help="print one JSON object")
+    add_quiet(rebuild)
     rebuild.set_defaults(handler=run_rebuild)
 
 
@@ -186,7 +188,7 @@ def run_audit(args: argparse.Namespace) -> int:
     keys = audit_keys(settings, public_only=args.public_only)
     if args.all:
         after = DEFAULT_INCOMPLETE_AFTER if stale_after is None else float(stale_after)
-        return _audit_all(settings, keys, workers, limit, after, args.json)
+        return _audit_all(settings, keys, workers, limit, after, args.json, args.quiet)
     return _audit_one(settings, keys, args.hand_id, at, args.json)
 
 
@@ -250,19 +252,15 @@ def _audit_all(
     limit: int | None,
     incomplete_after: float,
     as_json: bool,
+    quiet: bool = False,
 ) -> int:
     open_store(settings).close()  # one clear error before any worker starts
-    progress = None
-    if not as_json and sys.stderr.isatty():
-        err = Console(stderr=True)
-
-        def progress(done: int, total: int) -> None:
-            err.print(f"audited {done}/{total} hands", end="\r")
-
-    report = audit_all(
-        settings.database_url, keys,
-        workers=workers, limit=limit, on_progress=progress, incomplete_after=incomplete_after,
-    )  # fmt: skip
+    with Progress("ddz audit --all", quiet=quiet) as progress:
+        progress.stage("auditing")
+        report = audit_all(
+            settings.database_url, keys, workers=workers, limit=limit,
+            on_progress=progress.update, incomplete_after=incomplete_after,
+        )  # fmt: skip
     if as_json:
         print(json.dumps(report.to_json(), ensure_ascii=False))
     else:
@@ -316,7 +314,12 @@ def run_rebuild(args: argparse.Namespace) -> int:
     settings = stack_file.found(Settings.from_env())
     store = open_store(settings)
     try:
-        settled = list(settled_hands(store.engine))
+        with Progress("ddz rebuild", quiet=args.quiet) as progress:
+            progress.stage("reading settled hands")
+            settled = []
+            for hand in settled_hands(store.engine):
+                settled.append(hand)
+                progress.advance()
         rebuilt = rebuild_balances(settled)
         try:
             live = live_balances(store.engine)

@@ -46,7 +46,8 @@ from ddz.domain.selfplay import hand_seed, play_hand, run_seed
 from ddz.domain.settlement import RoomSettings
 from ddz.entrypoints.arguments import check_variant, whole
 from ddz.entrypoints.figures import print_figures
-from ddz.entrypoints.simulate_cmd import failing_suite
+from ddz.entrypoints.progress import Progress, add_quiet
+from ddz.entrypoints.simulate_cmd import announce_own_stack, failing_suite
 from ddz.entrypoints.up_cmd import count_of, parse_scale
 from ddz.player_kinds import PLAYER_KINDS, make_player
 from ddz.v1 import bot_pb2, bot_pb2_grpc, recorder_pb2, recorder_pb2_grpc
@@ -85,6 +86,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--nats-cluster", default=None, metavar="N",
         help="a JetStream cluster of N nodes for a stack started here (as ddz up)",
     )  # fmt: skip
+    add_quiet(e2e)
     e2e.set_defaults(handler=run_e2e)
 
 
@@ -160,6 +162,7 @@ def bench_stack(
             )
         yield live, None
         return
+    announce_own_stack(settings)
     try:
         stack = Stack(
             settings, ephemeral_ports=True, profile_dir=profile, scale=scale,
@@ -225,18 +228,24 @@ async def _store_position(stub: recorder_pb2_grpc.RecorderServiceStub) -> int:
 
 
 async def e2e(settings: Settings, stack: Stack | None, variant: str, hands: int,
-              tables: int) -> E2EResult:  # fmt: skip
+              tables: int, progress: Progress | None = None) -> E2EResult:  # fmt: skip
     result = E2EResult(variant, tables)
     channel = make_channel(settings, "recorder")
     recorder = recorder_pb2_grpc.RecorderServiceStub(channel)  # type: ignore[no-untyped-call]
     try:
         async with Driver(settings) as driver:
+            if progress is not None:
+                progress.stage(f"warming up {tables} tables", unit="")
             await driver.play(variant, tables, tables)  # warm up every table's path
             before = await _bot_stats(settings, stack)
             start_position = await _store_position(recorder)
             cpu_before = stack_cpu(stack)
             started = time.perf_counter()
-            results = await driver.play(variant, hands, tables)
+            if progress is not None:
+                progress.stage(f"{variant}: playing", total=hands)
+            results = await driver.play(
+                variant, hands, tables, None if progress is None else lambda _r: progress.advance()
+            )
             result.play_seconds = time.perf_counter() - started
             result.events = sum(r.events for r in results)
             deadline = time.monotonic() + DRAIN_TIMEOUT
@@ -296,13 +305,17 @@ def run_e2e(args: argparse.Namespace) -> int:
     cluster = 0 if args.nats_cluster is None else count_of(args.nats_cluster, "--nats-cluster")
 
     def measure() -> int:
-        with bench_stack(settings, profile, scale, cluster) as (live, stack):
-            if stack is None and args.player:
-                raise ValueError(
-                    "--player applies to a stack started by the bench: stop `ddz up` first"
-                )
-            result = asyncio.run(e2e(live, stack, variant, hands, tables))
-        result.selfplay_hands_per_s = selfplay_rate(variant, hands, result.player)
+        with Progress("ddz bench e2e", quiet=args.quiet) as progress:
+            with bench_stack(settings, profile, scale, cluster) as (live, stack):
+                if stack is None and args.player:
+                    raise ValueError(
+                        "--player applies to a stack started by the bench: stop `ddz up` first"
+                    )
+                result = asyncio.run(e2e(live, stack, variant, hands, tables, progress))
+                if stack is not None:
+                    progress.stage("stopping its stack", unit="")
+            progress.stage("in-process self-play, for the ratio", unit="")
+            result.selfplay_hands_per_s = selfplay_rate(variant, hands, result.player)
         if args.json:
             print(json.dumps(result.to_json()))
         else:

@@ -3,13 +3,15 @@
 
 Errors that come from bad input are reported as one line on stderr with exit code 2:
 a ``ValueError`` (a flag, a setting, a file of the data dir: ``data_files.BadFile``),
-or an ``OSError`` on a file that no reader turned into one.
+or an ``OSError`` on a file that no reader turned into one. A command whose reader went
+away (a closed pipe) ends quietly with exit code 0.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -45,9 +47,30 @@ class UsageError(Exception):
     """Bad input from the user: printed as one line, exit code 2."""
 
 
+class _Version(argparse.Action):
+    """``ddz --version``: the package's version and the event contract's (the envelope
+    version every event is written with), read only when asked."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, help="print the version and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: object) -> None:
+        from importlib.metadata import PackageNotFoundError, version
+
+        from ddz.adapters.event_signing import ENVELOPE_VERSION
+
+        try:
+            package = version("ddz")
+        except PackageNotFoundError:
+            package = "unknown (not installed)"
+        print(f"ddz {package}, event contract version {ENVELOPE_VERSION}")
+        parser.exit()
+
+
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The parser of every command, or only of ``command``'s module when it is known."""
     parser = argparse.ArgumentParser(prog="ddz", description="Dou Dizhu platform tools")
+    parser.add_argument("--version", action=_Version)
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     wanted = COMMANDS.get(command or "")
     for name in COMMAND_MODULES:
@@ -58,6 +81,10 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # gRPC's core prints a line per failed TLS handshake (a suite of another data dir at
+    # the configured port): noise to a person, whose command says what is wrong in its own
+    # words. Set before gRPC loads; GRPC_VERBOSITY=INFO brings the lines back.
+    os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
     argv = sys.argv[1:] if argv is None else list(argv)
     command = argv[0] if argv and not argv[0].startswith("-") else None
     parser = build_parser(command)
@@ -65,11 +92,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     build = engine_build()
     if build.stale:
         print(f"ddz: warning: {build.describe()}", file=sys.stderr)
+    stdout_before = _stdout_file()
     try:
         result: int = args.handler(args)
+    except SystemExit as exc:
+        # rich's console ends the process with exit 1 when the reader went away, after
+        # pointing stdout at /dev/null (``Console.on_broken_pipe``): that is ours to end.
+        if exc.code == 1 and stdout_before != _stdout_file() == _devnull_file():
+            return 0
+        raise
     except (UsageError, ValueError) as exc:  # ValueError: BadFile, a setting, a flag
         print(f"ddz: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # before OSError, of which it is one
+        return _reader_gone()
     except OSError as exc:
         bad = file_error(exc)  # a file no reader turned into a BadFile: still one line
         if bad is None:
@@ -78,7 +114,34 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    try:
+        sys.stdout.flush()  # what is still buffered: the reader may be gone by now
+    except BrokenPipeError:
+        return _reader_gone()
     return result
+
+
+def _stdout_file() -> tuple[int, int] | None:
+    try:
+        stat = os.fstat(sys.stdout.fileno())
+    except (OSError, ValueError):
+        return None
+    return stat.st_dev, stat.st_ino
+
+
+def _devnull_file() -> tuple[int, int]:
+    stat = os.stat(os.devnull)
+    return stat.st_dev, stat.st_ino
+
+
+def _reader_gone() -> int:
+    """What a command does when the reader of its output went away (``ddz audit X | head
+    -1``): end quietly, as ``head`` asked, exit 0. Later writes of the buffered rest (at
+    exit) go nowhere instead of raising again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return 0
 
 
 if __name__ == "__main__":

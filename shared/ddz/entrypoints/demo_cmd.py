@@ -18,6 +18,7 @@ from ddz.adapters.hand_stream import hand_stream_id
 from ddz.config import Settings, redacted_url
 from ddz.domain.ruleset import VARIANTS
 from ddz.entrypoints.arguments import whole
+from ddz.entrypoints.progress import Progress
 from ddz.entrypoints.simulate_cmd import (
     Report,
     failing_suite,
@@ -46,9 +47,9 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(settings: Settings, hands: int) -> int:
     reports: list[Report] = []
-    with running_stack(settings) as live:
+    with Progress("ddz demo") as progress, running_stack(settings) as live:
         for variant in VARIANTS:
-            reports.append(play_with_progress(live, variant, hands, tables=1))
+            reports.append(play_with_progress(live, variant, hands, 1, progress))
     print_summary(reports)
     print_where(settings, reports)
     return 0

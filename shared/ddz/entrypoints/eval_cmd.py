@@ -14,21 +14,20 @@ with 95% intervals, and the bot's decision time p99. ``--json`` prints
 one seat against two opponents, then the opponent in that seat against two bots;
 how often the seat's bids make it the landlord, and how often it then wins.
 ``rlcard-rule`` (RLCard's ``doudizhu-rule-v1``, needs ``rlcard==1.2.0``) plays classic
-only. A progress bar goes to stderr when it is a terminal.
+only. Progress goes to stderr: a bar on a terminal, a line every few seconds elsewhere
+(``--quiet``: none).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from ddz.bot.eval import OPPONENTS, check_request, run_bidding, run_eval
 from ddz.domain.ruleset import VARIANTS
 from ddz.entrypoints.arguments import whole
+from ddz.entrypoints.progress import Progress, add_quiet
 
 MAX_DEALS = 1_000_000
 
@@ -48,27 +47,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--bidding", action="store_true", help="measure bidding quality instead of play"
     )
+    add_quiet(parser)
     parser.set_defaults(handler=run)
-
-
-@contextmanager
-def _progress(total: int, label: str) -> Iterator[Callable[[int], None] | None]:
-    if not sys.stderr.isatty():
-        yield None
-        return
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
-
-    with Progress(
-        "[progress.description]{task.description}",
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeRemainingColumn(),
-        console=Console(stderr=True),
-        transient=True,
-    ) as bar:
-        task = bar.add_task(label, total=total)
-        yield lambda done: bar.update(task, completed=done)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -82,8 +62,9 @@ def run(args: argparse.Namespace) -> int:
             load_rlcard()
         except RLCardUnavailable as exc:
             raise ValueError(str(exc)) from None
-    label = f"{args.variant} vs {args.opponent}"
-    with _progress(deals, label) as on_deal:
+    with Progress("ddz eval", quiet=args.quiet) as progress:
+        progress.stage(f"{args.variant} vs {args.opponent}", total=deals, unit="deals")
+        on_deal = progress.update
         if args.bidding:
             data = run_bidding(args.variant, args.opponent, deals, seed, on_deal=on_deal).to_json()
         else:

@@ -15,6 +15,7 @@ import json
 import random
 import secrets
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +26,7 @@ from ddz.domain.selfplay import hand_seed, play_hand, run_seed
 from ddz.domain.settlement import RoomSettings
 from ddz.entrypoints.arguments import whole
 from ddz.entrypoints.figures import print_figures
+from ddz.entrypoints.progress import Progress, add_quiet
 
 MAX_HANDS = 10_000_000
 
@@ -40,6 +42,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--seed", default=None, help="run seed (any text; default: random)")
     parser.add_argument("--player", default="random", help=f"one of {', '.join(PLAYERS)}")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    add_quiet(parser)
     parser.set_defaults(handler=run)
 
 
@@ -79,7 +82,9 @@ class Summary:
         }
 
 
-def selfplay(variant: str, hands: int, seed: str, player: str) -> Summary:
+def selfplay(
+    variant: str, hands: int, seed: str, player: str, on_hand: Callable[[], None] | None = None
+) -> Summary:
     rules = ruleset_for(variant)
     if player not in PLAYERS:
         raise ValueError(f"unknown player {player!r} (expected one of {', '.join(PLAYERS)})")
@@ -94,6 +99,8 @@ def selfplay(variant: str, hands: int, seed: str, player: str) -> Summary:
             rules, room, players, hand_seed(master, index), hand_id=f"selfplay-{index}"
         )
         summary.hands += 1
+        if on_hand is not None:
+            on_hand()
         summary.events += len(events)
         summary.redeals += state.round
         summary.landlord_wins += state.winner is Side.LANDLORD
@@ -112,7 +119,9 @@ def selfplay(variant: str, hands: int, seed: str, player: str) -> Summary:
 def run(args: argparse.Namespace) -> int:
     hands = whole(args.hands, "--hands", MAX_HANDS)
     seed = args.seed if args.seed is not None else secrets.token_hex(8)
-    summary = selfplay(args.variant, hands, seed, args.player)
+    with Progress("ddz selfplay", quiet=args.quiet) as progress:
+        progress.stage(f"{args.variant}: playing", total=hands)
+        summary = selfplay(args.variant, hands, seed, args.player, progress.advance)
     data = summary.to_json()
     if args.json:
         print(json.dumps(data))

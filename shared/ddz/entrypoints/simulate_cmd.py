@@ -5,7 +5,8 @@
 Connects to the suite at the addresses of the ``DDZ_*`` settings; when no table
 service answers there, it starts a stack of its own for the run (NATS and the six
 services, data in ``DDZ_DATA_DIR``) and stops it afterwards. T tables play at once,
-each opened with three bot seats; a progress bar runs on stderr. Prints hands/s, the
+each opened with three bot seats; progress goes to stderr (a bar on a terminal, a line
+every few seconds elsewhere; ``--quiet``: none). Prints hands/s, the
 landlord win rate and the settlement totals (read from the settlement service);
 ``--json`` prints ``{"hands": N, "hands_per_s": x, "events": k, "stored_events": k}``
 where ``events`` counts every event of those hands (internal ones included) and
@@ -22,6 +23,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import socket
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -39,6 +41,7 @@ from ddz.config import Settings
 from ddz.domain.ruleset import VARIANTS
 from ddz.entrypoints.arguments import check_variant, whole
 from ddz.entrypoints.figures import print_figures
+from ddz.entrypoints.progress import Progress, add_quiet
 
 MAX_HANDS = 1_000_000
 MAX_TABLES = 256
@@ -70,11 +73,40 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--hands", default="20", help="how many hands (default 20)")
     parser.add_argument("--tables", default="1", help="tables playing at once (default 1)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    add_quiet(parser)
     parser.set_defaults(handler=run)
 
 
+def announce_own_stack(settings: Settings) -> None:
+    """Say on stderr, before it starts, that this command starts a suite of its own, and
+    where: a user who meant the suite of another data dir sees it at once."""
+    table = settings.address("table")
+    why = f"no table answers at {table}"
+    if listening(table):
+        # Something is there but did not answer us: a suite made with another data
+        # dir's certificates (the usual case), or another program.
+        why = f"the table at {table} does not take this data dir's certificates: another suite's?"
+    print(
+        f"ddz: no suite is running from {settings.data_dir} ({why}): starting one for this "
+        f"command only, its data in {settings.data_dir}; to use a running suite, set "
+        "DDZ_DATA_DIR to its data dir",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
+def listening(address: str) -> bool:
+    """True when something accepts connections at ``address`` (its first ``host:port``)."""
+    host, _, port = address.split(",")[0].rpartition(":")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=1.0):
+            return True
+    except (OSError, ValueError):
+        return False
+
+
 @contextlib.contextmanager
-def running_stack(settings: Settings, *, quiet: bool = False) -> Iterator[Settings]:
+def running_stack(settings: Settings) -> Iterator[Settings]:
     """The settings of a suite that answers: the one already running at the configured
     addresses (or where the stack running from the data dir says), or a stack started
     here (ephemeral ports) and stopped on exit."""
@@ -82,12 +114,7 @@ def running_stack(settings: Settings, *, quiet: bool = False) -> Iterator[Settin
     if stack_answers(live):
         yield live
         return
-    if not quiet:
-        print(
-            f"ddz: no table service at {settings.address('table')}: starting a local stack "
-            f"(data in {settings.data_dir})...",
-            file=sys.stderr,
-        )
+    announce_own_stack(settings)
     try:
         stack = Stack(settings, ephemeral_ports=True).start()
     except StackError as exc:
@@ -151,25 +178,11 @@ async def simulate(
 
 
 def play_with_progress(
-    settings: Settings, variant: str, hands: int, tables: int, *, label: str = ""
+    settings: Settings, variant: str, hands: int, tables: int, progress: Progress
 ) -> Report:
-    """``simulate`` with a rich progress bar on stderr."""
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
-
-    console = Console(stderr=True)
-    with Progress(
-        "[progress.description]{task.description}",
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-        disable=not console.is_terminal,  # no bar (and no blank lines) in logs and pipes
-    ) as progress:
-        task = progress.add_task(label or f"{variant}: hands", total=hands)
-        return asyncio.run(
-            simulate(settings, variant, hands, tables, lambda _r: progress.advance(task))
-        )
+    """``simulate``, each hand counted by ``progress`` (a stage of its own)."""
+    progress.stage(f"{variant}: playing", total=hands)
+    return asyncio.run(simulate(settings, variant, hands, tables, lambda _r: progress.advance()))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -177,12 +190,16 @@ def run(args: argparse.Namespace) -> int:
     hands = whole(args.hands, "--hands", MAX_HANDS)
     tables = whole(args.tables, "--tables", MAX_TABLES)
     settings = Settings.from_env()
-    return failing_suite(lambda: _run(settings, variant, hands, tables, as_json=args.json))
+    return failing_suite(
+        lambda: _run(settings, variant, hands, tables, as_json=args.json, quiet=args.quiet)
+    )
 
 
-def _run(settings: Settings, variant: str, hands: int, tables: int, *, as_json: bool) -> int:
-    with running_stack(settings, quiet=as_json) as live:
-        report = play_with_progress(live, variant, hands, tables)
+def _run(
+    settings: Settings, variant: str, hands: int, tables: int, *, as_json: bool, quiet: bool
+) -> int:
+    with Progress("ddz simulate", quiet=quiet) as progress, running_stack(settings) as live:
+        report = play_with_progress(live, variant, hands, tables, progress)
     if as_json:
         print(json.dumps(report.to_json()))
     else:

@@ -16,17 +16,32 @@ restarted at the same address, one line each on stdout; a crash loop (more than
 ``DDZ_RESTART_LIMIT`` restarts of one child within ``DDZ_RESTART_WINDOW`` s) stops
 everything and exits 1 with that child's log tail, as does a service that exits before
 it first answers. Ctrl-C or SIGTERM stops the services, then NATS, restarting nothing.
+
+One suite per data dir: a second ``ddz up`` on a data dir a suite runs from exits at
+once with code 2 naming that suite's pid and table address (``suite_lock``), as does one
+whose ports are taken (naming the port and the setting that moves it). Each start
+begins new logs; the last run's are kept in ``logs/previous/``.
 """
 
 from __future__ import annotations
 
 import argparse
+import shlex
+import shutil
 import signal
 import sys
+from pathlib import Path
 from types import FrameType
 
 from ddz.adapters.certs import grpcurl_flags
-from ddz.adapters.stack import CrashLoop, SignalStop, Stack, StackError, Supervisor
+from ddz.adapters.stack import (
+    CrashLoop,
+    SetupRefused,
+    SignalStop,
+    Stack,
+    StackError,
+    Supervisor,
+)
 from ddz.config import SERVICE_PORTS, WILDCARD_HOSTS, Settings, redacted_url
 
 MAX_INSTANCES = 16
@@ -106,10 +121,15 @@ def describe(stack: Stack) -> str:
     def first(service: str) -> str:  # of its instances
         return settings.address(service).split(",")[0]
 
-    lines += ["", "  try:  ddz simulate --variant classic --hands 20"]
+    # The tools find this suite by its data dir (stack.json): the same DDZ_DATA_DIR.
+    same = f"DDZ_DATA_DIR={shlex.quote(str(settings.data_dir))} {ddz_command()}"
     lines += [
+        "",
+        "  next, in another terminal (the same data dir finds this suite):",
+        f"        {same} play                 # take a seat against two bots",
+        f"        {same} simulate --hands 20  # bots play 20 hands",
+        f"        {same} audit --all          # check every hand stored",
         f"        grpcurl {grpcurl_flags(settings, client_cert=False)} {first('table')} list",
-        f"        grpcurl {grpcurl_flags(settings)} {first('recorder')} list",
     ]
     if settings.insecure:
         lines.append("  WARNING: DDZ_INSECURE is set: plaintext gRPC, no identities, no rights.")
@@ -122,6 +142,19 @@ def console_url(settings: Settings) -> str:
     host, port = settings.console_web_address.rsplit(":", 1)
     host = "127.0.0.1" if host in WILDCARD_HOSTS else host
     return f"https://{host}:{port}"
+
+
+def ddz_command() -> str:
+    """How to run this ``ddz`` from here: ``ddz`` when it is the one on the PATH, else its
+    path (``.venv/bin/ddz`` for a newcomer who has not activated the virtualenv)."""
+    here = Path(sys.executable).parent / "ddz"
+    found = shutil.which("ddz")
+    if not here.exists() or (found is not None and Path(found).resolve() == here.resolve()):
+        return "ddz"
+    try:
+        return shlex.quote(str(here.relative_to(Path.cwd())))
+    except ValueError:
+        return shlex.quote(str(here))
 
 
 def _port(text: str) -> int:
@@ -152,13 +185,18 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("--nats-cluster starts a cluster here; DDZ_NATS_URL names one already")
     if cluster > 1 and nats_port is not None:
         raise ValueError("--nats-port is for one server; a cluster's nodes take free ports")
+    stack = Stack(settings, nats_port=nats_port, scale=scale, nats_cluster=cluster)
+    try:
+        stack.claim()  # before a word of starting: another suite here, a port taken
+    except SetupRefused as exc:
+        print(f"ddz: error: {exc}", file=sys.stderr)
+        return 2
     stop = SignalStop()  # set by the handler below, which must take no lock
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         stop.set()
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
-    stack = Stack(settings, nats_port=nats_port, scale=scale, nats_cluster=cluster)
     try:
         nats = f"a {cluster}-node NATS cluster" if cluster > 1 else "NATS"
         instances = sum(stack.scale.values())
