@@ -30,13 +30,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def run(args: argparse.Namespace) -> int:
     from ddz.adapters import nats_auth
-    from ddz.adapters.certs import IDENTITIES, ensure_certificates
+    from ddz.adapters.certs import IDENTITIES, ensure_certificates, suite_hosts
     from ddz.adapters.token_keys import ensure_keys
 
     settings = Settings.from_env()
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     ensure_keys(settings)
-    files = ensure_certificates(settings.data_dir)
+    files = ensure_certificates(settings.data_dir, hosts=suite_hosts(settings))
     nats_config = nats_auth.write_config(settings.data_dir)
     print(f"ddz: data dir {settings.data_dir} is ready")
     print(f"  TLS CA           {files.ca_cert}  (its key: {files.ca_key})")
