@@ -1,4 +1,5 @@
-"""The dealer's use cases: deal a new hand, give a dealt hand's seed to the rules.
+"""The dealer's use cases: deal a new hand, call a deal off, give a dealt hand's seed
+to the rules.
 
 No rules here: ``decide(HandState(), StartHand(...))`` deals (ddz-shuffle-v1 from the
 seed made here). The caller names the hand and its table; what the hand is played for
@@ -10,6 +11,12 @@ players at a table they never sat at.
 The seed is stored *before* anything is published, so a restarted dealer still knows
 the seeds of hands in play; a hand whose first events cannot be published because it
 has events already gets its seed forgotten again.
+
+A table whose Deal answers were all lost calls the deal off (``cancel``) before it
+withdraws the hand. Seed and cancellation share one row per hand (``SeedStore``), so
+exactly one of them is written first: a cancel that comes first makes every deal of the
+hand, later or still under way, a refusal; a deal that stored its seed first is finished
+by the cancel (a retry of the same request) and the table told it was dealt.
 """
 
 from __future__ import annotations
@@ -27,7 +34,7 @@ from ddz.domain.shuffle import SEED_BYTES
 from ddz.domain.table import HandAssigned, TableOpened
 from ddz.v1 import envelope_pb2
 
-from .ports import HandStarts, SeedExists, SeedStore, TableRecords
+from .ports import DealCancelled, HandStarts, SeedExists, SeedStore, TableRecords
 
 log = structlog.get_logger("ddz.dealer")
 
@@ -98,7 +105,7 @@ class Dealer:
         answers as the first deal did; any other request for a dealt hand is refused."""
         table, hand = await self.assignment(order)
         hand_id = order.hand_id
-        stored = await asyncio.to_thread(self.seeds.get, hand_id)
+        stored = await self._seed_to_deal(hand_id)
         seed = self.make_seed() if stored is None else stored
         command = order.start(seed, table, hand)
         decision = decide(HandState(), command, seed)
@@ -112,6 +119,8 @@ class Dealer:
                 raise Refusal(
                     Kind.EXISTS, Reason.VERSION_CONFLICT, f"hand {hand_id} is being dealt"
                 ) from None
+            except DealCancelled:  # called off while this deal was under way
+                raise cancelled_refusal(hand_id) from None
         try:
             version, public = await self.hands.start(
                 hand_id, decision,
@@ -131,6 +140,29 @@ class Dealer:
                  table_id=order.table_id, room_id=table.room_id)  # fmt: skip
         return Dealt(hand_id, started.commitment, version, public)
 
+    async def cancel(self, hand_id: str, table_id: str, request_id: str) -> Dealt | None:
+        """Never deal the hand (None), recorded before this answers; or, when its deal
+        had begun (its seed is kept), the hand dealt: finished here as a retry of that
+        request, which publishes nothing twice. Asked again, the same answer."""
+        seed = await asyncio.to_thread(self.seeds.cancel, hand_id, request_id)
+        if seed is None:
+            log.warning("hand_deal_cancelled", hand_id=hand_id, table_id=table_id)
+            return None
+        # The order as the table recorded it (the assignment names the hand, its seeds
+        # and who plays open), the same the deal under way was asked with.
+        _, hand = await self.assignment(DealOrder(hand_id, table_id))
+        order = DealOrder(hand_id, table_id, hand.client_seeds, frozenset(hand.show_before_deal))
+        dealt = await self.deal(order, request_id)
+        log.info("hand_deal_not_cancelled", hand_id=hand_id, table_id=table_id,
+                 why="dealt before the cancel")  # fmt: skip
+        return dealt
+
+    async def _seed_to_deal(self, hand_id: str) -> bytes | None:
+        try:
+            return await asyncio.to_thread(self.seeds.get, hand_id)
+        except DealCancelled:
+            raise cancelled_refusal(hand_id) from None
+
     async def assignment(self, order: DealOrder) -> tuple[TableOpened, HandAssigned]:
         """The table the hand is dealt at and the hand as the table assigned it."""
         table = await self.tables.opened(order.table_id)
@@ -146,7 +178,17 @@ class Dealer:
 
     async def seed(self, hand_id: str) -> bytes:
         """The seed of a hand dealt here (only the rules service may ask)."""
-        seed = await asyncio.to_thread(self.seeds.get, hand_id)
+        try:
+            seed = await asyncio.to_thread(self.seeds.get, hand_id)
+        except DealCancelled:
+            seed = None
         if seed is None:
             raise Refusal.not_found(Reason.UNKNOWN_HAND, f"no hand {hand_id!r} was dealt here")
         return seed
+
+
+def cancelled_refusal(hand_id: str) -> Refusal:
+    return Refusal.precondition(
+        Reason.UNKNOWN_HAND,
+        f"hand {hand_id} was called off by its table (CancelDeal): it is never dealt",
+    )

@@ -20,18 +20,31 @@ class SeedExists(Exception):
     """The hand id already has a seed: it was dealt before."""
 
 
+class DealCancelled(Exception):
+    """The hand's table called its deal off: it is never dealt."""
+
+
 class SeedStore(Protocol):
-    """Synchronous (the use cases call it through ``asyncio.to_thread``)."""
+    """Synchronous (the use cases call it through ``asyncio.to_thread``). A hand has
+    a seed, or is cancelled, or neither; never both (one row per hand id)."""
 
     def put(self, hand_id: str, seed: bytes) -> None:
-        """Keep ``seed`` for the hand; ``SeedExists`` when it has one already."""
+        """Keep ``seed`` for the hand; ``SeedExists`` when it has one already,
+        ``DealCancelled`` when its deal was called off."""
+        ...
+
+    def cancel(self, hand_id: str, request_id: str) -> bytes | None:
+        """Record, durably, that the hand is never dealt, unless it has a seed: that
+        seed then (its deal had begun), else None (cancelled, now or before)."""
         ...
 
     def forget(self, hand_id: str) -> None:
         """Undo ``put`` for a hand whose first events could not be published."""
         ...
 
-    def get(self, hand_id: str) -> bytes | None: ...
+    def get(self, hand_id: str) -> bytes | None:
+        """The hand's seed (None: none yet); ``DealCancelled`` when it never will be."""
+        ...
 
 
 class HandStarts(Protocol):

@@ -1,5 +1,5 @@
 """DealerService over gRPC: a Deal request to a ``DealOrder``, ``Dealer`` (handlers.py)
-deals, the answer back to a message; GetSeed likewise. Nothing else.
+deals, the answer back to a message; CancelDeal and GetSeed likewise. Nothing else.
 
 A request that cannot be an order (a hand or table id no stream can have, too many
 client seeds, a field the request no longer has) is INVALID_ARGUMENT; every other
@@ -19,7 +19,7 @@ from ddz.application.errors import Refusal
 from ddz.v1 import dealer_pb2, dealer_pb2_grpc
 from google.protobuf.unknown_fields import UnknownFieldSet
 
-from .handlers import Dealer, DealOrder
+from .handlers import Dealer, DealOrder, Dealt
 
 Context: TypeAlias = grpc.aio.ServicerContext[Any, Any]
 
@@ -35,11 +35,24 @@ class DealerServicer(dealer_pb2_grpc.DealerServiceServicer):
         if request.request_id:
             structlog.contextvars.bind_contextvars(request_id=request.request_id)
         dealt = await self.dealer.deal(order, request.request_id or str(uuid.uuid4()))
-        return dealer_pb2.DealResponse(
-            hand_id=dealt.hand_id,
-            commitment=dealt.commitment,
-            version=dealt.version,
-            events=dealt.events,
+        return deal_response(dealt)
+
+    async def CancelDeal(
+        self, request: dealer_pb2.CancelDealRequest, context: Context
+    ) -> dealer_pb2.CancelDealResponse:
+        try:
+            hand_stream.hand_stream_id(request.hand_id)
+            table_stream_id(request.table_id)
+        except ValueError as exc:
+            raise Refusal.invalid(str(exc)) from None
+        if not request.request_id:
+            raise Refusal.invalid("CancelDeal needs the request id of the Deal it calls off")
+        structlog.contextvars.bind_contextvars(request_id=request.request_id)
+        dealt = await self.dealer.cancel(request.hand_id, request.table_id, request.request_id)
+        if dealt is None:
+            return dealer_pb2.CancelDealResponse(outcome=dealer_pb2.CANCEL_OUTCOME_CANCELLED)
+        return dealer_pb2.CancelDealResponse(
+            outcome=dealer_pb2.CANCEL_OUTCOME_DEALT, dealt=deal_response(dealt)
         )
 
     async def GetSeed(
@@ -47,6 +60,15 @@ class DealerServicer(dealer_pb2_grpc.DealerServiceServicer):
     ) -> dealer_pb2.GetSeedResponse:
         seed = await self.dealer.seed(request.hand_id)
         return dealer_pb2.GetSeedResponse(hand_id=request.hand_id, seed=seed)
+
+
+def deal_response(dealt: Dealt) -> dealer_pb2.DealResponse:
+    return dealer_pb2.DealResponse(
+        hand_id=dealt.hand_id,
+        commitment=dealt.commitment,
+        version=dealt.version,
+        events=dealt.events,
+    )
 
 
 MAX_CLIENT_SEEDS = 16

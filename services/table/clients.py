@@ -6,6 +6,7 @@ from __future__ import annotations
 from ddz.adapters import codec
 from ddz.adapters.grpc_client import ask
 from ddz.adapters.routing import RulesStub
+from ddz.application.errors import Kind, Reason, Refusal
 from ddz.domain.hand import SeatCommand
 from ddz.v1 import (
     bot_pb2,
@@ -36,7 +37,25 @@ class DealerClient:
             request_id=order.request_id,
         )
         answer: dealer_pb2.DealResponse = await ask("dealer", self.stub.Deal, request)
-        return Dealt(answer.commitment, int(answer.version), list(answer.events))
+        return dealt_of(answer)
+
+    async def cancel(self, order: DealOrder) -> Dealt | None:
+        request = dealer_pb2.CancelDealRequest(
+            hand_id=order.hand_id, table_id=order.table_id, request_id=order.request_id
+        )
+        answer: dealer_pb2.CancelDealResponse = await ask("dealer", self.stub.CancelDeal, request)
+        if answer.outcome == dealer_pb2.CANCEL_OUTCOME_CANCELLED:
+            return None
+        if answer.outcome == dealer_pb2.CANCEL_OUTCOME_DEALT:
+            return dealt_of(answer.dealt)
+        raise Refusal(
+            Kind.INTERNAL, Reason.REASON_UNSPECIFIED,
+            f"the dealer's CancelDeal answered no outcome ({answer.outcome})",
+        )  # fmt: skip
+
+
+def dealt_of(answer: dealer_pb2.DealResponse) -> Dealt:
+    return Dealt(answer.commitment, int(answer.version), list(answer.events))
 
 
 class RulesClient:

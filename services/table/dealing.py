@@ -59,9 +59,34 @@ DEAL_PAUSE = 0.2
 """Seconds before asking again, times the attempt."""
 LOST_ANSWER = frozenset({Kind.UNAVAILABLE, Kind.TIMEOUT})
 """A deal that failed so may have been dealt (the answer was lost)."""
+CANCEL_ATTEMPTS = 5
+"""Times a deal is called off while that answer is lost too (0.2 ... 0.8 s apart)."""
 FINISH_ATTEMPTS = 8
 """Times a take-over asks for a deal the last active instance never saw answered (0.2,
 0.4 ... 1.4 s apart, 5.6 s in all: a NATS node's leader election)."""
+
+
+class AnswerLost(Exception):
+    """Every answer to a deal was lost: it may be dealt, now or later."""
+
+    def __init__(self, refusal: Refusal) -> None:
+        super().__init__(refusal.message)
+        self.refusal = refusal
+
+
+class CalledOff(Refusal):
+    """The dealer recorded that it never deals the hand: withdrawn, and the caller
+    refused as the last lost answer was."""
+
+    def __init__(self, lost: Refusal) -> None:
+        super().__init__(lost.kind, lost.reason, lost.message, **lost.metadata)
+
+
+class Unsettled(Refusal):
+    """Neither the deal nor its cancel was answered: not known whether it is dealt."""
+
+    def __init__(self, lost: Refusal) -> None:
+        super().__init__(lost.kind, lost.reason, lost.message, **lost.metadata)
 
 
 class Dealing:
@@ -134,9 +159,12 @@ class Dealing:
         except BaseException:  # not known on the stream: a restart drops it unless dealt
             self.floor.tables.drop_hand(table, hand_id, record=False)
             raise
+        order = order_for(table, assigned)
         try:
-            dealt = await self._deal(order_for(table, assigned))
-        except Exception as exc:  # refused, or its answer lost every time: withdrawn
+            dealt = await self._deal(order)
+        except AnswerLost as lost:  # dealt or not? The dealer's cancel says which.
+            dealt = await self._settle(table, order, lost.refusal)
+        except Exception as exc:  # refused: withdrawn
             self.floor.tables.drop_hand(table, hand_id, withdrawn_because(exc))
             raise
         except BaseException:  # cut short (the service stops): a restart asks again
@@ -156,22 +184,66 @@ class Dealing:
         whether the first request is lost, landed meanwhile, or lands later. Withdrawn
         only when the dealer refuses it, or never answers, and the bus still lacks it."""
         hand_id = assigned.hand_id
+        order = order_for(table, assigned)
         async with table.lock:  # a StartHand for the table waits for this deal
             try:
                 # Asked before (by the instance that died): "dealt before" is that
                 # request being dealt right now, its seed kept and its events not yet
                 # out, and is asked for again like a lost answer.
-                dealt = await self._deal(
-                    order_for(table, assigned), attempts=FINISH_ATTEMPTS, asked_before=True
-                )
+                try:
+                    dealt = await self._deal(order, attempts=FINISH_ATTEMPTS, asked_before=True)
+                except AnswerLost as lost:
+                    dealt = await self._settle(table, order, lost.refusal, FINISH_ATTEMPTS)
+            except CalledOff:
+                return  # withdrawn by _settle
             except Refusal as refusal:
                 if await self.floor.hands.load(hand_id) is not None:
                     return  # on the bus after all (its feed brings it)
                 why = withdrawn_because(refusal, FINISH_ATTEMPTS)
                 self.floor.tables.drop_hand(table, hand_id, why)
                 return
+            except Unsettled:
+                return  # dropped in memory: the next take-over asks again
             await self.floor.learn(hand_id, dealt.events)
             log.info("hand_deal_finished", table_id=table.table_id, hand_id=hand_id)
+
+    async def _settle(
+        self, table: Table, order: DealOrder, lost: Refusal, attempts: int = DEAL_ATTEMPTS
+    ) -> Dealt:
+        """The deal's answers were all lost, so the dealer may still deal it (a stalled
+        dealer publishing late): ask it to call the deal off. Withdrawn (``CalledOff``)
+        only once the dealer answers that it never deals it; the hand as dealt when it
+        answers "dealt". No answer to that either: forgotten here without a
+        ``hand_withdrawn`` (``Unsettled``), so the table's next holder asks again."""
+        try:
+            dealt = await self._cancel(order)
+        except BaseException as exc:
+            self.floor.tables.drop_hand(table, order.hand_id, record=False)
+            if not isinstance(exc, Refusal):
+                raise
+            log.error("hand_deal_unsettled", table_id=table.table_id, hand_id=order.hand_id,
+                      why=exc.message)  # fmt: skip
+            raise Unsettled(lost) from None
+        if dealt is None:
+            why = f"{withdrawn_because(lost, attempts)}; the dealer called it off"
+            self.floor.tables.drop_hand(table, order.hand_id, why)
+            raise CalledOff(lost)
+        log.info("hand_dealt_after_all", table_id=table.table_id, hand_id=order.hand_id)
+        return dealt
+
+    async def _cancel(self, order: DealOrder) -> Dealt | None:
+        """``dealer.cancel``, asked again while its answer is lost (a repeat answers
+        as the first did)."""
+        for attempt in range(1, CANCEL_ATTEMPTS + 1):
+            try:
+                return await self.dealer.cancel(order)
+            except Refusal as refusal:
+                if refusal.kind not in LOST_ANSWER or attempt == CANCEL_ATTEMPTS:
+                    raise
+                log.warning("cancel_answer_lost", hand_id=order.hand_id, attempt=attempt,
+                            why=refusal.message)  # fmt: skip
+                await asyncio.sleep(DEAL_PAUSE * attempt)
+        raise AssertionError("unreachable")  # the last attempt returned or raised
 
     async def _deal(
         self, order: DealOrder, *, attempts: int = DEAL_ATTEMPTS, asked_before: bool = False
@@ -188,8 +260,10 @@ class Dealing:
                 # After a lost answer, "dealt before" is our own first attempt still
                 # finishing (the hand id is new: nobody else has it): ask once more.
                 again = refusal.kind in LOST_ANSWER or (lost and refusal.kind is Kind.EXISTS)
-                if not again or attempt == attempts:
+                if not again:
                     raise
+                if attempt == attempts:  # it may be dealt yet
+                    raise AnswerLost(refusal) from None
                 lost = True
                 log.warning("deal_answer_lost", hand_id=order.hand_id, attempt=attempt,
                             why=refusal.message)  # fmt: skip

@@ -85,6 +85,11 @@ class Decision:
 class Dealer(Protocol):
     async def deal(self, order: DealOrder) -> Dealt: ...
 
+    async def cancel(self, order: DealOrder) -> Dealt | None:
+        """Call the order's deal off: None once the dealer recorded that it never deals
+        the hand; the hand dealt when its deal had begun (finished, not withdrawn)."""
+        ...
+
 
 class Rules(Protocol):
     async def decide(

@@ -17,6 +17,7 @@ from ddz.adapters.certs import (
     ensure_certificates,
     grpcurl_flags,
     read_tls_file,
+    suite_hosts,
 )
 from ddz.adapters.stack import settings_env
 from ddz.config import SERVICE_PORTS, Settings
@@ -119,3 +120,30 @@ def test_grpcurl_flags_name_the_files(tmp_path: Path) -> None:
     )
     assert grpcurl_flags(settings, client_cert=False) == f"-cacert {tls}/ca.crt"
     assert grpcurl_flags(Settings(insecure=True)) == "-plaintext"
+
+
+def test_certificates_name_every_host_the_settings_place_a_service_on(tmp_path: Path) -> None:
+    """Services on other hosts are dialled at their addresses (a health check, a player at
+    the table's): ``ddz init`` with those settings issues certificates that name them, and
+    issues again one made before a host was added."""
+    ensure_certificates(tmp_path)
+    before = certificate(tmp_path / "tls" / "table.crt")
+    settings = Settings.from_env({
+        "DDZ_DATA_DIR": str(tmp_path), "DDZ_HOST": "10.9.0.11",
+        "DDZ_RULES_ADDR": "10.9.0.11:50052,10.9.0.12:50052", "DDZ_TABLE_ADDR": "table.example:443",
+        "DDZ_BOT_ADDR": "dns:///bot:50053", "DDZ_DEALER_LISTEN": "0.0.0.0:50051",
+    })  # fmt: skip
+    hosts = suite_hosts(settings)
+    assert hosts == ("10.9.0.11", "10.9.0.12", "table.example")
+    ensure_certificates(tmp_path, hosts=hosts)
+    for identity in IDENTITIES:
+        cert = certificate(tmp_path / "tls" / f"{identity}.crt")
+        sans = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+        assert sans.get_values_for_type(x509.IPAddress) == [
+            ipaddress.ip_address(a) for a in ("127.0.0.1", "10.9.0.11", "10.9.0.12")
+        ]
+        assert sans.get_values_for_type(x509.DNSName) == [identity, "localhost", "table.example"]
+    assert certificate(tmp_path / "tls" / "table.crt").serial_number != before.serial_number
+    again = certificate(tmp_path / "tls" / "table.crt")
+    ensure_certificates(tmp_path, hosts=hosts)  # nothing missing: kept
+    assert certificate(tmp_path / "tls" / "table.crt").serial_number == again.serial_number

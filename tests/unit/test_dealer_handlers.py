@@ -4,10 +4,14 @@ happen in. No server, no NATS, no database."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import pytest
+from ddz.adapters.service_db import upgrade_service_db
+from ddz.adapters.store import make_engine
 from ddz.application.errors import Kind, Reason, Refusal
 from ddz.domain.hand import Event, SeatInfo
 from ddz.domain.hand.events import CardsDealt, HandStarted
@@ -18,7 +22,8 @@ from ddz.v1 import envelope_pb2
 from hand_kit import SEATS, SEED
 
 from services.dealer.handlers import Dealer, DealOrder
-from services.dealer.ports import SeedExists
+from services.dealer.ports import DealCancelled, SeedExists
+from services.dealer.seeds import SeedVault
 
 PRODUCER = "dealer@test"
 
@@ -26,29 +31,47 @@ PRODUCER = "dealer@test"
 class FakeSeeds:
     def __init__(self, journal: list[str]) -> None:
         self.seeds: dict[str, bytes] = {}
+        self.cancelled: dict[str, str] = {}  # hand id -> the request id called off
         self.journal = journal
+        self.before_put: Callable[[], None] = lambda: None
 
     def put(self, hand_id: str, seed: bytes) -> None:
+        self.before_put()
+        if hand_id in self.cancelled:
+            raise DealCancelled(hand_id)
         if hand_id in self.seeds:
             raise SeedExists(hand_id)
         self.journal.append(f"seed {hand_id}")
         self.seeds[hand_id] = seed
+
+    def cancel(self, hand_id: str, request_id: str) -> bytes | None:
+        if hand_id in self.seeds:
+            return self.seeds[hand_id]
+        if hand_id not in self.cancelled:
+            self.journal.append(f"cancel {hand_id}")
+            self.cancelled[hand_id] = request_id
+        return None
 
     def forget(self, hand_id: str) -> None:
         self.journal.append(f"forget {hand_id}")
         del self.seeds[hand_id]
 
     def get(self, hand_id: str) -> bytes | None:
+        if hand_id in self.cancelled:
+            raise DealCancelled(hand_id)
         return self.seeds.get(hand_id)
 
 
 class FakeHands:
-    """New hands' streams; a hand with events already is a conflict."""
+    """New hands' streams; a hand with events already is a conflict, unless they are
+    these very events of the same request (its earlier attempt: answered as it was)."""
 
     def __init__(self, journal: list[str]) -> None:
         self.streams: dict[str, list[Event]] = {}
+        self.causes: dict[str, str] = {}
         self.journal = journal
         self.ids: list[tuple[str, str, str]] = []
+        self.gate: asyncio.Event | None = None  # set: publishing goes on
 
     async def start(
         self,
@@ -59,11 +82,16 @@ class FakeHands:
         correlation_id: str,
         producer: str,
     ) -> tuple[int, list[envelope_pb2.EventEnvelope]]:
+        if self.gate is not None:
+            await self.gate.wait()
         if self.streams.get(hand_id):
-            raise Refusal.conflict(f"hand-{hand_id} has events")
-        self.journal.append(f"publish {hand_id}")
-        self.ids.append((causation_id, correlation_id, producer))
-        self.streams[hand_id] = list(events)
+            if self.causes.get(hand_id) != causation_id or self.streams[hand_id] != list(events):
+                raise Refusal.conflict(f"hand-{hand_id} has events")
+        else:
+            self.journal.append(f"publish {hand_id}")
+            self.ids.append((causation_id, correlation_id, producer))
+            self.streams[hand_id] = list(events)
+            self.causes[hand_id] = causation_id
         public = [
             envelope_pb2.EventEnvelope(type=e.TYPE, stream_version=v)
             for v, e in enumerate(events, 1)
@@ -218,3 +246,84 @@ async def test_a_hand_the_table_did_not_assign_last_is_refused_and_nothing_store
     refusal = await refusal_of(dealer.deal(order(hand_id, table_id), "req"))
     assert (refusal.kind, refusal.reason) == (kind, reason)
     assert journal == []
+
+
+# -- calling a deal off (CancelDeal) ----------------------------------------------------
+
+
+async def test_a_cancel_before_any_deal_is_recorded_and_every_later_deal_refused(
+    dealer: Dealer, seeds: FakeSeeds, hands: FakeHands, journal: list[str]
+) -> None:
+    assert await dealer.cancel("h1", "t1", "req-1") is None
+    assert journal == ["cancel h1"] and seeds.cancelled == {"h1": "req-1"}
+    for request_id in ("req-1", "req-2"):  # the stalled request, or any other
+        refusal = await refusal_of(dealer.deal(order(), request_id))
+        assert (refusal.kind, refusal.reason) == (Kind.PRECONDITION, Reason.UNKNOWN_HAND)
+        assert "called off" in refusal.message
+    assert await dealer.cancel("h1", "t1", "req-1") is None  # asked again: the same
+    assert hands.streams == {} and journal == ["cancel h1"]
+    refusal = await refusal_of(dealer.seed("h1"))
+    assert (refusal.kind, refusal.reason) == (Kind.NOT_FOUND, Reason.UNKNOWN_HAND)
+
+
+async def test_a_cancel_landing_between_a_deals_read_and_its_seed_refuses_that_deal(
+    dealer: Dealer, seeds: FakeSeeds, hands: FakeHands, journal: list[str]
+) -> None:
+    """The deal found no seed, then the cancel was recorded: its seed cannot be stored
+    (one row per hand), so it is refused and publishes nothing."""
+    seeds.before_put = lambda: seeds.cancel("h1", "req-1")
+    refusal = await refusal_of(dealer.deal(order(), "req-1"))
+    assert (refusal.kind, refusal.reason) == (Kind.PRECONDITION, Reason.UNKNOWN_HAND)
+    assert journal == ["cancel h1"] and hands.streams == {} and seeds.seeds == {}
+
+
+async def test_a_cancel_of_a_dealt_hand_answers_dealt_with_the_hand(
+    dealer: Dealer, hands: FakeHands, journal: list[str]
+) -> None:
+    dealt = await dealer.deal(order(), "req-1")
+    again = await dealer.cancel("h1", "t1", "req-1")
+    assert again == dealt
+    assert journal == ["seed h1", "publish h1"]  # nothing published twice, nothing cancelled
+
+
+async def test_a_cancel_of_a_deal_under_way_finishes_it_once(
+    dealer: Dealer, seeds: FakeSeeds, hands: FakeHands, tables: FakeTables, journal: list[str]
+) -> None:
+    """The deal stored its seed and stalls before publishing: the cancel cannot call it
+    off, so it deals it (the table's recorded order, the same request) and says so; the
+    stalled deal then finds its own events and answers alike."""
+    tables.hands["t1"] = [HandAssigned("h1", 0, None, (b"s" * 16,), (), "req-1")]
+    hands.gate = asyncio.Event()
+    stalled = asyncio.ensure_future(dealer.deal(DealOrder("h1", "t1", (b"s" * 16,)), "req-1"))
+    while "seed h1" not in journal and not stalled.done():
+        await asyncio.sleep(0.01)
+    assert not stalled.done(), stalled.result()
+    cancelling = asyncio.ensure_future(dealer.cancel("h1", "t1", "req-1"))
+    await asyncio.sleep(0.05)
+    hands.gate.set()
+    dealt = await cancelling
+    assert dealt is not None and await stalled == dealt
+    assert journal == ["seed h1", "publish h1"] and hands.ids == [("req-1", "h1", PRODUCER)]
+    started = hands.streams["h1"][0]
+    assert isinstance(started, HandStarted) and started.client_seeds == ((b"s" * 16).hex(),)
+
+
+def test_the_seed_vault_keeps_a_seed_or_a_cancel_never_both(tmp_path: Path) -> None:
+    """``SeedVault`` on SQLite: whichever of seed and cancel is written first wins."""
+    engine = make_engine(f"sqlite:///{tmp_path / 'seeds.db'}")
+    upgrade_service_db(engine)
+    vault = SeedVault(engine)
+    assert vault.cancel("called-off", "req-1") is None
+    assert vault.cancel("called-off", "req-1") is None
+    with pytest.raises(DealCancelled):
+        vault.get("called-off")
+    with pytest.raises(DealCancelled):
+        vault.put("called-off", SEED)
+    vault.forget("called-off")  # only a seed is forgotten: the cancel stays
+    with pytest.raises(DealCancelled):
+        vault.get("called-off")
+    vault.put("dealt", SEED)
+    assert vault.cancel("dealt", "req-2") == SEED and vault.get("dealt") == SEED
+    with pytest.raises(SeedExists):
+        vault.put("dealt", SEED)
+    engine.dispose()

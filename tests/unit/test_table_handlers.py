@@ -29,6 +29,7 @@ from ddz.domain.settlement import RoomSettings
 from ddz.domain.table import HandAssigned
 from ddz.v1 import envelope_pb2, table_pb2
 
+from services.table import dealing
 from services.table.dealing import TableSpec
 from services.table.handlers import TableHandlers
 from services.table.lobby import Seat
@@ -81,6 +82,10 @@ class FakeDealer:
         self.still_dealing = 0  # then: repeats refused while the first is being dealt
         self.refusal: Refusal | None = None  # every deal refused so, nothing dealt
         self.gate: asyncio.Event | None = None  # set: the deal goes on
+        self.stalled = 0  # the next deals that time out before anything is dealt
+        self.cancels: list[DealOrder] = []
+        self.lose_cancels = 0  # the next cancels whose answers are lost
+        self.called_off: set[str] = set()  # hands the dealer never deals
 
     async def deal(self, order: DealOrder) -> Dealt:
         self.orders.append(order)
@@ -88,6 +93,14 @@ class FakeDealer:
             await self.gate.wait()
         if self.refusal is not None:
             raise self.refusal
+        if self.stalled:  # a dealer that holds the request: it may deal it later
+            self.stalled -= 1
+            raise Refusal(Kind.TIMEOUT, Reason.REASON_UNSPECIFIED, "dealer: Deadline Exceeded")
+        return self.dealt(order)
+
+    def dealt(self, order: DealOrder) -> Dealt:
+        if order.hand_id in self.called_off:
+            raise Refusal.precondition(Reason.UNKNOWN_HAND, f"hand {order.hand_id} called off")
         self.hands.folds[order.hand_id] = in_play(order.hand_id, order.seats, Phase.BIDDING)
         if self.lose_answers:
             self.lose_answers -= 1
@@ -95,6 +108,19 @@ class FakeDealer:
         if self.still_dealing:  # the first attempt has not finished at the dealer
             self.still_dealing -= 1
             raise Refusal(Kind.EXISTS, Reason.VERSION_CONFLICT, "hand was dealt before")
+        return Dealt("c0ffee", 3, [])
+
+    async def cancel(self, order: DealOrder) -> Dealt | None:
+        """As the dealer: a hand dealt stays dealt (answered with it), any other is
+        never dealt from now on."""
+        self.cancels.append(order)
+        if order.hand_id not in self.hands.folds:
+            self.called_off.add(order.hand_id)
+        if self.lose_cancels:
+            self.lose_cancels -= 1
+            raise Refusal(Kind.UNAVAILABLE, Reason.REASON_UNSPECIFIED, "dealer: unavailable")
+        if order.hand_id in self.called_off:
+            return None
         return Dealt("c0ffee", 3, [])
 
 
@@ -414,13 +440,64 @@ async def test_a_deal_whose_answer_was_lost_is_asked_for_again_as_the_same_order
     assert shown.table.hand_ids == [started.hand_id]
 
 
-async def test_a_deal_lost_every_time_is_dropped_and_refused(world: World) -> None:
+async def test_a_deal_dealt_whose_answers_were_all_lost_is_played_not_withdrawn(
+    world: World,
+) -> None:
+    """Dealt three times over, each answer lost: the table calls the deal off, and the
+    dealer answers "dealt" with the hand, which the table then plays."""
     shown = world.handlers.dealing.open_table("op", TableSpec("t9", "classic", None, None, PEOPLE))
     world.dealer.lose_answers = 3
+    started = await world.handlers.dealing.start_hand("op", "t9", (), ())
+    assert len(world.dealer.orders) == 3 and len(world.dealer.cancels) == 1
+    assert world.dealer.cancels[0].request_id == world.dealer.orders[0].request_id
+    assert shown.table.hand_ids == [started.hand_id]
+    assert world.hands.learned == [started.hand_id]
+    assert shown.table.state is not None
+    assert shown.table.state.last_assigned is not None  # no hand_withdrawn
+    assert shown.table.state.last_assigned.hand_id == started.hand_id
+
+
+async def test_a_deal_stalled_every_time_is_called_off_then_withdrawn_and_refused(
+    world: World,
+) -> None:
+    """The dealer held all three requests (none answered, none dealt yet): the table
+    withdraws the hand only once the dealer answered "cancelled", and a late deal of it
+    (the stalled dealer going on) is refused."""
+    shown = world.handlers.dealing.open_table("op", TableSpec("t9", "classic", None, None, PEOPLE))
+    world.dealer.stalled = 3
     with pytest.raises(Refusal) as excinfo:
         await world.handlers.dealing.start_hand("op", "t9", (), ())
     assert refused(excinfo)[0] is Kind.TIMEOUT
-    assert len(world.dealer.orders) == 3 and shown.table.hand_ids == []
+    (order,) = {o.hand_id: o for o in world.dealer.orders}.values()
+    assert len(world.dealer.orders) == 3 and world.dealer.cancels == [order]
+    assert shown.table.hand_ids == [] and world.tables.table_of(order.hand_id) is None
+    assert shown.table.state is not None and shown.table.state.last_assigned is None  # withdrawn
+    with pytest.raises(Refusal):
+        world.dealer.dealt(order)  # the stalled request, arriving late
+    assert world.hands.learned == []
+
+
+async def test_a_cancel_whose_answer_is_lost_once_is_asked_again(world: World) -> None:
+    shown = world.handlers.dealing.open_table("op", TableSpec("t9", "classic", None, None, PEOPLE))
+    world.dealer.stalled, world.dealer.lose_cancels = 3, 1
+    with pytest.raises(Refusal):
+        await world.handlers.dealing.start_hand("op", "t9", (), ())
+    assert len(world.dealer.cancels) == 2 and shown.table.hand_ids == []
+    assert shown.table.state is not None and shown.table.state.last_assigned is None
+
+
+async def test_a_deal_neither_answered_nor_called_off_is_never_withdrawn(world: World) -> None:
+    """Neither the deal nor its cancel answered: whether the hand is dealt is unknown,
+    so no ``hand_withdrawn`` is written (the next holder of the table asks the dealer
+    again, ``finish``); it is only forgotten in memory."""
+    shown = world.handlers.dealing.open_table("op", TableSpec("t9", "classic", None, None, PEOPLE))
+    world.dealer.stalled, world.dealer.lose_cancels = 3, 5
+    with pytest.raises(Refusal) as excinfo:
+        await world.handlers.dealing.start_hand("op", "t9", (), ())
+    assert refused(excinfo)[0] is Kind.TIMEOUT
+    assert len(world.dealer.cancels) == 5 and shown.table.hand_ids == []
+    assert shown.table.state is not None and shown.table.state.last_assigned is not None
+    assert shown.table.state.last_assigned.hand_id == world.dealer.orders[0].hand_id
 
 
 async def test_dealt_before_after_a_lost_answer_is_the_first_attempt_and_asked_again(
@@ -473,6 +550,29 @@ async def test_a_deal_the_dealer_refuses_after_a_take_over_is_withdrawn(world: W
     await world.handlers.dealing.finish(table, assigned)
     assert len(world.dealer.orders) == 1 and table.hand_ids == []
     assert world.tables.table_of(assigned.hand_id) is None
+
+
+async def test_a_take_over_whose_deal_is_never_answered_withdraws_it_only_once_called_off(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(dealing, "DEAL_PAUSE", 0.0)  # eight attempts, not 5.6 s of pauses
+    table, assigned = assigned_before_a_take_over(world)
+    world.dealer.stalled = 8
+    await world.handlers.dealing.finish(table, assigned)
+    assert len(world.dealer.orders) == 8
+    assert [c.request_id for c in world.dealer.cancels] == [assigned.deal_request_id]
+    assert table.hand_ids == [] and table.state is not None and table.state.last_assigned is None
+
+
+async def test_a_take_over_whose_lost_deal_was_dealt_plays_it(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(dealing, "DEAL_PAUSE", 0.0)  # eight attempts, not 5.6 s of pauses
+    table, assigned = assigned_before_a_take_over(world)
+    world.dealer.lose_answers = 8
+    await world.handlers.dealing.finish(table, assigned)
+    assert len(world.dealer.cancels) == 1
+    assert table.hand_ids == [assigned.hand_id] and world.hands.learned == [assigned.hand_id]
 
 
 async def test_a_hand_looked_up_while_its_deal_is_asked_for_again_is_found_once_dealt(

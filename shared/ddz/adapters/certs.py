@@ -9,7 +9,11 @@ missing and keeps what is there:
 - ``<data dir>/tls/<identity>.crt`` and ``.key`` (0600) for each service and for
   ``operator`` (the project's tools). A certificate's identity is its URI SAN
   ``spiffe://ddz/<identity>``; its DNS SANs are the identity and ``localhost``, its IP
-  SAN 127.0.0.1, so a client that dials a service by name or on loopback can check it.
+  SAN 127.0.0.1, so a client that dials a service by name or on loopback can check it;
+  plus every host the settings place a service on (``suite_hosts``: ``DDZ_HOST``, the
+  hosts of ``DDZ_<NAME>_ADDR``, ``DDZ_<NAME>_LISTEN`` and ``DDZ_TABLE_ADVERTISE``), so a
+  client that dials one by its address (a health check, a player at the table's) can
+  check it too. A certificate that lacks one of them is issued again.
 
 A certificate is issued again when it is missing, no longer signed by the CA, or
 expires within ``RENEW_BEFORE``; removing a file and running ``ddz init`` rotates it.
@@ -23,7 +27,7 @@ import fcntl
 import ipaddress
 import os
 import secrets
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -86,9 +90,33 @@ def spiffe_id(identity: str) -> str:
     return f"{SPIFFE_PREFIX}{identity}"
 
 
-def ensure_certificates(data_dir: Path, identities: Iterable[str] = IDENTITIES) -> TlsFiles:
+def suite_hosts(settings: Settings) -> tuple[str, ...]:
+    """The hosts (addresses or names) the settings place the suite's services on, other
+    than loopback and wildcards: what its certificates must name besides 127.0.0.1."""
+    targets = [settings.host, settings.table_advertise, *settings.listen.values()]
+    for target in settings.addresses.values():
+        targets += target.split(",")
+    found: list[str] = []
+    for target in targets:
+        target = target.strip()
+        if not target or "://" in target:  # dns:///name:port: a name, not one host
+            continue
+        host = target.rsplit(":", 1)[0] if target.count(":") == 1 or "]" in target else target
+        host = host.strip("[]")
+        if host and host not in _SELF and host not in found:
+            found.append(host)
+    return tuple(found)
+
+
+_SELF = frozenset({"127.0.0.1", "localhost", "0.0.0.0", "::", "::1"})
+
+
+def ensure_certificates(
+    data_dir: Path, identities: Iterable[str] = IDENTITIES, hosts: Iterable[str] = ()
+) -> TlsFiles:
     """The CA and a certificate for each of ``identities`` under ``data_dir``, made
-    when missing (or about to expire, or from another CA); existing ones are kept."""
+    when missing (or about to expire, or from another CA, or not naming one of
+    ``hosts``, ``suite_hosts``); existing ones are kept."""
     files = TlsFiles(data_dir)
     for directory in (files.tls_dir, files.ca_key.parent):
         ensure_dir(directory, "directory of the TLS files", mode=0o700)
@@ -96,9 +124,17 @@ def ensure_certificates(data_dir: Path, identities: Iterable[str] = IDENTITIES) 
     with open(files.ca_key.parent / LOCK_FILE, "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         ca_key, ca_cert = _ensure_ca(files)
+        extra = [_san(host) for host in hosts]
         for identity in identities:
-            _ensure_leaf(files, identity, ca_key, ca_cert)
+            _ensure_leaf(files, identity, ca_key, ca_cert, extra)
     return files
+
+
+def _san(host: str) -> x509.GeneralName:
+    try:
+        return x509.IPAddress(ipaddress.ip_address(host))
+    except ValueError:
+        return x509.DNSName(host)
 
 
 def _ensure_ca(files: TlsFiles) -> tuple[ec.EllipticCurvePrivateKey, x509.Certificate]:
@@ -130,7 +166,11 @@ def _ensure_ca(files: TlsFiles) -> tuple[ec.EllipticCurvePrivateKey, x509.Certif
 
 
 def _ensure_leaf(
-    files: TlsFiles, identity: str, ca_key: ec.EllipticCurvePrivateKey, ca_cert: x509.Certificate
+    files: TlsFiles,
+    identity: str,
+    ca_key: ec.EllipticCurvePrivateKey,
+    ca_cert: x509.Certificate,
+    extra: Sequence[x509.GeneralName] = (),
 ) -> None:
     cert_path, key_path = files.cert(identity), files.key(identity)
     if cert_path.exists() and key_path.exists():
@@ -139,6 +179,7 @@ def _ensure_leaf(
             _signed_by(cert, ca_cert)
             and not _expiring(cert)
             and cert.public_key() == _load_key(key_path).public_key()
+            and set(extra) <= set(_sans(cert))
         ):
             return
     key = ec.generate_private_key(ec.SECP256R1())
@@ -149,6 +190,7 @@ def _ensure_leaf(
         x509.DNSName("localhost"),
         x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
     ]
+    sans += [name for name in extra if name not in sans]
     cert = (
         x509.CertificateBuilder()
         .subject_name(_name(identity))
@@ -175,6 +217,14 @@ def _ensure_leaf(
     # The key first: a reader that finds the new certificate finds its key too.
     _replace(key_path, _key_pem(key))
     _replace(cert_path, cert.public_bytes(serialization.Encoding.PEM), mode=0o644)
+
+
+def _sans(cert: x509.Certificate) -> list[x509.GeneralName]:
+    try:
+        ext = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName)
+    except x509.ExtensionNotFound:
+        return []
+    return list(ext.value)
 
 
 def _name(common_name: str) -> x509.Name:

@@ -98,6 +98,9 @@ REPEATS: Mapping[str, Repeat] = MappingProxyType({
     "ddz.v1.DealerService/Deal": keyed(
         "the table names the hand: its seed is stored under the hand id before anything "
         "is published, so a repeat is ALREADY_EXISTS, never a second deal"),
+    "ddz.v1.DealerService/CancelDeal": keyed(
+        "the hand id is the key: a repeat finds the cancellation, or the seed of a deal "
+        "that had begun, and answers as the first"),
     "ddz.v1.DealerService/GetSeed": READ,
     "ddz.v1.RulesService/Decide": once(
         "the table sends a person's bid, play and pass (and its own reconnect and escape) "

@@ -270,13 +270,18 @@ async def _publish_checked(
     )
 
 
+_UNANSWERED = (TimeoutError, nats.errors.TimeoutError, nats.js.errors.NoStreamResponseError)
+
+
 async def _retried(
     send: Callable[[], Awaitable[T]],
     ours: Callable[[], Awaitable[T | None]],
     refused: tuple[type[Exception], ...],
 ) -> T:
     """``send()``, again after a timeout (up to ``PUBLISH_ATTEMPTS``). A refusal is a
-    success when ``ours()`` finds what was sent already stored, else ``HandConflict``."""
+    success when ``ours()`` finds what was sent already stored, else ``HandConflict``.
+    Still no answer: UNAVAILABLE (the stream has no leader yet, e.g. just after a node
+    came back), which callers ask again, never an internal error."""
     for attempt in range(1, PUBLISH_ATTEMPTS + 1):
         try:
             return await send()
@@ -285,9 +290,10 @@ async def _retried(
             if found is not None:
                 return found
             raise HandConflict(str(exc)) from exc
-        except (TimeoutError, nats.errors.TimeoutError, nats.js.errors.NoStreamResponseError):
+        except _UNANSWERED as exc:
             if attempt == PUBLISH_ATTEMPTS:
-                raise
+                why = str(exc) or type(exc).__name__
+                raise Refusal.unavailable(f"the bus did not take the events: {why}") from exc
             await asyncio.sleep(0.05 * attempt)
     raise AssertionError("unreachable")  # pragma: no cover
 

@@ -58,6 +58,8 @@ OPEN = anyone("tells nothing about a hand: any caller the listener let in")
 RIGHTS: Mapping[str, Right] = MappingProxyType({
     "ddz.v1.DealerService/Deal": only(
         "table", why="deals a table's hand: the table service alone seats players"),
+    "ddz.v1.DealerService/CancelDeal": only(
+        "table", why="calls off a table's deal before the table withdraws the hand"),
     "ddz.v1.DealerService/GetSeed": only(
         "rules", why="a hand's seed is every seat's cards: the rules rebuild a hand from it"),
     "ddz.v1.RulesService/Decide": only(

@@ -88,6 +88,15 @@ def nats_url(settings: Settings) -> str:
     return settings.nats_url or DEFAULT_NATS_URL
 
 
+PING_INTERVAL = 3
+MAX_OUTSTANDING_PINGS = 2
+"""A NATS node on another host that goes silent (its link down, its host frozen) resets
+no connection: the client finds out only when pings go unanswered. nats-py's defaults
+(a ping every 120 s, two unanswered) would keep a service on a dead node for minutes,
+longer than its leases; with these it moves to another node within about 9 s
+(``tests/e2e/test_hosts.py`` cuts a host's link)."""
+
+
 async def connect_bus(settings: Settings, service: str) -> EventBus:
     """The service's NATS connection with the ``DDZ`` stream ensured.
 
@@ -131,6 +140,8 @@ async def connect_bus(settings: Settings, service: str) -> EventBus:
                 on_disconnected=on_disconnected,
                 on_reconnected=on_reconnected,
                 on_closed=on_closed,
+                ping_interval=PING_INTERVAL,
+                max_outstanding_pings=MAX_OUTSTANDING_PINGS,
                 **connect_options(settings, service),
             )
     except (TimeoutError, nats.errors.Error, OSError) as exc:

@@ -57,7 +57,7 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from ddz.adapters import nats_auth, stack_file
-from ddz.adapters.certs import TlsSetupError, ensure_certificates
+from ddz.adapters.certs import TlsSetupError, ensure_certificates, suite_hosts
 from ddz.adapters.data_files import ensure_dir
 from ddz.adapters.grpc_client import channel_credentials, channel_target, list_tls_options
 from ddz.adapters.nats_server import (
@@ -443,7 +443,8 @@ class Stack:
         migrate(settings)
         ensure_keys(settings)  # a fresh machine: every token key made before a service reads it
         if not settings.insecure:
-            ensure_certificates(settings.data_dir)  # the CA and every identity's certificate
+            # The CA and every identity's certificate, naming the hosts it runs on.
+            ensure_certificates(settings.data_dir, hosts=suite_hosts(settings))
         self._env = self.child_env()
         for service in self.services:
             for name in self._instance_names(service):

@@ -6,7 +6,8 @@ Makes, where missing, everything ``ddz up`` makes at start, so that ``ddz serve 
 (or ``python -m services.NAME``) with the same ``DDZ_DATA_DIR`` finds it: the token
 keys (``ddz.adapters.token_keys``), the local CA and a certificate per service and for
 the operator's tools (``ddz.adapters.certs``), an nkey per NATS user and the
-nats-server authorization file (``ddz.adapters.nats_auth``). Existing files are kept;
+nats-server authorization file (``ddz.adapters.nats_auth``), the event producers' and
+the recorder's signing keys. Existing files are kept;
 running it again changes nothing (a certificate about to expire is issued again).
 """
 
@@ -30,15 +31,21 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def run(args: argparse.Namespace) -> int:
     from ddz.adapters import nats_auth
-    from ddz.adapters.certs import IDENTITIES, ensure_certificates
+    from ddz.adapters.certs import IDENTITIES, ensure_certificates, suite_hosts
+    from ddz.adapters.event_signing import ensure_event_keys
+    from ddz.adapters.store.keys import ensure_signing_key
     from ddz.adapters.data_files import ensure_dir
     from ddz.adapters.token_keys import ensure_keys
 
     settings = Settings.from_env()
     ensure_dir(settings.data_dir)
     ensure_keys(settings)
-    files = ensure_certificates(settings.data_dir)
+    files = ensure_certificates(settings.data_dir, hosts=suite_hosts(settings))
     nats_config = nats_auth.write_config(settings.data_dir)
+    # The producers' and the recorder's signing keys, which the services would make at
+    # their start: made here, a data dir copied to several hosts gives them all the same.
+    ensure_event_keys(settings)
+    ensure_signing_key(settings.audit_signing_key_path, settings.audit_public_keys_path)
     print(f"ddz: data dir {settings.data_dir} is ready")
     print(f"  TLS CA           {files.ca_cert}  (its key: {files.ca_key})")
     print(f"  certificates     {files.tls_dir}/{{{','.join(IDENTITIES)}}}.crt and .key")

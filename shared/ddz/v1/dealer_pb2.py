@@ -25,13 +25,15 @@ _sym_db = _symbol_database.Default()
 from ddz.v1 import envelope_pb2 as ddz_dot_v1_dot_envelope__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x13\x64\x64z/v1/dealer.proto\x12\x06\x64\x64z.v1\x1a\x15\x64\x64z/v1/envelope.proto\"\xcd\x01\n\x0b\x44\x65\x61lRequest\x12\x0f\n\x07hand_id\x18\x01 \x01(\t\x12\x10\n\x08table_id\x18\x02 \x01(\t\x12\x14\n\x0c\x63lient_seeds\x18\t \x03(\x0c\x12\x18\n\x10show_before_deal\x18\n \x03(\r\x12\x12\n\nrequest_id\x18\x0b \x01(\tJ\x04\x08\x03\x10\x04J\x04\x08\x04\x10\x05J\x04\x08\x05\x10\x06J\x04\x08\x06\x10\x07J\x04\x08\x07\x10\x08J\x04\x08\x08\x10\tR\x07variantR\x05rulesR\x04roomR\x05seatsR\x0c\x66irst_bidderR\x08\x62\x61lances\"k\n\x0c\x44\x65\x61lResponse\x12\x0f\n\x07hand_id\x18\x01 \x01(\t\x12\x12\n\ncommitment\x18\x02 \x01(\t\x12\x0f\n\x07version\x18\x03 \x01(\x04\x12%\n\x06\x65vents\x18\x04 \x03(\x0b\x32\x15.ddz.v1.EventEnvelope\"!\n\x0eGetSeedRequest\x12\x0f\n\x07hand_id\x18\x01 \x01(\t\"0\n\x0fGetSeedResponse\x12\x0f\n\x07hand_id\x18\x01 \x01(\t\x12\x0c\n\x04seed\x18\x02 \x01(\x0c\x32~\n\rDealerService\x12\x31\n\x04\x44\x65\x61l\x12\x13.ddz.v1.DealRequest\x1a\x14.ddz.v1.DealResponse\x12:\n\x07GetSeed\x12\x16.ddz.v1.GetSeedRequest\x1a\x17.ddz.v1.GetSeedResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x13\x64\x64z/v1/dealer.proto\x12\x06\x64\x64z.v1\x1a\x15\x64\x64z/v1/envelope.proto\"\xcd\x01\n\x0b\x44\x65\x61lRequest\x12\x0f\n\x07hand_id\x18\x01 \x01(\t\x12\x10\n\x08table_id\x18\x02 \x01(\t\x12\x14\n\x0c\x63lient_seeds\x18\t \x03(\x0c\x12\x18\n\x10show_before_deal\x18\n \x03(\r\x12\x12\n\nrequest_id\x18\x0b \x01(\tJ\x04\x08\x03\x10\x04J\x04\x08\x04\x10\x05J\x04\x08\x05\x10\x06J\x04\x08\x06\x10\x07J\x04\x08\x07\x10\x08J\x04\x08\x08\x10\tR\x07variantR\x05rulesR\x04roomR\x05seatsR\x0c\x66irst_bidderR\x08\x62\x61lances\"k\n\x0c\x44\x65\x61lResponse\x12\x0f\n\x07hand_id\x18\x01 \x01(\t\x12\x12\n\ncommitment\x18\x02 \x01(\t\x12\x0f\n\x07version\x18\x03 \x01(\x04\x12%\n\x06\x65vents\x18\x04 \x03(\x0b\x32\x15.ddz.v1.EventEnvelope\"!\n\x0eGetSeedRequest\x12\x0f\n\x07hand_id\x18\x01 \x01(\t\"0\n\x0fGetSeedResponse\x12\x0f\n\x07hand_id\x18\x01 \x01(\t\x12\x0c\n\x04seed\x18\x02 \x01(\x0c\"J\n\x11\x43\x61ncelDealRequest\x12\x0f\n\x07hand_id\x18\x01 \x01(\t\x12\x10\n\x08table_id\x18\x02 \x01(\t\x12\x12\n\nrequest_id\x18\x03 \x01(\t\"a\n\x12\x43\x61ncelDealResponse\x12&\n\x07outcome\x18\x01 \x01(\x0e\x32\x15.ddz.v1.CancelOutcome\x12#\n\x05\x64\x65\x61lt\x18\x02 \x01(\x0b\x32\x14.ddz.v1.DealResponse*g\n\rCancelOutcome\x12\x1e\n\x1a\x43\x41NCEL_OUTCOME_UNSPECIFIED\x10\x00\x12\x1c\n\x18\x43\x41NCEL_OUTCOME_CANCELLED\x10\x01\x12\x18\n\x14\x43\x41NCEL_OUTCOME_DEALT\x10\x02\x32\xc3\x01\n\rDealerService\x12\x31\n\x04\x44\x65\x61l\x12\x13.ddz.v1.DealRequest\x1a\x14.ddz.v1.DealResponse\x12:\n\x07GetSeed\x12\x16.ddz.v1.GetSeedRequest\x1a\x17.ddz.v1.GetSeedResponse\x12\x43\n\nCancelDeal\x12\x19.ddz.v1.CancelDealRequest\x1a\x1a.ddz.v1.CancelDealResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'ddz.v1.dealer_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
+  _globals['_CANCELOUTCOME']._serialized_start=631
+  _globals['_CANCELOUTCOME']._serialized_end=734
   _globals['_DEALREQUEST']._serialized_start=55
   _globals['_DEALREQUEST']._serialized_end=260
   _globals['_DEALRESPONSE']._serialized_start=262
@@ -40,6 +42,10 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_GETSEEDREQUEST']._serialized_end=404
   _globals['_GETSEEDRESPONSE']._serialized_start=406
   _globals['_GETSEEDRESPONSE']._serialized_end=454
-  _globals['_DEALERSERVICE']._serialized_start=456
-  _globals['_DEALERSERVICE']._serialized_end=582
+  _globals['_CANCELDEALREQUEST']._serialized_start=456
+  _globals['_CANCELDEALREQUEST']._serialized_end=530
+  _globals['_CANCELDEALRESPONSE']._serialized_start=532
+  _globals['_CANCELDEALRESPONSE']._serialized_end=629
+  _globals['_DEALERSERVICE']._serialized_start=737
+  _globals['_DEALERSERVICE']._serialized_end=932
 # @@protoc_insertion_point(module_scope)

@@ -1,11 +1,21 @@
 from ddz.v1 import envelope_pb2 as _envelope_pb2
 from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from collections.abc import Iterable as _Iterable, Mapping as _Mapping
 from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
+
+class CancelOutcome(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    CANCEL_OUTCOME_UNSPECIFIED: _ClassVar[CancelOutcome]
+    CANCEL_OUTCOME_CANCELLED: _ClassVar[CancelOutcome]
+    CANCEL_OUTCOME_DEALT: _ClassVar[CancelOutcome]
+CANCEL_OUTCOME_UNSPECIFIED: CancelOutcome
+CANCEL_OUTCOME_CANCELLED: CancelOutcome
+CANCEL_OUTCOME_DEALT: CancelOutcome
 
 class DealRequest(_message.Message):
     __slots__ = ("hand_id", "table_id", "client_seeds", "show_before_deal", "request_id")
@@ -46,3 +56,21 @@ class GetSeedResponse(_message.Message):
     hand_id: str
     seed: bytes
     def __init__(self, hand_id: _Optional[str] = ..., seed: _Optional[bytes] = ...) -> None: ...
+
+class CancelDealRequest(_message.Message):
+    __slots__ = ("hand_id", "table_id", "request_id")
+    HAND_ID_FIELD_NUMBER: _ClassVar[int]
+    TABLE_ID_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    hand_id: str
+    table_id: str
+    request_id: str
+    def __init__(self, hand_id: _Optional[str] = ..., table_id: _Optional[str] = ..., request_id: _Optional[str] = ...) -> None: ...
+
+class CancelDealResponse(_message.Message):
+    __slots__ = ("outcome", "dealt")
+    OUTCOME_FIELD_NUMBER: _ClassVar[int]
+    DEALT_FIELD_NUMBER: _ClassVar[int]
+    outcome: CancelOutcome
+    dealt: DealResponse
+    def __init__(self, outcome: _Optional[_Union[CancelOutcome, str]] = ..., dealt: _Optional[_Union[DealResponse, _Mapping]] = ...) -> None: ...

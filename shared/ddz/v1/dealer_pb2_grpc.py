@@ -44,6 +44,11 @@ class DealerServiceStub:
                 request_serializer=ddz_dot_v1_dot_dealer__pb2.GetSeedRequest.SerializeToString,
                 response_deserializer=ddz_dot_v1_dot_dealer__pb2.GetSeedResponse.FromString,
                 _registered_method=True)
+        self.CancelDeal = channel.unary_unary(
+                '/ddz.v1.DealerService/CancelDeal',
+                request_serializer=ddz_dot_v1_dot_dealer__pb2.CancelDealRequest.SerializeToString,
+                response_deserializer=ddz_dot_v1_dot_dealer__pb2.CancelDealResponse.FromString,
+                _registered_method=True)
 
 
 class DealerServiceServicer:
@@ -71,6 +76,19 @@ class DealerServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CancelDeal(self, request, context):
+        """For the table service only: never deal this hand, asked when the answers to its
+        Deal were lost. The dealer records "never deal it" durably before it answers, so a
+        Deal of the hand that is still under way, or comes later (a stalled dealer, a
+        retry), is refused (FAILED_PRECONDITION/UNKNOWN_HAND). A hand whose deal had begun
+        already (its seed is kept) is dealt instead, as a retry of its Deal would, and the
+        answer says so with the hand: the table plays it rather than withdrawing it.
+        Asking again answers the same.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_DealerServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -83,6 +101,11 @@ def add_DealerServiceServicer_to_server(servicer, server):
                     servicer.GetSeed,
                     request_deserializer=ddz_dot_v1_dot_dealer__pb2.GetSeedRequest.FromString,
                     response_serializer=ddz_dot_v1_dot_dealer__pb2.GetSeedResponse.SerializeToString,
+            ),
+            'CancelDeal': grpc.unary_unary_rpc_method_handler(
+                    servicer.CancelDeal,
+                    request_deserializer=ddz_dot_v1_dot_dealer__pb2.CancelDealRequest.FromString,
+                    response_serializer=ddz_dot_v1_dot_dealer__pb2.CancelDealResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -139,6 +162,33 @@ class DealerService:
             '/ddz.v1.DealerService/GetSeed',
             ddz_dot_v1_dot_dealer__pb2.GetSeedRequest.SerializeToString,
             ddz_dot_v1_dot_dealer__pb2.GetSeedResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CancelDeal(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/ddz.v1.DealerService/CancelDeal',
+            ddz_dot_v1_dot_dealer__pb2.CancelDealRequest.SerializeToString,
+            ddz_dot_v1_dot_dealer__pb2.CancelDealResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -7,6 +7,8 @@
 - ``balances``, ``settled_hands``, ``settled_seats``, ``processed_events``: the
   settlement projection of ``HandSettled`` events. A projection: it can be dropped and
   rebuilt from the events at any time (``ddz rebuild``).
+  A row whose ``cancelled_by`` is set (and ``seed`` empty) is a hand its table called
+  off (``CancelDeal``): it holds the hand's id so that no deal of it can begin.
 
 Created by this package's own Alembic lineage (``migrations/``, version table
 ``alembic_version_services``), independent of the event store's, so neither
@@ -27,6 +29,8 @@ dealer_seeds = sa.Table(
     sa.Column("hand_id", sa.String(200), primary_key=True),
     sa.Column("seed", sa.LargeBinary(), nullable=False),
     sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+    # The request id of the cancelled Deal: the hand is never dealt (seed b"").
+    sa.Column("cancelled_by", sa.String(200), nullable=True),
 )
 
 balances = sa.Table(

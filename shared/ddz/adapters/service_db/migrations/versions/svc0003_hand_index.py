@@ -1,7 +1,7 @@
 """The dispute desk: the hand summaries projection and the desk's access log.
 
-Revision ID: svc0002
-Revises: svc0001
+Revision ID: svc0003
+Revises: svc0002
 Create Date: 2026-12-04
 
 A frozen copy of ``ddz.adapters.service_db.schema`` as of this revision (a test checks
@@ -13,8 +13,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "svc0002"
-down_revision = "svc0001"
+revision = "svc0003"
+down_revision = "svc0002"
 branch_labels = None
 depends_on = None
 
