@@ -32,9 +32,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def run(args: argparse.Namespace) -> int:
     from ddz.adapters import nats_auth
     from ddz.adapters.certs import IDENTITIES, ensure_certificates, suite_hosts
+    from ddz.adapters.data_files import ensure_dir
     from ddz.adapters.event_signing import ensure_event_keys
     from ddz.adapters.store.keys import ensure_signing_key
-    from ddz.adapters.data_files import ensure_dir
     from ddz.adapters.token_keys import ensure_keys
 
     settings = Settings.from_env()
