@@ -230,12 +230,14 @@ class PlayApp:
             if left.escaped_hand_id:
                 self.console.print(
                     f"you left during hand {left.escaped_hand_id}: that is an escape (§10); "
-                    f"ddz audit {left.escaped_hand_id} shows it"
+                    f"ddz audit {left.escaped_hand_id} shows it",
+                    soft_wrap=True,
                 )
 
     def _in_play(self) -> bool:
+        """A hand is being played at the seat (also before its first view came)."""
         view = self.scene.view
-        return view is not None and view.phase != PHASE_ENDED
+        return bool(self.hand_id) and (view is None or view.phase != PHASE_ENDED)
 
     def _input_closed(self) -> bool:
         """The input ended mid-hand: True to leave. On a terminal (Ctrl-D) it is a quit
@@ -248,7 +250,8 @@ class PlayApp:
             return False
         self.errors.print(
             f"ddz play: the input closed during hand {self.hand_id}: leaving the table. "
-            f"{escape_cost(self.scene.room, self.scene.view)}."
+            f"{escape_cost(self.scene.room, self.scene.view)}.",
+            soft_wrap=True,
         )
         return True
 
