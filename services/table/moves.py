@@ -83,6 +83,7 @@ class Seen:
     version: int
     table_id: str
     clock: TurnDeadline | None = None  # the turn's running clock, if any
+    at: float | None = None  # the time the view is as of (Unix s); None: now
 
 
 @dataclass(frozen=True, slots=True)

@@ -86,7 +86,7 @@ def room_pb(shown: RoomShown) -> table_pb2.Room:
 
 def view_pb(seen: Seen) -> table_pb2.PlayerView:
     return codec.view_to_pb(
-        seen.view, version=seen.version, table_id=seen.table_id, clock=seen.clock
+        seen.view, version=seen.version, table_id=seen.table_id, clock=seen.clock, now=seen.at
     )
 
 

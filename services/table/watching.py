@@ -120,7 +120,10 @@ class Watching:
                     clock = (
                         None if timing is None else timing.deadline(fold.hand_id, state, started)
                     )
-                    seen = Seen(view_for(state, seat), position, table_id, clock)
+                    # As of its position's time: a stream read again is the same, message
+                    # for message (its seconds left are those at that moment).
+                    at = occurred_at(entry.envelope)
+                    seen = Seen(view_for(state, seat), position, table_id, clock, at)
                 yield Update(position, visible_event(entry, seat), seen)
             if fold.over and position >= fold.version:
                 return

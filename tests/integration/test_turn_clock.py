@@ -37,6 +37,7 @@ from table_kit import (
     settled_ledger,
     stored,
     typed,
+    view_of,
 )
 
 TURN = 2.0
@@ -56,20 +57,31 @@ def deadline_s(view: Any) -> float:
 
 
 def check_clock(update: Any, event_time: float) -> None:
-    """The view's clock: the seat on turn, its deadline the turn's start (the event's
-    time) plus the turn's seconds, within a second of the server clock plus those
-    seconds when the view was made."""
+    """A stream update's clock: the deadline is the turn's start (the hand's last event)
+    plus the turn's seconds, as of the update's own time (its position's event)."""
     view = update.view
     assert view.HasField("turn_deadline") and view.turn_seconds in (TURN, AUTO), view
-    server_now = float(view.server_time.ToNanoseconds()) / 1e9
-    assert abs(deadline_s(view) - (server_now + view.turn_seconds)) < 1.0
     # (the turn starts at the hand's last event: a hidden deal may follow the one seen)
     assert -1e-3 <= deadline_s(view) - (event_time + view.turn_seconds) < 0.5
-    assert abs(view.turn_seconds_left - (deadline_s(view) - server_now)) < 1e-3
+    at = float(view.server_time.ToNanoseconds()) / 1e9
+    assert abs(view.turn_seconds_left - (deadline_s(view) - at)) < 1e-3
 
 
-async def play_out(stub: Any, watcher: Watcher, seat: int, *, skip: int = 0) -> None:
-    """Play the seat with hints, letting its first ``skip`` turns run out."""
+def check_live_clock(view: Any, asked_at: float) -> None:
+    """A view asked for now (GetView): its deadline is within a second of the server
+    clock plus the seconds left, and of this machine's (the same host) too."""
+    assert view.HasField("turn_deadline") and view.my_turn, view
+    server_now = float(view.server_time.ToNanoseconds()) / 1e9
+    assert abs(deadline_s(view) - (server_now + view.turn_seconds_left)) < 1e-3
+    assert abs(deadline_s(view) - (asked_at + view.turn_seconds_left)) < 1.0
+    assert 0 < view.turn_seconds_left <= view.turn_seconds
+
+
+async def play_out(
+    stub: Any, watcher: Watcher, seat: int, *, skip: int = 0, live: list[Any] | None = None
+) -> None:
+    """Play the seat with hints, letting its first ``skip`` turns run out; each turn's
+    view asked for at once goes to ``live``."""
     hand_id, seen, skipped = watcher.hand_id, 0, 0
     while True:
         await watcher.until(lambda u, seen=seen: u.position > seen)
@@ -81,6 +93,11 @@ async def play_out(stub: Any, watcher: Watcher, seat: int, *, skip: int = 0) -> 
             return
         if not view.my_turn or not view.HasField("turn_deadline"):
             continue
+        if live is not None:
+            asked_at = time.time()
+            now = await view_of(stub, hand_id, seat)
+            if now.my_turn and now.HasField("turn_deadline"):
+                live.append((asked_at, now))
         if skipped < skip:
             skipped += 1
             await watcher.until(lambda u, s=seen: u.position > s and typed(u, "turn_timed_out"))
@@ -101,7 +118,8 @@ async def test_a_missed_turn_is_one_bot_move_no_escapee_no_penalty(suite: Suite,
     stub = suite.table_as(joined.token)
     seat, hand_id = joined.seat, joined.hand_id
     watcher = Watcher(stub, hand_id, seat).start()
-    await asyncio.wait_for(play_out(stub, watcher, seat, skip=1), 120)
+    live: list[Any] = []
+    await asyncio.wait_for(play_out(stub, watcher, seat, skip=1, live=live), 120)
 
     got = events(watcher)
     timed = [e for e in got if isinstance(e, TurnTimedOut)]
@@ -117,11 +135,13 @@ async def test_a_missed_turn_is_one_bot_move_no_escapee_no_penalty(suite: Suite,
     # the deadline recorded is the one the player's view showed for that turn
     shown = [u for u in watcher.updates if u.view.my_turn and u.view.HasField("turn_deadline")]
     assert any(round(deadline_s(u.view) * 1000) == timed[0].deadline_ms for u in shown)
-    kinds = set()
     for update in shown:
         check_clock(update, occurred_at(last_event_envelope(watcher, update.position)))
-        kinds.add(update.view.phase)
-    assert kinds == {BIDDING, PLAYING}
+    for asked_at, view in live:
+        check_live_clock(view, asked_at)
+    # every turn kind the player met (bidding unless a bot called 3 first, and play)
+    met = {u.view.phase for u in watcher.updates if u.view.my_turn}
+    assert PLAYING in met and {view.phase for _at, view in live} == met
     # nobody's clock runs for a bot's seat
     assert all(
         not u.view.HasField("turn_deadline")
