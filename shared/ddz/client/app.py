@@ -303,10 +303,12 @@ class PlayApp:
         """Follow the seat's stream to the hand's end, resuming after any cut."""
 
         resuming = ""
+        fresh = True  # a stream's first update: its clock is as of an event maybe long past
 
         def cut(code: grpc.StatusCode) -> None:
-            nonlocal resuming
+            nonlocal resuming, fresh
             self.scene.status = resuming = f"connection lost ({code.name}): resuming…"
+            fresh = True
             self.redraw()
 
         try:
@@ -315,6 +317,10 @@ class PlayApp:
                 if resuming and self.scene.status == resuming:
                     self.scene.status = resuming = ""
                 self.scene.follow(update)
+                if fresh:
+                    fresh = False
+                    with contextlib.suppress(grpc.aio.AioRpcError):
+                        self.scene.take_view(await self.session.view(hand_id))  # as of now
                 self.redraw()
         except Refusal as refusal:
             self.scene.status = f"the hand's stream is lost: {refusal.message}"
