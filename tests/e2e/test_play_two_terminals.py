@@ -71,7 +71,12 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     # Nobody is timed out for being slow (the machine may be): the only disconnect in
     # this hand is the dropped terminal.
     settings = Settings.from_env(
-        {"DDZ_DATA_DIR": str(data_dir), "DDZ_ROOMS_FILE": str(rooms), "DDZ_TURN_TIMEOUT": "600"}
+        {
+            "DDZ_DATA_DIR": str(data_dir),
+            "DDZ_ROOMS_FILE": str(rooms),
+            "DDZ_TURN_TIMEOUT": "600",
+            "DDZ_RECONNECT_GRACE": "1",
+        }  # a killed terminal is a lost connection a second later
     )
     with Stack(settings, ephemeral_ports=True, nats_port=0) as running:
         yield running

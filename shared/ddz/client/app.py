@@ -120,6 +120,7 @@ class PlayApp:
         self.position = 0
         self.last_hint: table_pb2.SuggestedMove | None = None
         self.leaving = False
+        self.busy = False  # a typed command is being sent
 
     # -- the screen ------------------------------------------------------------------
 
@@ -282,7 +283,11 @@ class PlayApp:
                         return "quit"
                     self.redraw()
                     continue
-                outcome = await self._command(line)
+                self.busy = True  # no countdown redraw until the command's answer is shown
+                try:
+                    outcome = await self._command(line)
+                finally:
+                    self.busy = False
                 if outcome is not None:
                     return outcome
                 self.redraw()
@@ -296,7 +301,7 @@ class PlayApp:
             return
         while True:
             await asyncio.sleep(TICK)
-            if self.scene.seconds_left() is not None:
+            if self.scene.seconds_left() is not None and not self.busy:
                 self.redraw()
 
     async def _watch(self, hand_id: str) -> None:

@@ -96,10 +96,6 @@ class Scene:
     def take_view(self, view: table_pb2.PlayerView) -> None:
         """Show ``view`` unless a later one is shown already (a move's answer came first)."""
         if self.view is None or view.version >= self.view.version:
-            if self.view is None and view.hand_id:
-                self.message = (
-                    f"hand {view.hand_id} dealt: to quote it later, ddz audit {view.hand_id}"
-                )
             self.view = view
             self.clock = None
             if view.HasField("turn_deadline") and view.HasField("turn"):
