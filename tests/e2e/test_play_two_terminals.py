@@ -334,7 +334,10 @@ def test_two_people_one_drops_and_comes_back(stack: Stack) -> None:
         # Ben's screen: Ann's seat is away and the bot moves for it (托管).
         def bot_moved_for_ann() -> bool:
             row = row_of(ben.live.screen, "ann")
-            return bool(re.search(r"(play \S+|pass) · away: the bot plays", row))
+            # the bot's move for her says why (her connection went: the grace ran out)
+            return bool(
+                re.search(r"(play \S+|pass) \(bot: connection lost\) · away: the bot plays", row)
+            )
 
         table.play(bot_moved_for_ann)
         assert "the hand is over" not in ben.live.screen

@@ -104,15 +104,16 @@ def test_the_bot_playing_for_the_player_is_said_with_why_and_auto_play_how_to_en
     scene.follow(table_pb2.WatchHandResponse(position=3, view=clocked(3, 1.0)))
     bot_pass = ev.Passed(0, ev.MoveBy.BOT_TURN_TIMEOUT)
     scene.follow(table_pb2.WatchHandResponse(position=4, event=envelope(bot_pass)))
-    assert scene.message == "the bot played for you: pass — your turn's clock ran out"
+    assert scene.bot_note == "the bot played for you: pass — your turn's clock ran out"
+    assert scene.bot_note in text(scene)
     assert scene.last[0] == "pass (bot: time ran out)"
     scene.follow(table_pb2.WatchHandResponse(position=5, event=envelope(ev.AutoPlayStarted(0, 2))))
-    assert "type resume" in scene.message
+    assert "type resume" in scene.bot_note
     scene.follow(table_pb2.WatchHandResponse(position=6, view=clocked(6, 3.0, auto_play=True)))
     assert "→ auto-play" in text(scene) and "type resume" in text(scene)
     other = ev.Passed(1, ev.MoveBy.BOT_CONNECTION_LOST)
     scene.follow(table_pb2.WatchHandResponse(position=7, event=envelope(other)))
-    assert scene.last[1] == "pass (bot: connection lost)" and "you" not in scene.message[:8]
+    assert scene.last[1] == "pass (bot: connection lost)" and "auto-play" in scene.bot_note
 
 
 def test_leaving_says_what_it_costs_in_the_room() -> None:

@@ -268,6 +268,7 @@ class PlayApp:
         self.position = 0
         self.scene.view = None
         self.scene.last.clear()
+        self.scene.bot_note = ""
         self.last_hint = None
         watching = asyncio.create_task(self._watch(self.hand_id))
         ticking = asyncio.create_task(self._tick())

@@ -69,6 +69,7 @@ class Scene:
     last: dict[int, str] = field(default_factory=dict)  # seat -> its last public action
     message: str = ""
     status: str = ""  # what the app is doing (joining, waiting for others...)
+    bot_note: str = ""  # the bot's last move for the player, and why (its own line)
     # the turn's clock: (seat on turn, monotonic deadline here, seconds the turn got)
     clock: tuple[int, float, float] | None = None
     now: Callable[[], float] = time.monotonic
@@ -118,9 +119,11 @@ class Scene:
         if by in SHORT_WHY and text:
             text += f" ({SHORT_WHY[by]})"
             if seat == self.seat:
-                self.message = f"the bot played for you: {action_text(decoded)} — {WHY_THE_BOT[by]}"
+                self.bot_note = (
+                    f"the bot played for you: {action_text(decoded)} — {WHY_THE_BOT[by]}"
+                )
         if seat == self.seat and isinstance(decoded, ev.AutoPlayStarted):
-            self.message = (
+            self.bot_note = (
                 f"auto-play: your turn's clock ran out {decoded.timeouts} times in a row, so "
                 "the bot plays your turns after a short clock — type resume, or any move, "
                 "to play yourself"
@@ -203,6 +206,8 @@ def render(scene: Scene) -> RenderableType:
         parts.append(Text(f"hand {view.hand_id} is over: check it with  ddz audit {view.hand_id}"))
     if scene.status:
         parts.append(Text(scene.status, style="dim"))
+    if scene.bot_note:
+        parts.append(Text(scene.bot_note, style="yellow"))
     if scene.message:
         parts.append(Text(scene.message, style="bold"))
     parts.append(Text(prompt_line(scene, view), style="cyan"))
