@@ -108,6 +108,7 @@ class BotApp:
             self.autoplay.moves,
             self.autoplay.kick,
             stall_after=self.settings.turn_timeout + self.settings.stall_margin,
+            auto_play_after=self.settings.timeouts_to_autoplay,
         )
         self.servicer = BotServicer(
             Suggest(FeedLookup(self.feed), self.player), GetStats(self.autoplay, self.player_kind)

@@ -1,4 +1,6 @@
-"""Plays the seats the bot is responsible for: bot seats, and disconnected seats (托管).
+"""Plays the seats the bot is responsible for: bot seats, disconnected seats, and a
+person's turn that timed out (once; in auto-play, each turn whose short clock ran out).
+Every move says it is the bot's (``by_bot``): the rules record why it moved (MoveBy).
 
 Follows every hand through a ``HandFeed`` (a durable consumer of all hand events,
 internal included, so it knows each seat's cards). Whenever the seat to act is one of
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import time
 import uuid
 from collections.abc import Callable
@@ -31,7 +34,7 @@ from ddz.adapters import metrics
 from ddz.adapters.hand_feed import HandFold, deal_complete
 from ddz.application.errors import Kind, Refusal
 from ddz.application.tasks import cancel_and_wait
-from ddz.domain.hand import Bid, Command, HandState, Pass, Phase, PlayerView, view_for
+from ddz.domain.hand import Bid, Command, HandState, Pass, Phase, Play, PlayerView, view_for
 from ddz.domain.players import Player, play_of
 from ddz.v1 import rules_pb2
 
@@ -51,24 +54,37 @@ RECHECK_AFTER = 1.0
 
 
 def seat_to_act(state: HandState) -> int | None:
-    """The seat the bot plays now: the seat on turn if it is a bot seat or disconnected."""
+    """The seat the bot plays now: the seat on turn if it is a bot seat, disconnected,
+    or its person's turn has timed out."""
     if state.phase not in (Phase.BIDDING, Phase.PLAYING) or not 0 <= state.turn < len(state.seats):
         return None
     if not deal_complete(state):
         return None
     seat = state.turn
-    if state.seats[seat].is_bot or seat in state.disconnected:
+    timed_out = state.timed_out
+    if (
+        state.seats[seat].is_bot
+        or seat in state.disconnected
+        or (timed_out is not None and timed_out.seat == seat)
+    ):
         return seat
     return None
+
+
+def by_bot(command: Command) -> Command:
+    """The move as the bot's own (the rules record who moved and why)."""
+    if isinstance(command, Bid | Play | Pass):
+        return dataclasses.replace(command, by_bot=True)
+    return command
 
 
 def fallback_move(view: PlayerView) -> Command:
     """A move the rules always accept: pass when allowed, else the first legal play."""
     if view.phase is Phase.BIDDING:
-        return Bid.pass_(view.seat)
+        return by_bot(Bid.pass_(view.seat))
     if view.can_pass:
-        return Pass(view.seat)
-    return play_of(view.seat, view.legal_moves()[0])
+        return Pass(view.seat, by_bot=True)
+    return by_bot(play_of(view.seat, view.legal_moves()[0]))
 
 
 def in_partition(hand_id: str, partition: int, partitions: int) -> bool:
@@ -133,7 +149,7 @@ class AutoPlay:
 
     async def _act(self, fold: HandFold, seat: int) -> None:
         view = view_for(fold.state, seat)
-        command = self.player.act(view)
+        command = by_bot(self.player.act(view))
         answer = await self._decide(fold, seat, command)
         if answer is not None and not answer.accepted:
             log.warning("bot_move_refused", hand_id=fold.hand_id, seat=seat,

@@ -1,18 +1,21 @@
 """The hand-stall watchdog: a hand in play with no event for longer than the turn
 timeout plus a margin (``DDZ_TURN_TIMEOUT`` + ``DDZ_STALL_MARGIN``) is got moving again.
+(A room's own turn seconds are at most ``DDZ_TURN_TIMEOUT``: the table checks it.)
 
 Why the bot service: it follows every hand, internal events too, whoever dealt it, and
-it is the one that plays a seat once it is disconnected, so the remedy is its own job.
+it is the one that plays a seat whose turn timed out, so the remedy is its own job.
 The table's turn clock (``services/table/clock.py``) watches only the hands of the
 tables it holds in memory: a hand dealt through the dealer directly has no clock, and a
 restarted table service has forgotten its clocks. The watchdog is the backstop; with a
-table running, its clock acts first (at the turn timeout) and its disconnect is an event.
+table running, its clock acts first (at the turn timeout) and its time-out is an event.
 
 What a stalled hand gets (``remedy_for``):
 
-- a person on turn (not a bot seat, not disconnected, the deal complete): ``Disconnect``
-  of their seat through the rules with ``expected_version`` = the hand's version as seen,
-  so it is refused as stale if the hand moved meanwhile; the bot then plays the seat;
+- a person on turn (not a bot seat, not disconnected, the deal complete, the turn not
+  timed out yet): ``TimeOut`` of their turn through the rules (as the table's clock
+  would: the bot moves once for them; no disconnect, no escapee) with
+  ``expected_version`` = the hand's version as seen, so it is refused as stale if the
+  hand moved meanwhile;
 - anything else in play (a seat the bot plays, a deal not yet complete): the hand is read
   again from JetStream and looked at again, in case an event never reached the feed.
 
@@ -33,7 +36,7 @@ from ddz.adapters import metrics
 from ddz.adapters.hand_feed import HandFold, deal_complete
 from ddz.application.errors import Kind, Refusal
 from ddz.application.tasks import cancel_and_wait
-from ddz.domain.hand import Disconnect, HandState, Phase
+from ddz.domain.hand import HandState, Phase, TimeOut
 
 from .ports import Hands, Move, MoveSender
 
@@ -43,7 +46,7 @@ IN_PLAY = frozenset({Phase.BIDDING, Phase.PLAYING})
 
 
 class Remedy(enum.Enum):
-    DISCONNECT = "disconnect"  # the person on turn: the bot plays for them
+    TIME_OUT = "time_out"  # the person on turn: their turn timed out, the bot moves once
     RELOAD = "reload"  # the hand read again from the bus, the bot looks again
 
 
@@ -54,7 +57,7 @@ class Stall:
     hand_id: str
     remedy: Remedy
     version: int  # the hand's stream version as the watchdog saw it
-    seat: int | None = None  # the seat disconnected (DISCONNECT)
+    seat: int | None = None  # the seat whose turn times out (TIME_OUT)
 
 
 def person_on_turn(state: HandState) -> int | None:
@@ -62,9 +65,9 @@ def person_on_turn(state: HandState) -> int | None:
     if state.phase not in IN_PLAY or not 0 <= state.turn < len(state.seats):
         return None
     seat = state.turn
-    if state.seats[seat].is_bot or seat in state.disconnected or not deal_complete(state):
+    if state.seats[seat].is_bot or seat in state.disconnected or state.timed_out is not None:
         return None
-    return seat
+    return seat if deal_complete(state) else None
 
 
 def remedy_for(state: HandState) -> tuple[Remedy, int | None] | None:
@@ -72,7 +75,7 @@ def remedy_for(state: HandState) -> tuple[Remedy, int | None] | None:
     if state.phase not in IN_PLAY:
         return None
     seat = person_on_turn(state)
-    return (Remedy.RELOAD, None) if seat is None else (Remedy.DISCONNECT, seat)
+    return (Remedy.RELOAD, None) if seat is None else (Remedy.TIME_OUT, seat)
 
 
 class Watchdog:
@@ -89,11 +92,13 @@ class Watchdog:
         stall_after: float,
         clock: Callable[[], float] = time.monotonic,
         every: float | None = None,
+        auto_play_after: int = 2,
     ) -> None:
         self.hands = hands
         self.moves = moves
         self.wake = wake
         self.stall_after = stall_after
+        self.auto_play_after = auto_play_after
         self.clock = clock
         self.every = every if every is not None else max(0.05, min(1.0, stall_after / 4))
         self.remedies = {remedy: 0 for remedy in Remedy}  # remedies applied, by kind
@@ -157,13 +162,14 @@ class Watchdog:
             self.wake(stall.hand_id)
             return
         assert stall.seat is not None
-        move = Move(stall.hand_id, stall.seat, Disconnect(stall.seat), stall.version,
-                    str(uuid.uuid4()))  # fmt: skip
+        timed_out = TimeOut(stall.seat, round(time.time() * 1000), self.stall_after,
+                            self.auto_play_after)  # fmt: skip
+        move = Move(stall.hand_id, stall.seat, timed_out, stall.version, str(uuid.uuid4()))
         try:
             answer = await self.moves.decide(move)
         except Refusal as refusal:
             if refusal.kind is not Kind.CONFLICT:  # CONFLICT: the hand moved, all is well
-                log.warning("stall_disconnect_failed", hand_id=stall.hand_id,
+                log.warning("stall_time_out_failed", hand_id=stall.hand_id,
                             kind=refusal.kind.name, details=refusal.message)  # fmt: skip
             return
         if answer.accepted:

@@ -44,7 +44,7 @@ from ddz.adapters.health import ACTIVE_TABLE, Check
 from ddz.adapters.lease import Lease, instance_id
 from ddz.adapters.routing import RoutedRules, rules_service
 from ddz.adapters.service_runner import connect_bus
-from ddz.adapters.table_stream import JetStreamTableLog, occurred_at
+from ddz.adapters.table_stream import JetStreamTableLog
 from ddz.adapters.tokens import table_token_key, verification_keys
 from ddz.application.tasks import cancel_and_wait
 from ddz.config import Settings
@@ -64,7 +64,7 @@ from .forwarding import Forwarder, Switch, servicer_handlers
 from .handlers import TableHandlers
 from .instances import LEASE, Active, ActiveWatch, advertised, holder_id
 from .limits import Limits
-from .rooms import load_rooms
+from .rooms import check_turn_seconds, load_rooms
 from .servicer import TableServicer
 from .tables import Table, Tables
 
@@ -108,6 +108,7 @@ class TableApp:
         self.settings = settings
         # Read now: a bad rooms file or key stops the service before it serves.
         self.rooms = load_rooms(settings.rooms_file)
+        check_turn_seconds(self.rooms, settings.turn_timeout)
         self.keys = verification_keys(settings)
         self.table_key = table_token_key(settings)
         self.tables = Tables()
@@ -160,9 +161,13 @@ class TableApp:
             tokens=SignedTokens(self.keys, self.table_key, self.settings.seat_token_ttl),
             ready_wait=self.settings.turn_timeout,
             limits=Limits.of(self.settings),
+            turn_seconds=self.settings.turn_timeout,
+            auto_play_seconds=self.settings.autoplay_turn_timeout,
+            auto_play_after=self.settings.timeouts_to_autoplay,
+            reconnect_grace=self.settings.reconnect_grace,
         )
         self.servicer = TableServicer(self.handlers)
-        self.clock = TurnClock(self.settings.turn_timeout, self.handlers.disconnect)
+        self.clock = TurnClock(self.handlers.timing, self.handlers.moves.time_out)
         self.table_log = JetStreamTableLog(
             self.bus, producer=NAME, keyring=keyring, signer=ensure_signer(self.settings, NAME)
         )
@@ -322,7 +327,7 @@ class TableApp:
                 else:
                     self.tables.drop_hand(table, last)  # assigned, never dealt
             elif fold is not None and not fold.over and fold.log:
-                self.clock.resume(fold, since=occurred_at(fold.log[-1].envelope))
+                self.clock.resume(fold)
             log.info("table_restored", table_id=table_id, hands=len(table.hand_ids),
                      hand_in_play=self.handlers.floor.hand_in_play(table))  # fmt: skip
         self.tables.log = table_log

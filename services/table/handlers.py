@@ -21,6 +21,7 @@ from ddz.application.tasks import cancel_and_wait
 from ddz.domain.table import HandAssigned
 
 from .auth import Gate
+from .clock import Timing
 from .dealing import Dealing
 from .floor import Floor
 from .joining import Joining
@@ -52,6 +53,10 @@ class TableHandlers:
         ready_wait: float,
         limits: Limits | None = None,
         keep_closed: float | None = None,
+        turn_seconds: float | None = None,
+        auto_play_seconds: float = 3.0,
+        auto_play_after: int = 2,
+        reconnect_grace: float = 0.0,
     ) -> None:
         # A closed table is forgotten this long after its last hand is over: meanwhile
         # the others at it are told why it closed (NextHand, GetTable). Default: as long
@@ -59,14 +64,19 @@ class TableHandlers:
         self.keep_closed = ready_wait if keep_closed is None else keep_closed
         self.limits = limits or Limits(RateLimits({}), StreamSlots(4))  # {}: none limited
         self.floor = Floor(tables, hands)
+        self.rooms = rooms
+        self.default_turn_seconds = ready_wait if turn_seconds is None else turn_seconds
+        self.timing = Timing(self.turn_seconds, auto_play_seconds, auto_play_after)
         self.gate = Gate(tokens, tables)
         self.dealing = Dealing(self.floor, dealer, self.gate)
-        self.moves = Moves(self.floor, rules, self.gate, self.limits.calls)
+        self.moves = Moves(self.floor, rules, self.gate, self.limits.calls, self.timing)
         self.seating = Seating(
             rooms, tables, deal=self._deal, escape=self.moves.escape,
             hand_over=self.dealing.hand_over, ready_wait=ready_wait,
         )  # fmt: skip
-        self.presence = Presence(on_drop=self.moves.dropped, on_back=self.moves.back)
+        self.presence = Presence(
+            on_drop=self.moves.dropped, on_back=self.moves.back, grace=reconnect_grace
+        )
         self.joining = Joining(
             rooms, self.seating, self.floor, self.dealing, self.gate, settlement, tokens,
             self.limits.calls,
@@ -113,9 +123,14 @@ class TableHandlers:
             log.exception("queues_not_restored", then="room queues kept in memory only")
             return 0
 
-    async def disconnect(self, hand_id: str, seat: int, expected_version: int) -> None:
-        """The turn clock's action: the seat missed its turn; the bot takes over."""
-        await self.moves.disconnect(hand_id, seat, expected_version)
+    def turn_seconds(self, hand_id: str) -> float:
+        """A turn's seconds in this hand: its room's ``turn_seconds``, else the default
+        (``DDZ_TURN_TIMEOUT``; also for tables an operator opened)."""
+        table = self.floor.tables.table_of(hand_id)
+        room = self.rooms.get(table.room_id) if table is not None and table.room_id else None
+        if room is not None and room.turn_seconds is not None:
+            return room.turn_seconds
+        return self.default_turn_seconds
 
     def hand_changed(self, fold: HandFold) -> None:
         """The feed's news (from the app): an ended hand needs no presence any more,

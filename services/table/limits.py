@@ -52,7 +52,7 @@ def rates(settings: Settings) -> Mapping[Limited, Rate]:
 LIMITED: Mapping[str, Limited] = MappingProxyType({
     "JoinRoom": "join", "RefreshSeatToken": "join",
     "Bid": "move", "ShowCards": "move", "Play": "move", "Pass": "move",
-    "Suggest": "move", "Hint": "move",
+    "Suggest": "move", "Hint": "move", "Resume": "move",
 })  # fmt: skip
 """The RPCs a player's bucket limits, by kind (documentation and a test read it)."""
 

@@ -2,9 +2,11 @@
 
 A player's bid, show or play goes to the rules (``Rules`` port); their refusal becomes
 the caller's ``Refusal`` through ``REFUSALS``. Whoever moves for a seat is its player,
-back: a disconnected seat is reconnected first (托管 ends). The service itself sends a
-seat's disconnect (a missed turn, a dropped stream), reconnect and escape; those may
-fail without failing anything (the hand goes on without them).
+back: a disconnected seat is reconnected first; a seat in auto-play takes its turns
+back (the rules record it). ``resume`` is the player's cancel-auto-play. The service
+itself sends a seat's time-out (the turn clock), disconnect (a stream not back within
+the grace period), reconnect and escape; those may fail without failing anything (the
+hand goes on without them).
 """
 
 from __future__ import annotations
@@ -15,20 +17,25 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 import structlog
+from ddz.adapters.codec import TurnDeadline
 from ddz.adapters.hand_feed import HandFold
 from ddz.application.errors import Kind, Reason, Refusal
 from ddz.domain.hand import (
     Disconnect,
+    DisconnectReason,
     Escape,
     Phase,
     PlayerView,
     Reconnect,
     RejectReason,
+    Resume,
     SeatCommand,
+    TimeOut,
     view_for,
 )
 
 from .auth import Gate
+from .clock import Timing
 from .floor import Floor, check_seat
 from .limits import Limited, RateLimits
 from .ports import Envelope, Rules
@@ -75,6 +82,8 @@ class Seen:
     view: PlayerView
     version: int
     table_id: str
+    clock: TurnDeadline | None = None  # the turn's running clock, if any
+    at: float | None = None  # the time the view is as of (Unix s); None: now
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,12 +97,20 @@ class Moved:
 
 class Moves:
     def __init__(
-        self, floor: Floor, rules: Rules, gate: Gate, limits: RateLimits | None = None
-    ) -> None:
+        self, floor: Floor, rules: Rules, gate: Gate, limits: RateLimits | None = None,
+        timing: Timing | None = None,
+    ) -> None:  # fmt: skip
         self.floor = floor
         self.rules = rules
         self.gate = gate
         self.limits = limits or RateLimits({})
+        self.timing = timing
+
+    def seen(self, fold: HandFold, seat: int) -> Seen:
+        """The seat's view now, with the turn's clock."""
+        clock = self.timing.of(fold) if self.timing is not None else None
+        return Seen(view_for(fold.state, seat), fold.version, self.floor.table_id_of(fold.hand_id),
+                    clock)  # fmt: skip
 
     async def seat_call(
         self, token: str | None, hand_id: str, seat: int, *, comes_back: bool = False,
@@ -125,8 +142,22 @@ class Moves:
         if not answer.accepted:
             raise refusal_of(answer.reason, answer.message)
         await fold.wait_for(answer.version, budget)
-        seen = Seen(view_for(fold.state, seat), fold.version, self.floor.table_id_of(hand_id))
-        return Moved(answer.version, answer.events, seen)
+        return Moved(answer.version, answer.events, self.seen(fold, seat))
+
+    async def resume(self, token: str | None, hand_id: str, seat: int, budget: float) -> Moved:
+        """The seat's player ends its auto-play. Theirs alone: an operator's token may
+        act for any seat, but not press a player's cancel-auto-play button."""
+        fold = await self.seat_call(token, hand_id, seat, limited="move")
+        if self.gate.caller(token).operator:
+            raise Refusal.denied("only the seat's own player may resume its play")
+        if seat in fold.state.disconnected:
+            await self._reconnect(fold, seat)
+        answer = await self.rules.decide(hand_id, Resume(seat), request_id=request_id())
+        await self.floor.learn(hand_id, answer.events)
+        if not answer.accepted:
+            raise refusal_of(answer.reason, answer.message)
+        await fold.wait_for(answer.version, budget)
+        return Moved(answer.version, answer.events, self.seen(fold, seat))
 
     # -- commands the service sends for a seat --------------------------------------------
 
@@ -154,9 +185,12 @@ class Moves:
         """A player back from a disconnect takes their seat over from the bot (托管 ends)."""
         await self._send(fold.hand_id, Reconnect(seat), request_id())
 
-    async def disconnect(self, hand_id: str, seat: int, expected_version: int) -> None:
-        """The turn clock's action: the seat missed its turn; the bot takes over."""
-        await self._send(hand_id, Disconnect(seat), expected_version=expected_version)
+    async def time_out(self, hand_id: str, clock: TurnDeadline, expected_version: int) -> None:
+        """The turn clock's action: the seat's clock ran out; the bot moves once for it
+        (and after enough in a row the seat is in auto-play). No disconnect."""
+        after = self.timing.auto_play_after if self.timing is not None else 0
+        command = TimeOut(clock.seat, round(clock.deadline * 1000), clock.seconds, after)
+        await self._send(hand_id, command, expected_version=expected_version)
 
     async def escape(self, table: Table, seat: int) -> str:
         """The seat's player left: if a hand is in play it is an escape (§10.3 in bean
@@ -168,12 +202,13 @@ class Moves:
         return fold.hand_id
 
     async def dropped(self, hand_id: str, seat: int) -> None:
-        """The player's last stream on the seat dropped mid-hand: the bot takes over."""
+        """The player's last stream on the seat dropped mid-hand and none came back within
+        the grace period: the connection is lost; the bot plays on (§10.2)."""
         fold = self.floor.hands.get(hand_id)
         if fold is None or not self.person_in_play(fold, seat):
             return
         if seat not in fold.state.disconnected:
-            await self._send(hand_id, Disconnect(seat))
+            await self._send(hand_id, Disconnect(seat, DisconnectReason.CONNECTION_LOST))
 
     async def back(self, hand_id: str, seat: int) -> None:
         """The seat's player is here (a stream, a call): end their disconnect, if any."""

@@ -1,6 +1,8 @@
 """A player's event stream is their connection (§10.2): when the last stream a player
-has open on their seat drops in the middle of a hand, the seat is disconnected and the
-bot plays it (托管); when they open one again, the seat is theirs again.
+has open on their seat drops in the middle of a hand and none is open again within the
+grace period (``DDZ_RECONNECT_GRACE``), the connection is lost: the seat is
+disconnected and the bot plays it; when they open one again, the seat is theirs again.
+Within the grace period nothing is recorded: the turn clock runs on as for anyone.
 
 Opening and dropping are serialised per seat, so a stream that drops while the player
 is already back on a new one never disconnects them (the new one counts), and a
@@ -23,9 +25,10 @@ Action = Callable[[str, int], Awaitable[None]]
 
 
 class Presence:
-    def __init__(self, on_drop: Action, on_back: Action) -> None:
+    def __init__(self, on_drop: Action, on_back: Action, grace: float = 0.0) -> None:
         self.on_drop = on_drop
         self.on_back = on_back
+        self.grace = grace
         self.open: Counter[Key] = Counter()
         self._locks: dict[Key, asyncio.Lock] = {}
         self._tasks: set[asyncio.Task[None]] = set()
@@ -56,9 +59,11 @@ class Presence:
 
     async def _dropped(self, key: Key) -> None:
         try:
+            if self.grace > 0:
+                await asyncio.sleep(self.grace)  # a stream opened meanwhile counts
             async with self._lock(key):
                 if self.open[key] <= 0 and not self._closing:
-                    log.info("stream_dropped", hand_id=key[0], seat=key[1])
+                    log.info("connection_lost", hand_id=key[0], seat=key[1], grace_s=self.grace)
                     await self.on_drop(*key)
         except Exception:
             log.exception("disconnect_on_drop_failed", hand_id=key[0], seat=key[1])
@@ -67,7 +72,7 @@ class Presence:
 
     def _forget(self, key: Key) -> None:
         if self.open[key] <= 0:
-            del self.open[key]
+            self.open.pop(key, None)  # two drops within a grace period forget it once
 
     def hand_over(self, hand_id: str) -> None:
         """The hand has ended: nothing of it to serialise any more."""

@@ -1,6 +1,6 @@
 """Rooms are configuration (RULES.md §11): variant, initial multiplier, N / rake / cap /
-fee, minimum balance to join, and how long a queued player waits before bots fill the
-empty seats.
+fee, minimum balance to join, how long a queued player waits before bots fill the
+empty seats, and a turn's seconds (``turn_seconds``; absent: ``DDZ_TURN_TIMEOUT``).
 
 ``load_rooms(path)`` reads a TOML file (or JSON, by the ``.json`` suffix) with a top
 level ``opening_balance`` and a list ``rooms``; ``path`` None reads ``rooms.toml`` next
@@ -29,7 +29,11 @@ MAX_BOT_FILL_WAIT = 3600.0
 
 SETTING_KEYS = frozenset(f.name for f in fields(RoomSettings)) - {"bean_escape"}
 ESCAPE_KEYS = frozenset(f.name for f in fields(BeanEscapeRule))
-ROOM_KEYS = frozenset({"id", "name", "variant", "bot_fill_wait", "bean_escape"}) | SETTING_KEYS
+ROOM_KEYS = (
+    frozenset({"id", "name", "variant", "bot_fill_wait", "bean_escape", "turn_seconds"})
+    | SETTING_KEYS
+)
+MIN_TURN_SECONDS = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +43,7 @@ class Room:
     rules: RuleSet
     settings: RoomSettings
     bot_fill_wait: float
+    turn_seconds: float | None = None  # None: DDZ_TURN_TIMEOUT
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,4 +128,23 @@ def _room(item: Any, where: str) -> Room:
     name = item.get("name", room_id)
     if not isinstance(name, str):
         raise ValueError(f"{where}: 'name' must be text")
-    return Room(room_id, name, rules, settings, float(wait))
+    turn = item.get("turn_seconds")
+    if turn is not None and (
+        isinstance(turn, bool) or not isinstance(turn, int | float) or not turn >= MIN_TURN_SECONDS
+    ):
+        raise ValueError(
+            f"{where}: turn_seconds must be a number of seconds >= {MIN_TURN_SECONDS:g}"
+        )
+    return Room(room_id, name, rules, settings, float(wait), None if turn is None else float(turn))
+
+
+def check_turn_seconds(rooms: Rooms, most: float) -> None:
+    """A room's turn may not be longer than ``DDZ_TURN_TIMEOUT`` (``most``): the bot
+    service's stall watchdog times a hand's turn out after that and ``DDZ_STALL_MARGIN``."""
+    for room in rooms.rooms:
+        if room.turn_seconds is not None and room.turn_seconds > most:
+            raise ValueError(
+                f"room {room.room_id!r}: turn_seconds {room.turn_seconds:g} is above "
+                f"DDZ_TURN_TIMEOUT ({most:g}), which the bot's stall watchdog uses: raise "
+                "DDZ_TURN_TIMEOUT to the longest room's turn"
+            )

@@ -167,6 +167,14 @@ class TableServicer(table_pb2_grpc.TableServiceServicer):
         )
         return table_pb2.PassResponse(outcome=translate.outcome_pb(moved))
 
+    async def Resume(
+        self, request: table_pb2.ResumeRequest, context: Context
+    ) -> table_pb2.ResumeResponse:
+        moved = await self.moves.resume(
+            token_of(context), request.hand_id, request.seat, wait_budget(context)
+        )
+        return table_pb2.ResumeResponse(outcome=translate.outcome_pb(moved))
+
     # -- views ---------------------------------------------------------------------------
 
     async def GetView(

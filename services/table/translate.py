@@ -85,7 +85,9 @@ def room_pb(shown: RoomShown) -> table_pb2.Room:
 
 
 def view_pb(seen: Seen) -> table_pb2.PlayerView:
-    return codec.view_to_pb(seen.view, version=seen.version, table_id=seen.table_id)
+    return codec.view_to_pb(
+        seen.view, version=seen.version, table_id=seen.table_id, clock=seen.clock, now=seen.at
+    )
 
 
 def outcome_pb(moved: Moved) -> table_pb2.MoveOutcome:

@@ -7,6 +7,7 @@ from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass
 
 from ddz.adapters.hand_feed import Entry, HandFold
+from ddz.adapters.table_stream import occurred_at
 from ddz.application.errors import Reason, Refusal
 from ddz.domain.hand import CommandRejected, HandState, evolve, view_for
 from ddz.v1 import table_pb2
@@ -62,7 +63,7 @@ class Watching:
         fold = await self.moves.seat_call(token, hand_id, seat, comes_back=True)
         if min_version:
             await fold.wait_for(min_version, budget)
-        return Seen(view_for(fold.state, seat), fold.version, self.floor.table_id_of(hand_id))
+        return self.moves.seen(fold, seat)
 
     async def watch(
         self, token: str | None, hand_id: str, seat: int, *, after: int, events_only: bool
@@ -101,18 +102,28 @@ class Watching:
         # events_only only the hand's last update has a view: the fold's own, at its end.
         replica = HandState()
         position = 0
+        timing = self.moves.timing
+        started = 0.0  # the time of the last event so far: when the turn's clock started
         while True:
             for entry in fold.entries_after(position):
                 position = entry.version
-                if not events_only and not isinstance(entry.event, CommandRejected):
-                    replica = evolve(replica, entry.event)
+                if not isinstance(entry.event, CommandRejected):
+                    started = occurred_at(entry.envelope)
+                    if not events_only:
+                        replica = evolve(replica, entry.event)
                 if position <= after:
                     continue
                 last = fold.over and position >= fold.version
                 seen = None
                 if last or not events_only:
                     state = fold.state if events_only else replica
-                    seen = Seen(view_for(state, seat), position, table_id)
+                    clock = (
+                        None if timing is None else timing.deadline(fold.hand_id, state, started)
+                    )
+                    # As of its position's time: a stream read again is the same, message
+                    # for message (its seconds left are those at that moment).
+                    at = occurred_at(entry.envelope)
+                    seen = Seen(view_for(state, seat), position, table_id, clock, at)
                 yield Update(position, visible_event(entry, seat), seen)
             if fold.over and position >= fold.version:
                 return

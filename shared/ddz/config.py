@@ -171,7 +171,10 @@ class Settings:
     audit_signing_key_file: Path | None = None  # None: <data dir>/keys/audit-signing.key
     audit_public_keys_file: Path | None = None  # None: <data dir>/keys/audit-public.json
     rpc_timeout: float = 5.0
-    turn_timeout: float = 20.0
+    turn_timeout: float = 20.0  # a turn's seconds (a room's own turn_seconds at most this)
+    timeouts_to_autoplay: int = 2  # timeouts in a row that put a seat in auto-play; 0: never
+    autoplay_turn_timeout: float = 3.0  # a turn's seconds in auto-play (at most turn_timeout)
+    reconnect_grace: float = 30.0  # a dropped stream not back this long: disconnected
     stall_margin: float = 5.0  # a hand idle turn_timeout + this long: its seat on turn is dropped
     max_message_bytes: int = 1024 * 1024
     rooms_file: Path | None = None  # None: the rooms shipped with the table service
@@ -303,6 +306,9 @@ class Settings:
             audit_public_keys_file=_path(env, "DDZ_AUDIT_PUBLIC_KEYS"),
             rpc_timeout=_float(env, "DDZ_RPC_TIMEOUT", 5.0),
             turn_timeout=_float(env, "DDZ_TURN_TIMEOUT", 20.0),
+            timeouts_to_autoplay=_int(env, "DDZ_TIMEOUTS_TO_AUTOPLAY", 2, low=0, high=100),
+            autoplay_turn_timeout=_float(env, "DDZ_AUTOPLAY_TURN_TIMEOUT", 3.0),
+            reconnect_grace=_float(env, "DDZ_RECONNECT_GRACE", 30.0),
             stall_margin=_float(env, "DDZ_STALL_MARGIN", 5.0),
             max_message_bytes=_int(
                 env, "DDZ_MAX_MESSAGE_BYTES", 1024 * 1024, low=1024, high=64 * 1024 * 1024

@@ -8,7 +8,7 @@ again mid-hand, every service a real process (``Stack``):
   away after the restart: its stream resumes from the last position it saw (every
   update once, none missed: the same positions as a replay from the start), its seat
   token still reads its seat, and its turn clock, resumed from the hand's last event,
-  hands the seat to the bot, which finishes the hand.
+  times her turns out (then auto-play): the bot finishes the hand, no disconnect.
 
 The stalled-hand watchdog is set out of reach, so the seat goes to the bot by the table's
 own turn clock.
@@ -133,7 +133,8 @@ async def _stays_away(stack: Stack) -> None:
                 break
         assert restarted and last is not None
         assert last.view.phase == rules_pb2.HAND_PHASE_ENDED
-        assert seat in last.view.disconnected  # the turn clock gave her seat to the bot
+        # the turn clock gave her turns to the bot: timed out, then auto-play (no escape)
+        assert seat in last.view.auto_play and seat not in last.view.disconnected
         assert seen == sorted(set(seen)), "an update came twice or out of order"
         replay = []
         async for update in session.watch(hand_id, 0):

@@ -4,14 +4,22 @@ stack (NATS and the six services as processes, ``ddz.adapters.stack.Stack``).
 
 The player joins a room, is matched with bots after the room's wait, bids and plays a
 whole hand by typing the moves the hint key suggests, sees a clear one-line refusal for
-an illegal play, the settlement at the end, and quits.
+an illegal play, the settlement at the end, and quits. Under tmux (send-keys,
+capture-pane), the turn's countdown turns red in its last seconds, the bot's move for a
+player whose clock ran out is said with why, the hand id is on screen with the command
+that audits it, and leaving mid-hand is asked first with its cost; with the input closed
+and no terminal, ``ddz play`` leaves and says so on stderr.
 """
 
 from __future__ import annotations
 
 import re
+import shlex
+import shutil
 import subprocess
 import sys
+import time
+import uuid
 from collections.abc import Iterator
 
 import pytest
@@ -37,12 +45,16 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     data_dir = tmp_path_factory.mktemp("ddz-play")
     rooms = data_dir / "rooms.toml"
     rooms.write_text(ROOMS, encoding="utf-8")
-    settings = Settings.from_env({"DDZ_DATA_DIR": str(data_dir), "DDZ_ROOMS_FILE": str(rooms)})
+    settings = Settings.from_env({
+        "DDZ_DATA_DIR": str(data_dir), "DDZ_ROOMS_FILE": str(rooms),
+        "DDZ_TURN_TIMEOUT": str(TURN),  # short enough to watch one run out
+    })  # fmt: skip
     with Stack(settings, ephemeral_ports=True, nats_port=0) as running:
         yield running
 
 
 PROMPT = r"→ (your bid|your turn|the hand is over)"
+TURN = 10.0
 
 
 def test_a_person_plays_a_hand_against_bots_by_typing(stack: Stack) -> None:
@@ -119,3 +131,85 @@ def test_bad_input_is_one_line_and_exit_code_2(stack: Stack) -> None:
     assert (args.room, args.name, args.table_address) == ("ct", "n", "h:1")
     with pytest.raises(ValueError, match="HOST:PORT"):
         check_address("nowhere")
+
+
+def test_closed_input_without_a_terminal_leaves_and_says_so_on_stderr(stack: Stack) -> None:
+    run = subprocess.run(
+        [sys.executable, "-m", "ddz.entrypoints.cli", "play", "--room", "classic",
+         "--name", "piped"],
+        capture_output=True, stdin=subprocess.DEVNULL, text=True, env=env_for(stack),
+        timeout=120,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    said = re.search(r"the input closed during hand ([0-9a-f]{32}): leaving the table", run.stderr)
+    assert said, run.stderr
+    assert "escape" in run.stderr and "no penalty in this room" in run.stderr
+    assert f"you left during hand {said.group(1)}" in run.stdout
+
+
+class Tmux:
+    """A program in a tmux session of its own: keys sent, the pane captured."""
+
+    def __init__(self, args: list[str], env: dict[str, str]) -> None:
+        self.name = f"ddz-play-{uuid.uuid4().hex[:8]}"
+        command = shlex.join(["env", *(f"{k}={v}" for k, v in env.items()), *args])
+        tmux = ["tmux", "-L", self.name]
+        self.tmux = tmux
+        subprocess.run([*tmux, "-f", "/dev/null", "new-session", "-d", "-s", self.name,
+                        "-x", "150", "-y", "50", command], check=True)  # fmt: skip
+        subprocess.run([*tmux, "set-option", "-t", self.name, "remain-on-exit", "on"], check=True)
+
+    def capture(self, *, colours: bool = False) -> str:
+        flags = ["-p", "-e"] if colours else ["-p"]
+        out = subprocess.run([*self.tmux, "capture-pane", *flags, "-t", self.name],
+                             capture_output=True, text=True, check=True)  # fmt: skip
+        return out.stdout
+
+    def wait_for(
+        self, pattern: str, timeout: float = 60.0, *, colours: bool = False
+    ) -> re.Match[str]:
+        deadline = time.monotonic() + timeout
+        screen = ""
+        while time.monotonic() < deadline:
+            screen = self.capture(colours=colours)
+            found = re.search(pattern, screen)
+            if found:
+                return found
+            time.sleep(0.2)
+        raise AssertionError(f"no {pattern!r} in the pane:\n{screen}")
+
+    def send(self, line: str) -> None:
+        subprocess.run([*self.tmux, "send-keys", "-t", self.name, line, "Enter"], check=True)
+
+    def kill(self) -> None:
+        subprocess.run([*self.tmux, "kill-server"], capture_output=True)
+
+
+CLOCK = r"⏱ your turn: (\d+) s left \(of 10 s\)"
+COLOURED = r"\x1b\[([0-9;]*)m⏱ your turn: (\d+) s left"
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+def test_the_clock_the_bots_move_and_the_hand_id_under_tmux(stack: Stack) -> None:
+    env = {k: v for k, v in env_for(stack).items() if k != "NO_COLOR"}
+    env["TERM"] = "xterm-256color"
+    pane = Tmux([sys.executable, "-m", "ddz.entrypoints.cli", "play", "--room", "classic",
+                 "--name", "clocky"], env)  # fmt: skip
+    try:
+        hand_id = pane.wait_for(r"hand ([0-9a-f]{32})  \(to quote it: ddz audit \1\)").group(1)
+        # The player's clock counts down, green, then red in its last 5 s; they let it run.
+        first = pane.wait_for(COLOURED, colours=True)
+        early = int(first.group(2))
+        late = pane.wait_for(r"\x1b\[([0-9;]*)m⏱ your turn: [1-5] s left", colours=True)
+        if early > 5:
+            assert "32" in first.group(1).split(";"), first.group(0)  # green
+        assert "31" in late.group(1).split(";"), late.group(0)  # red
+        said = pane.wait_for(r"the bot played for you: (.+?) — your turn's clock ran out", 30)
+        assert said.group(1)
+        # Leaving mid-hand asks first, with the cost in this room (classic: none).
+        pane.send("quit")
+        pane.wait_for(r"(?s)no penalty in this room.*Type quit again to leave", 30)
+        pane.send("quit")
+        pane.wait_for(rf"you left during hand {hand_id}: that is an escape", 30)
+    finally:
+        pane.kill()

@@ -71,7 +71,12 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     # Nobody is timed out for being slow (the machine may be): the only disconnect in
     # this hand is the dropped terminal.
     settings = Settings.from_env(
-        {"DDZ_DATA_DIR": str(data_dir), "DDZ_ROOMS_FILE": str(rooms), "DDZ_TURN_TIMEOUT": "600"}
+        {
+            "DDZ_DATA_DIR": str(data_dir),
+            "DDZ_ROOMS_FILE": str(rooms),
+            "DDZ_TURN_TIMEOUT": "600",
+            "DDZ_RECONNECT_GRACE": "1",
+        }  # a killed terminal is a lost connection a second later
     )
     with Stack(settings, ephemeral_ports=True, nats_port=0) as running:
         yield running
@@ -329,7 +334,10 @@ def test_two_people_one_drops_and_comes_back(stack: Stack) -> None:
         # Ben's screen: Ann's seat is away and the bot moves for it (托管).
         def bot_moved_for_ann() -> bool:
             row = row_of(ben.live.screen, "ann")
-            return bool(re.search(r"(play \S+|pass) · away: the bot plays", row))
+            # the bot's move for her says why (her connection went: the grace ran out)
+            return bool(
+                re.search(r"(play \S+|pass) \(bot: connection lost\) · away: the bot plays", row)
+            )
 
         table.play(bot_moved_for_ann)
         assert "the hand is over" not in ben.live.screen

@@ -119,10 +119,15 @@ def suite_settings(
     fill: float = 0.3,
     rooms: str = ROOMS,
     max_message_bytes: int | None = None,
+    reconnect_grace: float = 0.05,
+    autoplay_turn_timeout: float = 0.2,
+    timeouts_to_autoplay: int | None = None,
 ) -> Settings:
     """A suite's settings: its own data directory, store (a SQLite file unless
     ``database_url``) and rooms file under ``tmp_path``; long deadlines (the machine may
-    be slow); the operator's audit key."""
+    be slow); the operator's audit key. A dropped stream is a lost connection after
+    ``reconnect_grace`` (short: tests that drop streams mean it); a seat in auto-play
+    (its person away) moves after ``autoplay_turn_timeout``."""
     rooms_file = tmp_path / "rooms.toml"
     rooms_file.write_text(rooms.format(fill=fill), encoding="utf-8")
     env = {
@@ -133,8 +138,12 @@ def suite_settings(
         "DDZ_AUDIT_KEY": AUDIT_KEY,
         "DDZ_RPC_TIMEOUT": "30",
         "DDZ_TURN_TIMEOUT": str(turn_timeout),
+        "DDZ_RECONNECT_GRACE": str(reconnect_grace),
         "DDZ_ROOMS_FILE": str(rooms_file),
     }
+    env["DDZ_AUTOPLAY_TURN_TIMEOUT"] = str(autoplay_turn_timeout)
+    if timeouts_to_autoplay is not None:
+        env["DDZ_TIMEOUTS_TO_AUTOPLAY"] = str(timeouts_to_autoplay)
     if max_message_bytes is not None:
         env["DDZ_MAX_MESSAGE_BYTES"] = str(max_message_bytes)
     settings = Settings.from_env(env)

@@ -8,8 +8,9 @@ turn clock is involved; the bot plays its bot seats (and disconnected seats) to 
   hand finishes (the bot's consumer acks each message it applied, never cumulatively).
 - A bot that starts while a hand already waits on one of its seats (every event of it
   acknowledged before) finds the hand and plays it.
-- A person on turn in a hand nobody moves is disconnected by the bot's watchdog after
-  the turn timeout and the stall margin, and the bot finishes the hand for them.
+- A person on turn in a hand nobody moves has their turn timed out by the bot's watchdog
+  after the turn timeout and the stall margin (as a table's clock would: no disconnect),
+  and the bot finishes the hand for them, each of their turns timed out in turn.
 - The feed creates its consumer again when the server has lost it, replaces one of the
   kind it used before (push, cumulative acks), and follows on across a nats-server
   restart, with its store or without.
@@ -39,7 +40,15 @@ from ddz.domain.hand import (
     hand_events,
     replay,
 )
-from ddz.domain.hand.events import CardsDealt, HandStarted, PlayerDisconnected, SeedRevealed
+from ddz.domain.hand.events import (
+    BidMade,
+    CardsDealt,
+    HandStarted,
+    MoveBy,
+    PlayerDisconnected,
+    SeedRevealed,
+    TurnTimedOut,
+)
 from ddz.domain.ruleset import CLASSIC
 from ddz.domain.settlement import RoomSettings
 from ddz.v1 import hand_events_pb2, rules_pb2
@@ -157,7 +166,7 @@ async def test_a_bot_started_while_a_hand_waits_on_it_plays_the_hand(
 
 
 @pytest.mark.suite(turn_timeout=0.5)
-async def test_the_watchdog_disconnects_a_person_nobody_sees_and_the_bot_finishes(
+async def test_the_watchdog_times_out_a_person_nobody_sees_and_the_bot_finishes(
     greedy: Suite,
 ) -> None:
     greedy.settings = replace(greedy.settings, stall_margin=0.5)
@@ -166,10 +175,12 @@ async def test_the_watchdog_disconnects_a_person_nobody_sees_and_the_bot_finishe
     hand_id = await deal(greedy, False, True, True, first_bidder=0)
     events = await eventually(lambda: played_out(greedy, hand_id), timeout=PLAY_WAIT)
     after_deal = [e for e in events if not isinstance(e, HandStarted | CardsDealt)]
-    # Nobody had moved: the first thing after the deal is seat 0 dropped, then the bot
-    # plays the hand out (the person never comes back).
-    assert after_deal[0] == PlayerDisconnected(0, escapee=True)
-    assert [e.seat for e in events if isinstance(e, PlayerDisconnected)] == [0]
+    # Nobody had moved: the first thing after the deal is seat 0's turn timed out, then
+    # the bot's bid for it; the person never comes back, and never is the escapee.
+    assert isinstance(after_deal[0], TurnTimedOut) and after_deal[0].seat == 0
+    assert isinstance(after_deal[1], BidMade)
+    assert (after_deal[1].seat, after_deal[1].acted_by) == (0, MoveBy.BOT_TURN_TIMEOUT)
+    assert not [e for e in events if isinstance(e, PlayerDisconnected)]
 
 
 async def test_the_feed_creates_its_consumer_again_when_the_server_lost_it(

@@ -108,9 +108,10 @@ async def test_a_seat_token_acts_after_a_restart_and_the_clock_hands_an_absent_s
     assert list(after.hand_ids) == [hand_id] and after.current_hand_id == hand_id
     back = await join(suite.player("ann"), "classic")  # the room knows her seat
     assert (back.table.table_id, back.seat) == (table_id, seat)
-    # Ann stays away now: her turns time out, the bot plays her seat to the end.
+    # Ann stays away now: her turns time out (then auto-play), the bot plays her seat to
+    # the end; a timeout is no disconnect.
     end = await ended(suite, hand_id, seat)
-    assert seat in end.disconnected
+    assert seat in end.auto_play and seat not in end.disconnected
     # The table's stream is recorded beside the hand's; the audit (hands only) passes.
     await until(lambda: revealed(suite, hand_id), "the hand's seed stored")
     await until(lambda: recorded(suite, table_stream_id(table_id)), "the table's stream stored")
@@ -151,7 +152,7 @@ async def test_a_turn_that_spans_the_restart_still_times_out(suite: Suite) -> No
     await restart_table(suite, turn_timeout=0.5)
 
     end = await ended(suite, hand_id, seat)
-    assert seat in end.disconnected
+    assert seat in end.auto_play and seat not in end.disconnected
 
 
 async def test_a_table_is_its_stream_with_one_writer_and_its_id_stays_taken(suite: Suite) -> None:

@@ -151,11 +151,12 @@ async def test_streams_never_show_another_seats_hidden_cards(suite: Suite, varia
         assert "cards_shown" in types
 
 
-@pytest.mark.suite(turn_timeout=0.3)
-async def test_a_missed_turn_disconnects_the_seat_and_the_bot_plays_on(suite: Suite) -> None:
-    """§10.2: a person who lets DDZ_TURN_TIMEOUT pass is disconnected (the hand's first
-    disconnect: its escapee), the bot plays the seat to the end, and nothing hidden
-    leaks to the seat's stream meanwhile. Acting again reconnects the seat."""
+@pytest.mark.suite(turn_timeout=1.0)
+async def test_missed_turns_are_timeouts_then_auto_play_never_a_disconnect(suite: Suite) -> None:
+    """RULE_DECISIONS §10.2: a person who lets DDZ_TURN_TIMEOUT pass gets one bot move
+    for that turn (a timed-out turn); two in a row put the seat in auto-play and the bot
+    plays it to the end. No disconnect, no escapee, and nothing hidden leaks to the
+    seat's stream meanwhile. Acting again ends auto-play."""
     table = await open_table(suite, "classic", humans=(0,))
     started = await suite.table.StartHand(table_pb2.StartHandRequest(table_id=table.table_id))
     hand_id = started.hand_id
@@ -168,36 +169,38 @@ async def test_a_missed_turn_disconnects_the_seat_and_the_bot_plays_on(suite: Su
         codec.decode_event(u.event.type, u.event.type_version, u.event.payload)
         for u in updates if u.HasField("event")
     ]  # fmt: skip
-    disconnects = [e for e in events if type(e).__name__ == "PlayerDisconnected"]
-    assert [(e.seat, e.escapee) for e in disconnects] == [(0, True)]
+    assert not [e for e in events if type(e).__name__ == "PlayerDisconnected"]
+    timed_out = [e for e in events if type(e).__name__ == "TurnTimedOut"]
+    assert [e.timeouts for e in timed_out[:2]] == [1, 2] and timed_out[0].seat == 0
+    assert [e.seat for e in events if type(e).__name__ == "AutoPlayStarted"] == [0]
     seat0_moves = [
         e for e in events
         if type(e).__name__ in ("BidMade", "PlayMade", "Passed") and e.seat == 0
     ]  # fmt: skip
-    assert seat0_moves, "the bot never played the disconnected seat"
+    assert seat0_moves and all(e.acted_by.for_person for e in seat0_moves)
     final = updates[-1].view
-    assert final.phase == ENDED and 0 in final.disconnected
+    assert final.phase == ENDED and 0 in final.auto_play and 0 not in final.disconnected
 
-    # Next hand: the person comes back by acting (托管 ends), then plays on.
+    # Next hand: the seat starts again with no timeouts; two more put it in auto-play,
+    # and the player's Resume ends it (an operator may not press it for them).
     second = await suite.table.StartHand(table_pb2.StartHandRequest(table_id=table.table_id))
-    disconnected = asyncio.Event()
     stream = suite.table.WatchHand(
         table_pb2.WatchHandRequest(hand_id=second.hand_id, seat=0), timeout=HAND_TIMEOUT
     )
+    resume = table_pb2.ResumeRequest(hand_id=second.hand_id, seat=0)
     seen: list[str] = []
     async for update in stream:
         if update.HasField("event"):
             seen.append(update.event.type)
-        if update.event.type == "player_disconnected" and not disconnected.is_set():
-            disconnected.set()
-            # Any move of the seat's player brings them back first (a Reconnect).
-            try:
-                await suite.table.Pass(table_pb2.PassRequest(hand_id=second.hand_id, seat=0))
-            except grpc.aio.AioRpcError as exc:
-                assert exc.code() in (grpc.StatusCode.FAILED_PRECONDITION,
-                                      grpc.StatusCode.INVALID_ARGUMENT)  # fmt: skip
-    assert "player_reconnected" in seen
-    assert seen.index("player_reconnected") > seen.index("player_disconnected")
+        if update.event.type == "auto_play_started" and "auto_play_ended" not in seen:
+            with pytest.raises(grpc.aio.AioRpcError) as denied:
+                await suite.table.Resume(resume)
+            assert denied.value.code() is grpc.StatusCode.PERMISSION_DENIED
+            resumed = await suite.player("human-0").Resume(resume)
+            assert 0 not in resumed.outcome.view.auto_play
+    assert seen.count("auto_play_started") >= 1 and "auto_play_ended" in seen
+    assert seen.index("auto_play_ended") > seen.index("auto_play_started")
+    assert "player_disconnected" not in seen
 
 
 async def expect_error(call: Any, code: grpc.StatusCode, reason: str | None) -> None:

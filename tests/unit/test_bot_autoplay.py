@@ -70,11 +70,13 @@ def test_nobody_is_played_before_the_deal_is_complete() -> None:
 @pytest.mark.parametrize("variant", list(VARIANTS))
 def test_the_fallback_move_is_always_accepted(variant: str) -> None:
     """Whatever the position, the fallback (pass, or the first legal play when leading)
-    is a move the rules accept: the bot can always get a hand unstuck."""
+    is a move the rules accept: the bot can always get a hand unstuck. (Its moves are
+    the bot's: seat 0's person is away, so the bot plays every seat.)"""
     rng = random.Random(variant)
     player = GreedyPlayer(rng)
     for seed in range(1, 6):
         hand = started(VARIANTS[variant], seed=seed)
+        assert not isinstance(hand.execute(Disconnect(0)), Rejection)
         steps = 0
         while hand.state.phase is not Phase.ENDED and steps < 400:
             view = view_for(hand.state, hand.state.turn)

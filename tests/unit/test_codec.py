@@ -22,6 +22,7 @@ from ddz.domain.hand import (
     BidAction,
     CommandRejected,
     Disconnect,
+    DisconnectReason,
     Escape,
     Event,
     Hand,
@@ -29,11 +30,14 @@ from ddz.domain.hand import (
     Play,
     Reconnect,
     Recorded,
+    Rejection,
     RejectReason,
+    Resume,
     SeatCommand,
     SeatInfo,
     ShowCards,
     StartHand,
+    TimeOut,
     hand_events,
     replay,
 )
@@ -82,17 +86,21 @@ def selfplayed(rules: RuleSet, seed: int, room: RoomSettings | None = None) -> l
 
 
 def people_events(rules: RuleSet) -> list[Event]:
-    """A hand with a disconnect, a reconnect and (bean rooms) an escape."""
+    """A hand with a disconnect, a reconnect, a timed-out turn into auto-play and a
+    resume, and (bean rooms) an escape."""
     balances = (5000, 5000, 5000) if rules.scoring is Scoring.BEANS else None
     room = BEAN_ROOM if rules.scoring is Scoring.BEANS else RoomSettings()
     hand = Hand()
+    hand.execute(StartHand("h", rules, room, SEATS, SEED, balances=balances, first_bidder=0))
     for command in (
-        StartHand("h", rules, room, SEATS, SEED, balances=balances),
-        Disconnect(1),
+        Disconnect(1, DisconnectReason.CONNECTION_LOST),
         Reconnect(1),
+        TimeOut(0, 1_800_000_000_000, 20.0, 1),
+        Bid(0, BidAction.PASS, 0, by_bot=True),
+        Resume(0),
         Escape(2),
     ):
-        hand.execute(command)
+        assert not isinstance(hand.execute(command), Rejection), command
     return hand.events
 
 
@@ -112,6 +120,9 @@ def rejections() -> list[CommandRejected]:
         CommandRejected(Disconnect(7), RejectReason.UNKNOWN_SEAT, "no seat 7"),
         CommandRejected(Reconnect(1), RejectReason.NOT_ALLOWED, "not disconnected"),
         CommandRejected(Escape(0), RejectReason.WRONG_PHASE, "ended"),
+        CommandRejected(TimeOut(1, 1_800_000_000_000, 2.5, 2), RejectReason.NOT_ALLOWED, "bot"),
+        CommandRejected(Resume(2), RejectReason.NOT_ALLOWED, "not in auto-play"),
+        CommandRejected(Pass(1, by_bot=True), RejectReason.NOT_YOUR_TURN, "clock runs"),
     ]
 
 

@@ -4,7 +4,15 @@ escapes (§10.3: leaving a bean-room hand ends it, every bomb held counts)."""
 from __future__ import annotations
 
 from ddz.domain.cards import Rank, parse_ranks
-from ddz.domain.hand import Disconnect, Escape, Pass, Play, Reconnect, RejectReason
+from ddz.domain.hand import (
+    Disconnect,
+    DisconnectReason,
+    Escape,
+    Pass,
+    Play,
+    Reconnect,
+    RejectReason,
+)
 from ddz.domain.hand import unplayed_bombs as held_bombs
 from ddz.domain.hand.events import (
     HandEnded,
@@ -73,7 +81,8 @@ def test_classic_has_no_escape_penalty_section_10_1() -> None:
 
 def test_escape_outside_bean_rooms_is_a_disconnect_that_stays_section_10_2() -> None:
     h = rigged(CT, ["3456", "KK", "AA"], "", landlord=0)
-    assert ok(h, Escape(2)) == [PlayerDisconnected(2, escapee=True)]
+    assert ok(h, Escape(2)) == [PlayerDisconnected(2, True, DisconnectReason.LEFT)]
+    assert h.state.left == {2}  # the bot's moves for the seat say so (bot_left)
     assert h.state.phase.value == "playing"
     assert h.execute(Escape(2)) == []  # already gone: nothing more happens
 

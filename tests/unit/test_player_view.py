@@ -20,7 +20,7 @@ from ddz.domain.hand import (
     StartHand,
     view_for,
 )
-from ddz.domain.hand.events import BidMade, CardsDealt, PlayMade, Redealt
+from ddz.domain.hand.events import BidMade, CardsDealt, MoveBy, PlayMade, Redealt
 from ddz.domain.players import RandomPlayer
 from ddz.domain.ruleset import CLASSIC, CT, LAIZI, TIANDI
 from ddz.domain.settlement import RoomSettings
@@ -98,7 +98,7 @@ def test_the_view_shows_everything_public_during_bidding() -> None:
     bids(h, 1)
     view = view_for(h.state, 2)
     assert view.card_counts == (26, 26, 26)
-    assert view.bids == (BidMade(0, view.bids[0].action, 1),)
+    assert view.bids == (BidMade(0, view.bids[0].action, 1, MoveBy.PLAYER),)
     assert view.turn == 1 and not view.my_turn and view.legal_bids() == []
     assert view_for(h.state, 1).legal_bids()[0].score == 0  # pass, then 2, 3
     assert [b.score for b in view_for(h.state, 1).legal_bids()] == [0, 2, 3]

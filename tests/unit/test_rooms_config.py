@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from ddz.domain.ruleset import VARIANTS, Scoring
 
-from services.table.rooms import DEFAULT_ROOMS_FILE, load_rooms, parse_rooms
+from services.table.rooms import DEFAULT_ROOMS_FILE, check_turn_seconds, load_rooms, parse_rooms
 
 
 def test_the_shipped_rooms_have_one_room_per_variant() -> None:
@@ -66,3 +66,19 @@ def test_an_unreadable_or_broken_file_is_one_clear_error(tmp_path: Path) -> None
     broken.write_text("[[rooms]\n")
     with pytest.raises(ValueError, match=str(broken)):
         load_rooms(broken)
+
+
+def test_a_room_may_set_its_turn_seconds_up_to_the_turn_timeout() -> None:
+    rooms = parse_rooms({
+        "rooms": [
+            {"id": "quick", "variant": "classic", "turn_seconds": 8},
+            {"id": "plain", "variant": "ct"},
+        ]
+    })  # fmt: skip
+    assert [room.turn_seconds for room in rooms.rooms] == [8.0, None]  # None: DDZ_TURN_TIMEOUT
+    check_turn_seconds(rooms, 20.0)
+    with pytest.raises(ValueError, match=r"room 'quick': turn_seconds 8 is above DDZ_TURN_TIMEOUT"):
+        check_turn_seconds(rooms, 5.0)
+    for bad in (0, 0.5, "10", True):
+        with pytest.raises(ValueError, match=r"room 1 \('x'\): turn_seconds must be"):
+            parse_rooms({"rooms": [{"id": "x", "variant": "classic", "turn_seconds": bad}]})

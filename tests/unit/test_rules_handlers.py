@@ -22,7 +22,7 @@ from ddz.domain.hand import (
     StartHand,
     decide,
 )
-from ddz.domain.hand.events import BidMade, Redealt
+from ddz.domain.hand.events import BidMade, MoveBy, Redealt
 from ddz.domain.ruleset import CLASSIC
 from ddz.domain.settlement import RoomSettings
 from ddz.v1 import envelope_pb2
@@ -129,7 +129,7 @@ async def test_an_accepted_command_is_recorded_and_advances_the_version(
     assert (decided.accepted, decided.reason, decided.message) == (True, "", "")
     assert decided.version == start + 1
     assert [(e.type, e.stream_version) for e in decided.events] == [("bid_made", start + 1)]
-    assert hands.streams[HAND][start:] == [BidMade(0, Bid.call(0, 1).action, 1)]
+    assert hands.streams[HAND][start:] == [BidMade(0, Bid.call(0, 1).action, 1, MoveBy.PLAYER)]
     assert hands.appends == [("req-1", HAND, PRODUCER)]
     # The next command decides on the cached hand, from the new version.
     second = await rules.decide(HAND, Bid.pass_(1), start + 1, "req-2")

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Sequence
 import pytest
 from ddz.adapters.hand_feed import HandFold
 from ddz.application.errors import Refusal
-from ddz.domain.hand import Disconnect, Hand, Phase, Rejection, SeatInfo, StartHand
+from ddz.domain.hand import Disconnect, Hand, Phase, Rejection, SeatInfo, StartHand, TimeOut
 from ddz.domain.ruleset import CLASSIC
 from ddz.domain.settlement import RoomSettings
 from ddz.v1 import envelope_pb2, rules_pb2
@@ -82,7 +82,7 @@ def watchdog(
 def test_what_a_stalled_hand_gets() -> None:
     waiting_on_ann = fold_of("h")
     assert person_on_turn(waiting_on_ann.state) == 0
-    assert remedy_for(waiting_on_ann.state) == (Remedy.DISCONNECT, 0)
+    assert remedy_for(waiting_on_ann.state) == (Remedy.TIME_OUT, 0)
     # Ann dropped: the bot plays her seat, so a stall there is the bot's to look at again.
     dropped = fold_of("h", Disconnect(0))
     assert person_on_turn(dropped.state) is None
@@ -92,20 +92,24 @@ def test_what_a_stalled_hand_gets() -> None:
     assert remedy_for(HandFold("none").state) is None  # not dealt: nothing to watch
 
 
-def test_a_person_on_turn_is_disconnected_once_the_stall_time_has_passed() -> None:
+def test_a_person_on_turn_is_timed_out_once_the_stall_time_has_passed() -> None:
+    """The backstop times the turn out as the table's clock would (the bot moves once
+    for the person): never a disconnect, so never an escapee (RULE_DECISIONS §10.2)."""
     fold = fold_of("h")
     dog, clock, hands, rules, _woken = watchdog(fold)
     clock.now += STALL_AFTER - 0.01
     assert dog.stalled() == []
     clock.now += 0.01
-    assert dog.stalled() == [Stall("h", Remedy.DISCONNECT, fold.version, 0)]
+    assert dog.stalled() == [Stall("h", Remedy.TIME_OUT, fold.version, 0)]
 
-    assert asyncio.run(dog.check()) == [Stall("h", Remedy.DISCONNECT, fold.version, 0)]
+    assert asyncio.run(dog.check()) == [Stall("h", Remedy.TIME_OUT, fold.version, 0)]
     (move,) = rules.moves
-    assert (move.hand_id, move.seat, move.command) == ("h", 0, Disconnect(0))
+    assert (move.hand_id, move.seat) == ("h", 0)
+    assert isinstance(move.command, TimeOut) and move.command.seat == 0
+    assert move.command.turn_seconds == STALL_AFTER and move.command.auto_play_after == 2
     assert move.expected_version == fold.version  # a no-op if the hand moved meanwhile
     assert hands.learned == [("h", 1)]  # the answer's events go to the feed at once
-    assert dog.remedies[Remedy.DISCONNECT] == 1
+    assert dog.remedies[Remedy.TIME_OUT] == 1
 
 
 def test_each_stall_is_acted_on_once_per_stall_period() -> None:
@@ -164,7 +168,7 @@ def test_hands_over_or_no_longer_followed_are_forgotten() -> None:
     del hands.hands["gone"]
     clock.now += STALL_AFTER
     assert [s.hand_id for s in dog.stalled()] == ["live"]
-    assert dog.stalled() == [Stall("live", Remedy.DISCONNECT, hands.hands["live"].version, 0)]
+    assert dog.stalled() == [Stall("live", Remedy.TIME_OUT, hands.hands["live"].version, 0)]
     dog.seen(ended)  # an ended hand's last event: not watched
     clock.now += STALL_AFTER
     assert [s.hand_id for s in dog.stalled()] == ["live"]

@@ -148,6 +148,9 @@ REPEATS: Mapping[str, Repeat] = MappingProxyType({
         "a stream cut later is resumed by its caller from the last position (resumed)"),
     "ddz.v1.TableService/Suggest": keyed("a read of the bot's move, like GetView"),
     "ddz.v1.TableService/Hint": keyed("a read of the bot's move, like GetView"),
+    "ddz.v1.TableService/Resume": once(
+        "a repeat after auto-play ended is refused WRONG_PHASE: the player would read "
+        "their resume as refused"),
     "ddz.v1.TableService/ListRooms": READ,
     "ddz.v1.TableService/JoinRoom": once(
         "queues the player: a repeat while queued is ALREADY_EXISTS, the first call's "

@@ -96,6 +96,7 @@ RIGHTS: Mapping[str, Right] = MappingProxyType({
     "ddz.v1.TableService/WatchHand": TOKENS,
     "ddz.v1.TableService/Suggest": TOKENS,
     "ddz.v1.TableService/Hint": TOKENS,
+    "ddz.v1.TableService/Resume": TOKENS,
     "ddz.v1.TableService/ListRooms": TOKENS,
     "ddz.v1.TableService/JoinRoom": TOKENS,
     "ddz.v1.TableService/LeaveRoom": TOKENS,

@@ -23,10 +23,14 @@ from ddz.domain.hand import (
     Play,
     Reconnect,
     Recorded,
+    Resume,
     ShowCards,
     StartHand,
+    TimeOut,
 )
 from ddz.domain.hand.events import (
+    AutoPlayEnded,
+    AutoPlayStarted,
     BidMade,
     CardsDealt,
     CardsShown,
@@ -41,6 +45,7 @@ from ddz.domain.hand.events import (
     PlayMade,
     Redealt,
     SeedRevealed,
+    TurnTimedOut,
     WildcardDrawn,
 )
 from ddz.domain.multipliers import Factor, MultiplierBreakdown
@@ -99,6 +104,10 @@ def command(cmd: Command) -> str:
             return "reconnect"
         case Escape():
             return "escape"
+        case TimeOut():
+            return f"turn timed out ({cmd.turn_seconds:g} s)"
+        case Resume():
+            return "resume (end auto-play)"
         case StartHand():
             return "start the hand"
     return type(cmd).__name__  # pragma: no cover
@@ -141,17 +150,28 @@ def event(e: Event, state: HandState | None = None) -> str:
         case CardsShown():
             return f"seat {e.seat} shows their cards ({e.when.replace('_', ' ')}, ×{e.factor})"
         case BidMade():
-            return bid(e.seat, e.action, e.score, scheme)
+            return bid(e.seat, e.action, e.score, scheme) + _by(e)
         case Redealt():
             return f"a re-deal (round {e.round})"
         case LandlordChosen():
             return f"seat {e.seat} is the landlord at base {e.base}"
         case PlayMade():
-            return f"seat {e.seat} plays {ranks(e.cards)} as {reading(e.reading)}"
+            return f"seat {e.seat} plays {ranks(e.cards)} as {reading(e.reading)}{_by(e)}"
         case Passed():
-            return f"seat {e.seat} passes"
+            return f"seat {e.seat} passes{_by(e)}"
         case PlayerDisconnected():
-            return f"seat {e.seat} disconnected"
+            why = f" ({e.reason.value.replace('_', ' ')})" if e.reason is not None else ""
+            return f"seat {e.seat} disconnected{why}"
+        case TurnTimedOut():
+            clock = "auto-play clock" if e.on_auto_play else "clock"
+            return (
+                f"seat {e.seat}'s {clock} ran out ({e.turn_seconds:g} s; timeout "
+                f"{e.timeouts} in a row): the bot moves once for them"
+            )
+        case AutoPlayStarted():
+            return f"seat {e.seat} is in auto-play after {e.timeouts} timeouts in a row"
+        case AutoPlayEnded():
+            return f"seat {e.seat}'s auto-play ended ({e.reason.value})"
         case PlayerReconnected():
             return f"seat {e.seat} reconnected"
         case PlayerEscaped():
@@ -169,6 +189,13 @@ def event(e: Event, state: HandState | None = None) -> str:
         case SeedRevealed():
             return f"the seed {e.seed[:16]}…"
     return e.TYPE  # pragma: no cover
+
+
+def _by(e: BidMade | PlayMade | Passed) -> str:
+    """Who moved, when the bot moved in a person's seat."""
+    if e.acted_by is None or not e.acted_by.for_person:
+        return ""
+    return f" (the bot, for the person: {e.acted_by.value.removeprefix('bot_').replace('_', ' ')})"
 
 
 def recorded(e: Recorded, state: HandState | None = None) -> str:

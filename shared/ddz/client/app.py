@@ -8,6 +8,11 @@ move's answer is shown at once when the stream has not brought it yet).
 A stream that breaks is opened again from the last position seen (the server sends
 everything after it, once; ``Session.follow``); the table service takes that as the
 player being back. A stream that cannot be had again is said on the status line.
+
+While a turn's clock runs, a terminal's screen is redrawn every second (the countdown).
+Leaving a hand in play is an escape: on a terminal, quitting (or Ctrl-D) asks first and
+says what it costs in this room; with no terminal, the end of the input leaves the table
+and says so on stderr.
 """
 
 from __future__ import annotations
@@ -26,16 +31,23 @@ from rich.text import Text
 from ddz.application.errors import Refusal
 from ddz.application.tasks import cancel_and_wait
 from ddz.client.commands import HELP, Typed, hint_to_type, read
+from ddz.client.leaving import escape_cost
 from ddz.client.screen import PHASE_BIDDING, PHASE_ENDED, Scene, render
 from ddz.client.session import Session, Unreachable, refusal
 from ddz.domain.cards import format_counts, parse_ranks
 from ddz.v1 import table_pb2
 
 Outcome = Literal["next", "quit"]
+TICK = 1.0
+"""Seconds between redraws of a running turn clock on a terminal."""
 
 
 class Quit(Exception):
     """The player is done (quit, end of input)."""
+
+
+class EndOfInput(Quit):
+    """The input ended (Ctrl-D on a terminal, or a closed pipe)."""
 
 
 class Lines:
@@ -48,6 +60,10 @@ class Lines:
         self.fd = fd
         self.queue: asyncio.Queue[str | None] = asyncio.Queue()
         self._thread: threading.Thread | None = None
+        try:
+            self.terminal = os.isatty(fd)
+        except OSError:
+            self.terminal = False
 
     def start(self) -> None:
         loop = asyncio.get_running_loop()
@@ -61,6 +77,8 @@ class Lines:
                     chunk = b""
                 if not chunk:
                     loop.call_soon_threadsafe(self.queue.put_nowait, None)
+                    if self.terminal:
+                        continue  # Ctrl-D on a terminal: the player may still type
                     return
                 *lines, buffer = (buffer + chunk).split(b"\n")
                 for line in lines:
@@ -77,7 +95,7 @@ class Lines:
     async def get(self) -> str:
         line = await self.queue.get()
         if line is None:
-            raise Quit()
+            raise EndOfInput()
         return line
 
 
@@ -90,16 +108,19 @@ class PlayApp:
         room_id: str | None = None,
         console: Console | None = None,
         input_fd: int = 0,
+        errors: Console | None = None,
     ) -> None:
         self.session = session
         self.room_id = room_id
         self.console = console or Console(highlight=False)
+        self.errors = errors or Console(stderr=True, highlight=False)
         self.lines = Lines(input_fd)
         self.scene = Scene(player)
         self.hand_id = ""
         self.position = 0
         self.last_hint: table_pb2.SuggestedMove | None = None
         self.leaving = False
+        self.busy = False  # a typed command is being sent
 
     # -- the screen ------------------------------------------------------------------
 
@@ -208,7 +229,38 @@ class PlayApp:
         with contextlib.suppress(grpc.aio.AioRpcError):
             left = await self.session.leave()
             if left.escaped_hand_id:
-                self.console.print("you left during the hand: that is an escape (§10)")
+                self.console.print(
+                    f"you left during hand {left.escaped_hand_id}: that is an escape (§10); "
+                    f"ddz audit {left.escaped_hand_id} shows it",
+                    soft_wrap=True,
+                )
+
+    def _in_play(self) -> bool:
+        """A hand is being played at the seat (also before its first view came)."""
+        view = self.scene.view
+        return bool(self.hand_id) and (view is None or view.phase != PHASE_ENDED)
+
+    def _input_closed(self) -> bool:
+        """The input ended mid-hand: True to leave. On a terminal (Ctrl-D) it is a quit
+        to confirm; elsewhere nobody can answer: leave, and say so on stderr (the screen
+        may be going to a file)."""
+        if self.lines.terminal:
+            if self.leaving:
+                return True  # asked already: a second Ctrl-D confirms
+            self._confirm_quit()
+            return False
+        self.errors.print(
+            f"ddz play: the input closed during hand {self.hand_id}: leaving the table. "
+            f"{escape_cost(self.scene.room, self.scene.view)}.",
+            soft_wrap=True,
+        )
+        return True
+
+    def _confirm_quit(self) -> None:
+        self.leaving = True
+        self.scene.message = (
+            f"{escape_cost(self.scene.room, self.scene.view)}. Type quit again to leave"
+        )
 
     # -- one hand ----------------------------------------------------------------------
 
@@ -216,26 +268,53 @@ class PlayApp:
         self.position = 0
         self.scene.view = None
         self.scene.last.clear()
+        self.scene.bot_note = ""
         self.last_hint = None
         watching = asyncio.create_task(self._watch(self.hand_id))
+        ticking = asyncio.create_task(self._tick())
         try:
             self.redraw()
             while True:
-                outcome = await self._command(await self.lines.get())
+                try:
+                    line = await self.lines.get()
+                except EndOfInput:
+                    if not self._in_play():
+                        raise  # between hands: leaving is no escape
+                    if self._input_closed():
+                        return "quit"
+                    self.redraw()
+                    continue
+                self.busy = True  # no countdown redraw until the command's answer is shown
+                try:
+                    outcome = await self._command(line)
+                finally:
+                    self.busy = False
                 if outcome is not None:
                     return outcome
                 self.redraw()
         finally:
-            await cancel_and_wait([watching])
+            await cancel_and_wait([watching, ticking])
+
+    async def _tick(self) -> None:
+        """Redraw once a second while a turn's clock runs (a terminal only: a file
+        would fill with screens)."""
+        if not self.console.is_terminal:
+            return
+        while True:
+            await asyncio.sleep(TICK)
+            if self.scene.seconds_left() is not None and not self.busy:
+                self.redraw()
 
     async def _watch(self, hand_id: str) -> None:
         """Follow the seat's stream to the hand's end, resuming after any cut."""
 
         resuming = ""
+        fresh = True  # a stream's first update: its clock is as of an event maybe long past
 
         def cut(code: grpc.StatusCode) -> None:
-            nonlocal resuming
+            nonlocal resuming, fresh
             self.scene.status = resuming = f"connection lost ({code.name}): resuming…"
+            fresh = True
             self.redraw()
 
         try:
@@ -244,6 +323,10 @@ class PlayApp:
                 if resuming and self.scene.status == resuming:
                     self.scene.status = resuming = ""
                 self.scene.follow(update)
+                if fresh:
+                    fresh = False
+                    with contextlib.suppress(grpc.aio.AioRpcError):
+                        self.scene.take_view(await self.session.view(hand_id))  # as of now
                 self.redraw()
         except Refusal as refusal:
             self.scene.status = f"the hand's stream is lost: {refusal.message}"
@@ -261,10 +344,7 @@ class PlayApp:
             case "quit":
                 if over or view is None or self.leaving:
                     return "quit"
-                self.leaving = True
-                self.scene.message = (
-                    "leaving during a hand is an escape (§10.2/§10.3): type quit again to leave"
-                )
+                self._confirm_quit()
             case "next":
                 if over:
                     return "next"
@@ -275,9 +355,21 @@ class PlayApp:
                 self.scene.message = typed.error
             case "hint":
                 await self._hint()
+            case "resume":
+                await self._resume()
             case _:
                 await self._move(typed)
         return None
+
+    async def _resume(self) -> None:
+        try:
+            answer = await self.session.resume(self.hand_id)
+        except grpc.aio.AioRpcError as exc:
+            self.scene.message = f"✗ {refusal(exc)}"
+            return
+        self.leaving = False
+        self.scene.follow_move(answer.outcome)
+        self.scene.message = "auto-play is off: you play your own turns again"
 
     async def _hint(self) -> None:
         try:

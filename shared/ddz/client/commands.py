@@ -7,6 +7,7 @@ bidding   1 / 2 / 3      call that score (call-score rooms, §6)
 playing   33344456       a play in rank notation (§1: 3..9 T J Q K A 2 B R, 10 = T)
           pass / p       follow with nothing
 any time  hint / ?       ask for a suggestion      show    show your hand (§6)
+          resume         end auto-play (托管): play your own turns again
           help / h       what to type               quit (q, but not while playing:
                                                     there q is a queen)
 after     next / n       another hand at this table
@@ -19,7 +20,7 @@ from typing import Literal
 
 from ddz.domain.cards import CardNotationError, format_counts, parse_ranks
 
-Kind = Literal["bid", "play", "pass", "show", "hint", "help", "quit", "next", "error"]
+Kind = Literal["bid", "play", "pass", "show", "hint", "help", "quit", "next", "resume", "error"]
 
 BID_WORDS = {"1": 1, "2": 2, "3": 3}
 
@@ -49,6 +50,8 @@ def read(line: str, *, bidding: bool, over: bool = False) -> Typed | None:
         return Typed("next")
     if over:
         return Typed("error", error="the hand is over: type 'next' for another, 'quit' to stop")
+    if text == "resume":
+        return Typed("resume")
     if text in ("show", "show cards"):
         return Typed("show")
     if bidding:
@@ -70,7 +73,8 @@ def read(line: str, *, bidding: bool, over: bool = False) -> Typed | None:
 
 HELP = (
     "bidding: pass (p), 1 / 2 / 3, call, grab   playing: cards like 33344456 or 10JQKA, "
-    "pass (p)   any time: hint (?), show, help (h), quit   after a hand: next (n), quit (q)"
+    "pass (p)   any time: hint (?), show, resume (end auto-play), help (h), quit   "
+    "after a hand: next (n), quit (q)"
 )
 
 

@@ -1,19 +1,27 @@
 """The table as the player sees it, drawn with rich from their seat's ``PlayerView``
 (which holds nothing another seat keeps hidden) and the public events of the stream.
 
-    ── ddz play · room ct · table 1f3a… · hand 9c2e… ──────────────────────
+    ── ddz play · alice · room ct · table 1f3a… ────────────────────────────
+    hand 9c2e4b1a-…  (to quote it: ddz audit 9c2e4b1a-…)
     seat  player   role      cards  last
     0     you      landlord     20  play 345678
     1     bot-…    farmer       17  pass
     2     bob      farmer       15  play 99
     to beat: 99 (bob)         multiplier ×4 = initial ×1 · bomb ×2 · ...
     your hand: 33 4 5 66 7 99 T J QQ K A 2 B      wildcards: 7
+    ⏱ your turn: 14 s left (of 20 s)
     → your turn: a play (cards like 3344 or 10JQKA), pass, hint
+
+The clock line counts down from the view's ``turn_seconds_left`` on this machine's
+monotonic clock (clocks differ; the server's deadline is for display and logs) and
+turns red in the last ``URGENT`` seconds.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection
+import math
+import time
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,6 +40,21 @@ PHASE_PLAYING = rules_pb2.HAND_PHASE_PLAYING
 PHASE_ENDED = rules_pb2.HAND_PHASE_ENDED
 SIDE_NAMES = {1: "the landlord wins", 2: "the farmers win", 0: "no winner (an escape)"}
 AWAY = "away: the bot plays"
+URGENT = 5.0
+"""Seconds left from which the clock line is red."""
+WHY_THE_BOT = {
+    ev.MoveBy.BOT_TURN_TIMEOUT: "your turn's clock ran out",
+    ev.MoveBy.BOT_AUTO_PLAY: "you are in auto-play",
+    ev.MoveBy.BOT_CONNECTION_LOST: "your connection was lost",
+    ev.MoveBy.BOT_LEFT: "you left the table",
+}
+"""Why the bot moved in the player's seat, in the player's words (MoveBy)."""
+SHORT_WHY = {
+    ev.MoveBy.BOT_TURN_TIMEOUT: "bot: time ran out",
+    ev.MoveBy.BOT_AUTO_PLAY: "bot: auto-play",
+    ev.MoveBy.BOT_CONNECTION_LOST: "bot: connection lost",
+    ev.MoveBy.BOT_LEFT: "bot: left",
+}
 
 
 @dataclass
@@ -46,6 +69,10 @@ class Scene:
     last: dict[int, str] = field(default_factory=dict)  # seat -> its last public action
     message: str = ""
     status: str = ""  # what the app is doing (joining, waiting for others...)
+    bot_note: str = ""  # the bot's last move for the player, and why (its own line)
+    # the turn's clock: (seat on turn, monotonic deadline here, seconds the turn got)
+    clock: tuple[int, float, float] | None = None
+    now: Callable[[], float] = time.monotonic
 
     def follow(self, update: table_pb2.WatchHandResponse) -> None:
         """Take in one stream update: the seat's view, and the public event for the log."""
@@ -65,12 +92,21 @@ class Scene:
             return  # the stream got there first
         for event in outcome.events:
             self.log(event)
-        self.view = outcome.view
+        self.take_view(outcome.view)
 
     def take_view(self, view: table_pb2.PlayerView) -> None:
         """Show ``view`` unless a later one is shown already (a move's answer came first)."""
         if self.view is None or view.version >= self.view.version:
             self.view = view
+            self.clock = None
+            if view.HasField("turn_deadline") and view.HasField("turn"):
+                self.clock = (view.turn, self.now() + view.turn_seconds_left, view.turn_seconds)
+
+    def seconds_left(self) -> float | None:
+        """Seconds left on the turn's clock, here (None: no clock runs)."""
+        if self.clock is None:
+            return None
+        return max(0.0, self.clock[1] - self.now())
 
     def log(self, event: Any) -> None:
         """A public event's mark in its seat's "last" column."""
@@ -79,6 +115,19 @@ class Scene:
         text = action_text(decoded)
         if isinstance(decoded, ev.LandlordChosen | ev.Redealt):
             self.last.clear()  # a new start: bids are history
+        by = getattr(decoded, "acted_by", None)
+        if by in SHORT_WHY and text:
+            text += f" ({SHORT_WHY[by]})"
+            if seat == self.seat:
+                self.bot_note = (
+                    f"the bot played for you: {action_text(decoded)} — {WHY_THE_BOT[by]}"
+                )
+        if seat == self.seat and isinstance(decoded, ev.AutoPlayStarted):
+            self.bot_note = (
+                f"auto-play: your turn's clock ran out {decoded.timeouts} times in a row, so "
+                "the bot plays your turns after a short clock — type resume, or any move, "
+                "to play yourself"
+            )
         if seat is not None and text:
             self.last[seat] = text
 
@@ -99,6 +148,12 @@ def action_text(event: object) -> str:
             return "back"
         case ev.PlayerEscaped():
             return "left (escape)"
+        case ev.TurnTimedOut():
+            return "time ran out"
+        case ev.AutoPlayStarted():
+            return "auto-play"
+        case ev.AutoPlayEnded():
+            return "plays again"
         case ev.LandlordChosen():
             return "landlord"
     return ""
@@ -139,11 +194,20 @@ def render(scene: Scene) -> RenderableType:
         if scene.message:
             parts.append(Text(scene.message))
         return Group(*parts)
+    if view.hand_id:
+        parts.append(Text(f"hand {view.hand_id}  (to quote it: ddz audit {view.hand_id})",
+                          style="dim"))  # fmt: skip
     parts += [_seats(scene, view), _middle(view), _hand(view)]
+    clock = clock_line(scene, view)
+    if clock is not None:
+        parts.append(clock)
     if view.phase == PHASE_ENDED:
         parts.append(_settlement(scene, view))
+        parts.append(Text(f"hand {view.hand_id} is over: check it with  ddz audit {view.hand_id}"))
     if scene.status:
         parts.append(Text(scene.status, style="dim"))
+    if scene.bot_note:
+        parts.append(Text(scene.bot_note, style="yellow"))
     if scene.message:
         parts.append(Text(scene.message, style="bold"))
     parts.append(Text(prompt_line(scene, view), style="cyan"))
@@ -228,11 +292,30 @@ def _settlement(scene: Scene, view: table_pb2.PlayerView) -> RenderableType:
     return table
 
 
+def clock_line(scene: Scene, view: table_pb2.PlayerView) -> Text | None:
+    """``⏱ your turn: 14 s left (of 20 s)``, red in the last ``URGENT`` seconds."""
+    left = scene.seconds_left()
+    if left is None or scene.clock is None or view.phase == PHASE_ENDED:
+        return None
+    seat, _deadline, given = scene.clock
+    whose = "your turn" if seat == view.seat else f"seat {seat} ({seat_name(view, seat)})"
+    style = "bold red" if left <= URGENT else "green"
+    text = Text(f"⏱ {whose}: {math.ceil(left):d} s left (of {given:g} s)", style=style)
+    if seat == view.seat and seat in view.auto_play:
+        text.append("  auto-play: the bot moves when it runs out", style="yellow")
+    return text
+
+
 def prompt_line(scene: Scene, view: table_pb2.PlayerView) -> str:
     if view.phase == PHASE_ENDED:
         return "→ the hand is over: next (n) for another hand, quit (q)"
     if view.seat in view.disconnected:
         return "→ you are away and the bot plays for you: type any move to take over"
+    if view.seat in view.auto_play:
+        return (
+            "→ auto-play: the bot plays your turns after a short clock; type resume, or "
+            "any move on your turn, to play yourself"
+        )
     if not view.my_turn:
         if not view.HasField("turn"):
             return "→ waiting…"

@@ -203,6 +203,9 @@ class Session:
             table_pb2.ShowCardsRequest(hand_id=hand_id, seat=self.seat)
         )
 
+    async def resume(self, hand_id: str) -> Any:
+        return await self.table.Resume(table_pb2.ResumeRequest(hand_id=hand_id, seat=self.seat))
+
     async def hint(self, hand_id: str) -> table_pb2.SuggestedMove:
         answer = await self.table.Hint(table_pb2.HintRequest(hand_id=hand_id))
         move: table_pb2.SuggestedMove = answer.move

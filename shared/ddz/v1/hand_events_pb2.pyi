@@ -1,3 +1,6 @@
+import datetime
+
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
@@ -90,6 +93,28 @@ class Side(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     SIDE_UNSPECIFIED: _ClassVar[Side]
     SIDE_LANDLORD: _ClassVar[Side]
     SIDE_FARMERS: _ClassVar[Side]
+
+class MoveBy(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    MOVE_BY_UNSPECIFIED: _ClassVar[MoveBy]
+    MOVE_BY_PLAYER: _ClassVar[MoveBy]
+    MOVE_BY_BOT_SEAT: _ClassVar[MoveBy]
+    MOVE_BY_BOT_TURN_TIMEOUT: _ClassVar[MoveBy]
+    MOVE_BY_BOT_AUTO_PLAY: _ClassVar[MoveBy]
+    MOVE_BY_BOT_CONNECTION_LOST: _ClassVar[MoveBy]
+    MOVE_BY_BOT_LEFT: _ClassVar[MoveBy]
+
+class DisconnectReason(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    DISCONNECT_REASON_UNSPECIFIED: _ClassVar[DisconnectReason]
+    DISCONNECT_REASON_CONNECTION_LOST: _ClassVar[DisconnectReason]
+    DISCONNECT_REASON_LEFT: _ClassVar[DisconnectReason]
+
+class AutoPlayEnd(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    AUTO_PLAY_END_UNSPECIFIED: _ClassVar[AutoPlayEnd]
+    AUTO_PLAY_END_ACTED: _ClassVar[AutoPlayEnd]
+    AUTO_PLAY_END_RESUMED: _ClassVar[AutoPlayEnd]
 RANK_UNSPECIFIED: Rank
 RANK_THREE: Rank
 RANK_FOUR: Rank
@@ -147,6 +172,19 @@ BID_ACTION_GRAB: BidAction
 SIDE_UNSPECIFIED: Side
 SIDE_LANDLORD: Side
 SIDE_FARMERS: Side
+MOVE_BY_UNSPECIFIED: MoveBy
+MOVE_BY_PLAYER: MoveBy
+MOVE_BY_BOT_SEAT: MoveBy
+MOVE_BY_BOT_TURN_TIMEOUT: MoveBy
+MOVE_BY_BOT_AUTO_PLAY: MoveBy
+MOVE_BY_BOT_CONNECTION_LOST: MoveBy
+MOVE_BY_BOT_LEFT: MoveBy
+DISCONNECT_REASON_UNSPECIFIED: DisconnectReason
+DISCONNECT_REASON_CONNECTION_LOST: DisconnectReason
+DISCONNECT_REASON_LEFT: DisconnectReason
+AUTO_PLAY_END_UNSPECIFIED: AutoPlayEnd
+AUTO_PLAY_END_ACTED: AutoPlayEnd
+AUTO_PLAY_END_RESUMED: AutoPlayEnd
 
 class Card(_message.Message):
     __slots__ = ("rank", "suit", "copy")
@@ -453,14 +491,16 @@ class CardsShown(_message.Message):
     def __init__(self, seat: _Optional[int] = ..., when: _Optional[str] = ..., cards_held: _Optional[int] = ..., factor: _Optional[int] = ..., cards: _Optional[_Iterable[_Union[Card, _Mapping]]] = ...) -> None: ...
 
 class BidMade(_message.Message):
-    __slots__ = ("seat", "action", "score")
+    __slots__ = ("seat", "action", "score", "acted_by")
     SEAT_FIELD_NUMBER: _ClassVar[int]
     ACTION_FIELD_NUMBER: _ClassVar[int]
     SCORE_FIELD_NUMBER: _ClassVar[int]
+    ACTED_BY_FIELD_NUMBER: _ClassVar[int]
     seat: int
     action: BidAction
     score: int
-    def __init__(self, seat: _Optional[int] = ..., action: _Optional[_Union[BidAction, str]] = ..., score: _Optional[int] = ...) -> None: ...
+    acted_by: MoveBy
+    def __init__(self, seat: _Optional[int] = ..., action: _Optional[_Union[BidAction, str]] = ..., score: _Optional[int] = ..., acted_by: _Optional[_Union[MoveBy, str]] = ...) -> None: ...
 
 class Redealt(_message.Message):
     __slots__ = ("round", "commitment")
@@ -489,28 +529,66 @@ class BombLimit(_message.Message):
     def __init__(self, limit: _Optional[int] = ...) -> None: ...
 
 class PlayMade(_message.Message):
-    __slots__ = ("seat", "cards", "reading")
+    __slots__ = ("seat", "cards", "reading", "acted_by")
     SEAT_FIELD_NUMBER: _ClassVar[int]
     CARDS_FIELD_NUMBER: _ClassVar[int]
     READING_FIELD_NUMBER: _ClassVar[int]
+    ACTED_BY_FIELD_NUMBER: _ClassVar[int]
     seat: int
     cards: _containers.RepeatedCompositeFieldContainer[Card]
     reading: Reading
-    def __init__(self, seat: _Optional[int] = ..., cards: _Optional[_Iterable[_Union[Card, _Mapping]]] = ..., reading: _Optional[_Union[Reading, _Mapping]] = ...) -> None: ...
+    acted_by: MoveBy
+    def __init__(self, seat: _Optional[int] = ..., cards: _Optional[_Iterable[_Union[Card, _Mapping]]] = ..., reading: _Optional[_Union[Reading, _Mapping]] = ..., acted_by: _Optional[_Union[MoveBy, str]] = ...) -> None: ...
 
 class Passed(_message.Message):
-    __slots__ = ("seat",)
+    __slots__ = ("seat", "acted_by")
     SEAT_FIELD_NUMBER: _ClassVar[int]
+    ACTED_BY_FIELD_NUMBER: _ClassVar[int]
     seat: int
-    def __init__(self, seat: _Optional[int] = ...) -> None: ...
+    acted_by: MoveBy
+    def __init__(self, seat: _Optional[int] = ..., acted_by: _Optional[_Union[MoveBy, str]] = ...) -> None: ...
 
 class PlayerDisconnected(_message.Message):
-    __slots__ = ("seat", "escapee")
+    __slots__ = ("seat", "escapee", "reason")
     SEAT_FIELD_NUMBER: _ClassVar[int]
     ESCAPEE_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
     seat: int
     escapee: bool
-    def __init__(self, seat: _Optional[int] = ..., escapee: _Optional[bool] = ...) -> None: ...
+    reason: DisconnectReason
+    def __init__(self, seat: _Optional[int] = ..., escapee: _Optional[bool] = ..., reason: _Optional[_Union[DisconnectReason, str]] = ...) -> None: ...
+
+class TurnTimedOut(_message.Message):
+    __slots__ = ("seat", "deadline", "turn_seconds", "timeouts", "on_auto_play", "auto_play_after")
+    SEAT_FIELD_NUMBER: _ClassVar[int]
+    DEADLINE_FIELD_NUMBER: _ClassVar[int]
+    TURN_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    TIMEOUTS_FIELD_NUMBER: _ClassVar[int]
+    ON_AUTO_PLAY_FIELD_NUMBER: _ClassVar[int]
+    AUTO_PLAY_AFTER_FIELD_NUMBER: _ClassVar[int]
+    seat: int
+    deadline: _timestamp_pb2.Timestamp
+    turn_seconds: float
+    timeouts: int
+    on_auto_play: bool
+    auto_play_after: int
+    def __init__(self, seat: _Optional[int] = ..., deadline: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., turn_seconds: _Optional[float] = ..., timeouts: _Optional[int] = ..., on_auto_play: _Optional[bool] = ..., auto_play_after: _Optional[int] = ...) -> None: ...
+
+class AutoPlayStarted(_message.Message):
+    __slots__ = ("seat", "timeouts")
+    SEAT_FIELD_NUMBER: _ClassVar[int]
+    TIMEOUTS_FIELD_NUMBER: _ClassVar[int]
+    seat: int
+    timeouts: int
+    def __init__(self, seat: _Optional[int] = ..., timeouts: _Optional[int] = ...) -> None: ...
+
+class AutoPlayEnded(_message.Message):
+    __slots__ = ("seat", "reason")
+    SEAT_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    seat: int
+    reason: AutoPlayEnd
+    def __init__(self, seat: _Optional[int] = ..., reason: _Optional[_Union[AutoPlayEnd, str]] = ...) -> None: ...
 
 class PlayerReconnected(_message.Message):
     __slots__ = ("seat",)
@@ -559,12 +637,14 @@ class SeedRevealed(_message.Message):
     def __init__(self, seed: _Optional[str] = ...) -> None: ...
 
 class BidCommand(_message.Message):
-    __slots__ = ("action", "score")
+    __slots__ = ("action", "score", "by_bot")
     ACTION_FIELD_NUMBER: _ClassVar[int]
     SCORE_FIELD_NUMBER: _ClassVar[int]
+    BY_BOT_FIELD_NUMBER: _ClassVar[int]
     action: BidAction
     score: int
-    def __init__(self, action: _Optional[_Union[BidAction, str]] = ..., score: _Optional[int] = ...) -> None: ...
+    by_bot: bool
+    def __init__(self, action: _Optional[_Union[BidAction, str]] = ..., score: _Optional[int] = ..., by_bot: _Optional[bool] = ...) -> None: ...
 
 class ShowCardsCommand(_message.Message):
     __slots__ = ("cards_held",)
@@ -573,18 +653,38 @@ class ShowCardsCommand(_message.Message):
     def __init__(self, cards_held: _Optional[int] = ...) -> None: ...
 
 class PlayCommand(_message.Message):
-    __slots__ = ("cards", "declared")
+    __slots__ = ("cards", "declared", "by_bot")
     CARDS_FIELD_NUMBER: _ClassVar[int]
     DECLARED_FIELD_NUMBER: _ClassVar[int]
+    BY_BOT_FIELD_NUMBER: _ClassVar[int]
     cards: str
     declared: Reading
-    def __init__(self, cards: _Optional[str] = ..., declared: _Optional[_Union[Reading, _Mapping]] = ...) -> None: ...
+    by_bot: bool
+    def __init__(self, cards: _Optional[str] = ..., declared: _Optional[_Union[Reading, _Mapping]] = ..., by_bot: _Optional[bool] = ...) -> None: ...
 
 class PassCommand(_message.Message):
-    __slots__ = ()
-    def __init__(self) -> None: ...
+    __slots__ = ("by_bot",)
+    BY_BOT_FIELD_NUMBER: _ClassVar[int]
+    by_bot: bool
+    def __init__(self, by_bot: _Optional[bool] = ...) -> None: ...
 
 class DisconnectCommand(_message.Message):
+    __slots__ = ("reason",)
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    reason: DisconnectReason
+    def __init__(self, reason: _Optional[_Union[DisconnectReason, str]] = ...) -> None: ...
+
+class TimeOutCommand(_message.Message):
+    __slots__ = ("deadline", "turn_seconds", "auto_play_after")
+    DEADLINE_FIELD_NUMBER: _ClassVar[int]
+    TURN_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    AUTO_PLAY_AFTER_FIELD_NUMBER: _ClassVar[int]
+    deadline: _timestamp_pb2.Timestamp
+    turn_seconds: float
+    auto_play_after: int
+    def __init__(self, deadline: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., turn_seconds: _Optional[float] = ..., auto_play_after: _Optional[int] = ...) -> None: ...
+
+class ResumeCommand(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
 
@@ -597,7 +697,7 @@ class EscapeCommand(_message.Message):
     def __init__(self) -> None: ...
 
 class CommandRejected(_message.Message):
-    __slots__ = ("seat", "command_type", "reason", "message", "request_id", "bid", "show_cards", "play", "disconnect", "reconnect", "escape")
+    __slots__ = ("seat", "command_type", "reason", "message", "request_id", "bid", "show_cards", "play", "disconnect", "reconnect", "escape", "time_out", "resume")
     SEAT_FIELD_NUMBER: _ClassVar[int]
     COMMAND_TYPE_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
@@ -610,6 +710,8 @@ class CommandRejected(_message.Message):
     DISCONNECT_FIELD_NUMBER: _ClassVar[int]
     RECONNECT_FIELD_NUMBER: _ClassVar[int]
     ESCAPE_FIELD_NUMBER: _ClassVar[int]
+    TIME_OUT_FIELD_NUMBER: _ClassVar[int]
+    RESUME_FIELD_NUMBER: _ClassVar[int]
     seat: int
     command_type: str
     reason: str
@@ -621,4 +723,6 @@ class CommandRejected(_message.Message):
     disconnect: DisconnectCommand
     reconnect: ReconnectCommand
     escape: EscapeCommand
-    def __init__(self, seat: _Optional[int] = ..., command_type: _Optional[str] = ..., reason: _Optional[str] = ..., message: _Optional[str] = ..., request_id: _Optional[str] = ..., bid: _Optional[_Union[BidCommand, _Mapping]] = ..., show_cards: _Optional[_Union[ShowCardsCommand, _Mapping]] = ..., play: _Optional[_Union[PlayCommand, _Mapping]] = ..., disconnect: _Optional[_Union[DisconnectCommand, _Mapping]] = ..., reconnect: _Optional[_Union[ReconnectCommand, _Mapping]] = ..., escape: _Optional[_Union[EscapeCommand, _Mapping]] = ..., **kwargs) -> None: ...
+    time_out: TimeOutCommand
+    resume: ResumeCommand
+    def __init__(self, seat: _Optional[int] = ..., command_type: _Optional[str] = ..., reason: _Optional[str] = ..., message: _Optional[str] = ..., request_id: _Optional[str] = ..., bid: _Optional[_Union[BidCommand, _Mapping]] = ..., show_cards: _Optional[_Union[ShowCardsCommand, _Mapping]] = ..., play: _Optional[_Union[PlayCommand, _Mapping]] = ..., disconnect: _Optional[_Union[DisconnectCommand, _Mapping]] = ..., reconnect: _Optional[_Union[ReconnectCommand, _Mapping]] = ..., escape: _Optional[_Union[EscapeCommand, _Mapping]] = ..., time_out: _Optional[_Union[TimeOutCommand, _Mapping]] = ..., resume: _Optional[_Union[ResumeCommand, _Mapping]] = ..., **kwargs) -> None: ...

@@ -26,29 +26,29 @@ from ddz.v1 import envelope_pb2 as ddz_dot_v1_dot_envelope__pb2
 from ddz.v1 import hand_events_pb2 as ddz_dot_v1_dot_hand__events__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x12\x64\x64z/v1/rules.proto\x12\x06\x64\x64z.v1\x1a\x15\x64\x64z/v1/envelope.proto\x1a\x18\x64\x64z/v1/hand_events.proto\"\xa7\x03\n\rDecideRequest\x12\x0f\n\x07hand_id\x18\x01 \x01(\t\x12\x0c\n\x04seat\x18\x02 \x01(\r\x12!\n\x03\x62id\x18\n \x01(\x0b\x32\x12.ddz.v1.BidCommandH\x00\x12.\n\nshow_cards\x18\x0b \x01(\x0b\x32\x18.ddz.v1.ShowCardsCommandH\x00\x12#\n\x04play\x18\x0c \x01(\x0b\x32\x13.ddz.v1.PlayCommandH\x00\x12#\n\x04pass\x18\r \x01(\x0b\x32\x13.ddz.v1.PassCommandH\x00\x12/\n\ndisconnect\x18\x0e \x01(\x0b\x32\x19.ddz.v1.DisconnectCommandH\x00\x12-\n\treconnect\x18\x0f \x01(\x0b\x32\x18.ddz.v1.ReconnectCommandH\x00\x12\'\n\x06\x65scape\x18\x10 \x01(\x0b\x32\x15.ddz.v1.EscapeCommandH\x00\x12\x1d\n\x10\x65xpected_version\x18\x03 \x01(\x04H\x01\x88\x01\x01\x12\x12\n\nrequest_id\x18\x04 \x01(\tB\t\n\x07\x63ommandB\x13\n\x11_expected_version\"{\n\x0e\x44\x65\x63ideResponse\x12\x10\n\x08\x61\x63\x63\x65pted\x18\x01 \x01(\x08\x12\x0e\n\x06reason\x18\x02 \x01(\t\x12\x0f\n\x07message\x18\x03 \x01(\t\x12\x0f\n\x07version\x18\x04 \x01(\x04\x12%\n\x06\x65vents\x18\x05 \x03(\x0b\x32\x15.ddz.v1.EventEnvelope\"=\n\x12\x44\x65\x63ideBatchRequest\x12\'\n\x08\x63ommands\x18\x01 \x03(\x0b\x32\x15.ddz.v1.DecideRequest\">\n\x13\x44\x65\x63ideBatchResponse\x12\'\n\x08outcomes\x18\x01 \x03(\x0b\x32\x15.ddz.v1.DecideOutcome\"h\n\rDecideOutcome\x12(\n\x08response\x18\x01 \x01(\x0b\x32\x16.ddz.v1.DecideResponse\x12\x0c\n\x04\x63ode\x18\x02 \x01(\x05\x12\x0e\n\x06reason\x18\x03 \x01(\t\x12\x0f\n\x07message\x18\x04 \x01(\t\"(\n\x15GetPublicStateRequest\x12\x0f\n\x07hand_id\x18\x01 \x01(\t\"\x84\x03\n\x16GetPublicStateResponse\x12\x0f\n\x07hand_id\x18\x01 \x01(\t\x12 \n\x05phase\x18\x02 \x01(\x0e\x32\x11.ddz.v1.HandPhase\x12\x11\n\x04turn\x18\x03 \x01(\rH\x00\x88\x01\x01\x12\x15\n\x08landlord\x18\x04 \x01(\rH\x01\x88\x01\x01\x12\x0c\n\x04\x62\x61se\x18\x05 \x01(\r\x12\x13\n\x0b\x63\x61rd_counts\x18\x06 \x03(\r\x12\x1a\n\x04wild\x18\x07 \x03(\x0e\x32\x0c.ddz.v1.Rank\x12/\n\nmultiplier\x18\x08 \x01(\x0b\x32\x1b.ddz.v1.MultiplierBreakdown\x12\x1f\n\x05trick\x18\t \x01(\x0b\x32\x10.ddz.v1.PlayMade\x12\x0f\n\x07version\x18\n \x01(\x04\x12\x1e\n\x05rules\x18\x0b \x01(\x0b\x32\x0f.ddz.v1.RuleSet\x12\x1f\n\x05seats\x18\x0c \x03(\x0b\x32\x10.ddz.v1.SeatInfo\x12\x14\n\x0c\x64isconnected\x18\r \x03(\rB\x07\n\x05_turnB\x0b\n\t_landlord*\x89\x01\n\tHandPhase\x12\x1a\n\x16HAND_PHASE_UNSPECIFIED\x10\x00\x12\x1a\n\x16HAND_PHASE_NOT_STARTED\x10\x01\x12\x16\n\x12HAND_PHASE_BIDDING\x10\x02\x12\x16\n\x12HAND_PHASE_PLAYING\x10\x03\x12\x14\n\x10HAND_PHASE_ENDED\x10\x04\x32\xe0\x01\n\x0cRulesService\x12\x37\n\x06\x44\x65\x63ide\x12\x15.ddz.v1.DecideRequest\x1a\x16.ddz.v1.DecideResponse\x12\x46\n\x0b\x44\x65\x63ideBatch\x12\x1a.ddz.v1.DecideBatchRequest\x1a\x1b.ddz.v1.DecideBatchResponse\x12O\n\x0eGetPublicState\x12\x1d.ddz.v1.GetPublicStateRequest\x1a\x1e.ddz.v1.GetPublicStateResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x12\x64\x64z/v1/rules.proto\x12\x06\x64\x64z.v1\x1a\x15\x64\x64z/v1/envelope.proto\x1a\x18\x64\x64z/v1/hand_events.proto\"\xfc\x03\n\rDecideRequest\x12\x0f\n\x07hand_id\x18\x01 \x01(\t\x12\x0c\n\x04seat\x18\x02 \x01(\r\x12!\n\x03\x62id\x18\n \x01(\x0b\x32\x12.ddz.v1.BidCommandH\x00\x12.\n\nshow_cards\x18\x0b \x01(\x0b\x32\x18.ddz.v1.ShowCardsCommandH\x00\x12#\n\x04play\x18\x0c \x01(\x0b\x32\x13.ddz.v1.PlayCommandH\x00\x12#\n\x04pass\x18\r \x01(\x0b\x32\x13.ddz.v1.PassCommandH\x00\x12/\n\ndisconnect\x18\x0e \x01(\x0b\x32\x19.ddz.v1.DisconnectCommandH\x00\x12-\n\treconnect\x18\x0f \x01(\x0b\x32\x18.ddz.v1.ReconnectCommandH\x00\x12\'\n\x06\x65scape\x18\x10 \x01(\x0b\x32\x15.ddz.v1.EscapeCommandH\x00\x12*\n\x08time_out\x18\x11 \x01(\x0b\x32\x16.ddz.v1.TimeOutCommandH\x00\x12\'\n\x06resume\x18\x12 \x01(\x0b\x32\x15.ddz.v1.ResumeCommandH\x00\x12\x1d\n\x10\x65xpected_version\x18\x03 \x01(\x04H\x01\x88\x01\x01\x12\x12\n\nrequest_id\x18\x04 \x01(\tB\t\n\x07\x63ommandB\x13\n\x11_expected_version\"{\n\x0e\x44\x65\x63ideResponse\x12\x10\n\x08\x61\x63\x63\x65pted\x18\x01 \x01(\x08\x12\x0e\n\x06reason\x18\x02 \x01(\t\x12\x0f\n\x07message\x18\x03 \x01(\t\x12\x0f\n\x07version\x18\x04 \x01(\x04\x12%\n\x06\x65vents\x18\x05 \x03(\x0b\x32\x15.ddz.v1.EventEnvelope\"=\n\x12\x44\x65\x63ideBatchRequest\x12\'\n\x08\x63ommands\x18\x01 \x03(\x0b\x32\x15.ddz.v1.DecideRequest\">\n\x13\x44\x65\x63ideBatchResponse\x12\'\n\x08outcomes\x18\x01 \x03(\x0b\x32\x15.ddz.v1.DecideOutcome\"h\n\rDecideOutcome\x12(\n\x08response\x18\x01 \x01(\x0b\x32\x16.ddz.v1.DecideResponse\x12\x0c\n\x04\x63ode\x18\x02 \x01(\x05\x12\x0e\n\x06reason\x18\x03 \x01(\t\x12\x0f\n\x07message\x18\x04 \x01(\t\"(\n\x15GetPublicStateRequest\x12\x0f\n\x07hand_id\x18\x01 \x01(\t\"\x97\x03\n\x16GetPublicStateResponse\x12\x0f\n\x07hand_id\x18\x01 \x01(\t\x12 \n\x05phase\x18\x02 \x01(\x0e\x32\x11.ddz.v1.HandPhase\x12\x11\n\x04turn\x18\x03 \x01(\rH\x00\x88\x01\x01\x12\x15\n\x08landlord\x18\x04 \x01(\rH\x01\x88\x01\x01\x12\x0c\n\x04\x62\x61se\x18\x05 \x01(\r\x12\x13\n\x0b\x63\x61rd_counts\x18\x06 \x03(\r\x12\x1a\n\x04wild\x18\x07 \x03(\x0e\x32\x0c.ddz.v1.Rank\x12/\n\nmultiplier\x18\x08 \x01(\x0b\x32\x1b.ddz.v1.MultiplierBreakdown\x12\x1f\n\x05trick\x18\t \x01(\x0b\x32\x10.ddz.v1.PlayMade\x12\x0f\n\x07version\x18\n \x01(\x04\x12\x1e\n\x05rules\x18\x0b \x01(\x0b\x32\x0f.ddz.v1.RuleSet\x12\x1f\n\x05seats\x18\x0c \x03(\x0b\x32\x10.ddz.v1.SeatInfo\x12\x14\n\x0c\x64isconnected\x18\r \x03(\r\x12\x11\n\tauto_play\x18\x0e \x03(\rB\x07\n\x05_turnB\x0b\n\t_landlord*\x89\x01\n\tHandPhase\x12\x1a\n\x16HAND_PHASE_UNSPECIFIED\x10\x00\x12\x1a\n\x16HAND_PHASE_NOT_STARTED\x10\x01\x12\x16\n\x12HAND_PHASE_BIDDING\x10\x02\x12\x16\n\x12HAND_PHASE_PLAYING\x10\x03\x12\x14\n\x10HAND_PHASE_ENDED\x10\x04\x32\xe0\x01\n\x0cRulesService\x12\x37\n\x06\x44\x65\x63ide\x12\x15.ddz.v1.DecideRequest\x1a\x16.ddz.v1.DecideResponse\x12\x46\n\x0b\x44\x65\x63ideBatch\x12\x1a.ddz.v1.DecideBatchRequest\x1a\x1b.ddz.v1.DecideBatchResponse\x12O\n\x0eGetPublicState\x12\x1d.ddz.v1.GetPublicStateRequest\x1a\x1e.ddz.v1.GetPublicStateResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'ddz.v1.rules_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_HANDPHASE']._serialized_start=1297
-  _globals['_HANDPHASE']._serialized_end=1434
+  _globals['_HANDPHASE']._serialized_start=1401
+  _globals['_HANDPHASE']._serialized_end=1538
   _globals['_DECIDEREQUEST']._serialized_start=80
-  _globals['_DECIDEREQUEST']._serialized_end=503
-  _globals['_DECIDERESPONSE']._serialized_start=505
-  _globals['_DECIDERESPONSE']._serialized_end=628
-  _globals['_DECIDEBATCHREQUEST']._serialized_start=630
-  _globals['_DECIDEBATCHREQUEST']._serialized_end=691
-  _globals['_DECIDEBATCHRESPONSE']._serialized_start=693
-  _globals['_DECIDEBATCHRESPONSE']._serialized_end=755
-  _globals['_DECIDEOUTCOME']._serialized_start=757
-  _globals['_DECIDEOUTCOME']._serialized_end=861
-  _globals['_GETPUBLICSTATEREQUEST']._serialized_start=863
-  _globals['_GETPUBLICSTATEREQUEST']._serialized_end=903
-  _globals['_GETPUBLICSTATERESPONSE']._serialized_start=906
-  _globals['_GETPUBLICSTATERESPONSE']._serialized_end=1294
-  _globals['_RULESSERVICE']._serialized_start=1437
-  _globals['_RULESSERVICE']._serialized_end=1661
+  _globals['_DECIDEREQUEST']._serialized_end=588
+  _globals['_DECIDERESPONSE']._serialized_start=590
+  _globals['_DECIDERESPONSE']._serialized_end=713
+  _globals['_DECIDEBATCHREQUEST']._serialized_start=715
+  _globals['_DECIDEBATCHREQUEST']._serialized_end=776
+  _globals['_DECIDEBATCHRESPONSE']._serialized_start=778
+  _globals['_DECIDEBATCHRESPONSE']._serialized_end=840
+  _globals['_DECIDEOUTCOME']._serialized_start=842
+  _globals['_DECIDEOUTCOME']._serialized_end=946
+  _globals['_GETPUBLICSTATEREQUEST']._serialized_start=948
+  _globals['_GETPUBLICSTATEREQUEST']._serialized_end=988
+  _globals['_GETPUBLICSTATERESPONSE']._serialized_start=991
+  _globals['_GETPUBLICSTATERESPONSE']._serialized_end=1398
+  _globals['_RULESSERVICE']._serialized_start=1541
+  _globals['_RULESSERVICE']._serialized_end=1765
 # @@protoc_insertion_point(module_scope)

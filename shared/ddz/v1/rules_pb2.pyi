@@ -23,7 +23,7 @@ HAND_PHASE_PLAYING: HandPhase
 HAND_PHASE_ENDED: HandPhase
 
 class DecideRequest(_message.Message):
-    __slots__ = ("hand_id", "seat", "bid", "show_cards", "play", "disconnect", "reconnect", "escape", "expected_version", "request_id")
+    __slots__ = ("hand_id", "seat", "bid", "show_cards", "play", "disconnect", "reconnect", "escape", "time_out", "resume", "expected_version", "request_id")
     HAND_ID_FIELD_NUMBER: _ClassVar[int]
     SEAT_FIELD_NUMBER: _ClassVar[int]
     BID_FIELD_NUMBER: _ClassVar[int]
@@ -33,6 +33,8 @@ class DecideRequest(_message.Message):
     DISCONNECT_FIELD_NUMBER: _ClassVar[int]
     RECONNECT_FIELD_NUMBER: _ClassVar[int]
     ESCAPE_FIELD_NUMBER: _ClassVar[int]
+    TIME_OUT_FIELD_NUMBER: _ClassVar[int]
+    RESUME_FIELD_NUMBER: _ClassVar[int]
     EXPECTED_VERSION_FIELD_NUMBER: _ClassVar[int]
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     hand_id: str
@@ -43,9 +45,11 @@ class DecideRequest(_message.Message):
     disconnect: _hand_events_pb2.DisconnectCommand
     reconnect: _hand_events_pb2.ReconnectCommand
     escape: _hand_events_pb2.EscapeCommand
+    time_out: _hand_events_pb2.TimeOutCommand
+    resume: _hand_events_pb2.ResumeCommand
     expected_version: int
     request_id: str
-    def __init__(self, hand_id: _Optional[str] = ..., seat: _Optional[int] = ..., bid: _Optional[_Union[_hand_events_pb2.BidCommand, _Mapping]] = ..., show_cards: _Optional[_Union[_hand_events_pb2.ShowCardsCommand, _Mapping]] = ..., play: _Optional[_Union[_hand_events_pb2.PlayCommand, _Mapping]] = ..., disconnect: _Optional[_Union[_hand_events_pb2.DisconnectCommand, _Mapping]] = ..., reconnect: _Optional[_Union[_hand_events_pb2.ReconnectCommand, _Mapping]] = ..., escape: _Optional[_Union[_hand_events_pb2.EscapeCommand, _Mapping]] = ..., expected_version: _Optional[int] = ..., request_id: _Optional[str] = ..., **kwargs) -> None: ...
+    def __init__(self, hand_id: _Optional[str] = ..., seat: _Optional[int] = ..., bid: _Optional[_Union[_hand_events_pb2.BidCommand, _Mapping]] = ..., show_cards: _Optional[_Union[_hand_events_pb2.ShowCardsCommand, _Mapping]] = ..., play: _Optional[_Union[_hand_events_pb2.PlayCommand, _Mapping]] = ..., disconnect: _Optional[_Union[_hand_events_pb2.DisconnectCommand, _Mapping]] = ..., reconnect: _Optional[_Union[_hand_events_pb2.ReconnectCommand, _Mapping]] = ..., escape: _Optional[_Union[_hand_events_pb2.EscapeCommand, _Mapping]] = ..., time_out: _Optional[_Union[_hand_events_pb2.TimeOutCommand, _Mapping]] = ..., resume: _Optional[_Union[_hand_events_pb2.ResumeCommand, _Mapping]] = ..., expected_version: _Optional[int] = ..., request_id: _Optional[str] = ..., **kwargs) -> None: ...
 
 class DecideResponse(_message.Message):
     __slots__ = ("accepted", "reason", "message", "version", "events")
@@ -92,7 +96,7 @@ class GetPublicStateRequest(_message.Message):
     def __init__(self, hand_id: _Optional[str] = ...) -> None: ...
 
 class GetPublicStateResponse(_message.Message):
-    __slots__ = ("hand_id", "phase", "turn", "landlord", "base", "card_counts", "wild", "multiplier", "trick", "version", "rules", "seats", "disconnected")
+    __slots__ = ("hand_id", "phase", "turn", "landlord", "base", "card_counts", "wild", "multiplier", "trick", "version", "rules", "seats", "disconnected", "auto_play")
     HAND_ID_FIELD_NUMBER: _ClassVar[int]
     PHASE_FIELD_NUMBER: _ClassVar[int]
     TURN_FIELD_NUMBER: _ClassVar[int]
@@ -106,6 +110,7 @@ class GetPublicStateResponse(_message.Message):
     RULES_FIELD_NUMBER: _ClassVar[int]
     SEATS_FIELD_NUMBER: _ClassVar[int]
     DISCONNECTED_FIELD_NUMBER: _ClassVar[int]
+    AUTO_PLAY_FIELD_NUMBER: _ClassVar[int]
     hand_id: str
     phase: HandPhase
     turn: int
@@ -119,4 +124,5 @@ class GetPublicStateResponse(_message.Message):
     rules: _hand_events_pb2.RuleSet
     seats: _containers.RepeatedCompositeFieldContainer[_hand_events_pb2.SeatInfo]
     disconnected: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, hand_id: _Optional[str] = ..., phase: _Optional[_Union[HandPhase, str]] = ..., turn: _Optional[int] = ..., landlord: _Optional[int] = ..., base: _Optional[int] = ..., card_counts: _Optional[_Iterable[int]] = ..., wild: _Optional[_Iterable[_Union[_hand_events_pb2.Rank, str]]] = ..., multiplier: _Optional[_Union[_hand_events_pb2.MultiplierBreakdown, _Mapping]] = ..., trick: _Optional[_Union[_hand_events_pb2.PlayMade, _Mapping]] = ..., version: _Optional[int] = ..., rules: _Optional[_Union[_hand_events_pb2.RuleSet, _Mapping]] = ..., seats: _Optional[_Iterable[_Union[_hand_events_pb2.SeatInfo, _Mapping]]] = ..., disconnected: _Optional[_Iterable[int]] = ...) -> None: ...
+    auto_play: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, hand_id: _Optional[str] = ..., phase: _Optional[_Union[HandPhase, str]] = ..., turn: _Optional[int] = ..., landlord: _Optional[int] = ..., base: _Optional[int] = ..., card_counts: _Optional[_Iterable[int]] = ..., wild: _Optional[_Iterable[_Union[_hand_events_pb2.Rank, str]]] = ..., multiplier: _Optional[_Union[_hand_events_pb2.MultiplierBreakdown, _Mapping]] = ..., trick: _Optional[_Union[_hand_events_pb2.PlayMade, _Mapping]] = ..., version: _Optional[int] = ..., rules: _Optional[_Union[_hand_events_pb2.RuleSet, _Mapping]] = ..., seats: _Optional[_Iterable[_Union[_hand_events_pb2.SeatInfo, _Mapping]]] = ..., disconnected: _Optional[_Iterable[int]] = ..., auto_play: _Optional[_Iterable[int]] = ...) -> None: ...

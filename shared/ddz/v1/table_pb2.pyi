@@ -1,3 +1,6 @@
+import datetime
+
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from ddz.v1 import envelope_pb2 as _envelope_pb2
 from ddz.v1 import hand_events_pb2 as _hand_events_pb2
 from ddz.v1 import rules_pb2 as _rules_pb2
@@ -222,7 +225,7 @@ class SeatCards(_message.Message):
     def __init__(self, seat: _Optional[int] = ..., cards: _Optional[_Iterable[_Union[_hand_events_pb2.Card, _Mapping]]] = ...) -> None: ...
 
 class PlayerView(_message.Message):
-    __slots__ = ("hand_id", "table_id", "seat", "version", "rules", "room", "seats", "phase", "turn", "round", "cards", "cards_text", "card_counts", "bottom", "golden_card", "golden_receiver", "first_bidder", "bids", "landlord", "base", "wild", "shown", "multiplier", "multiplier_total", "trick", "passes", "plays_made", "bomb_limits", "bombs_made", "disconnected", "my_turn", "can_pass", "can_show", "legal_bids", "winner", "final_hands", "ledger", "seed")
+    __slots__ = ("hand_id", "table_id", "seat", "version", "rules", "room", "seats", "phase", "turn", "round", "cards", "cards_text", "card_counts", "bottom", "golden_card", "golden_receiver", "first_bidder", "bids", "landlord", "base", "wild", "shown", "multiplier", "multiplier_total", "trick", "passes", "plays_made", "bomb_limits", "bombs_made", "disconnected", "turn_deadline", "turn_seconds", "turn_seconds_left", "server_time", "auto_play", "my_turn", "can_pass", "can_show", "legal_bids", "winner", "final_hands", "ledger", "seed")
     HAND_ID_FIELD_NUMBER: _ClassVar[int]
     TABLE_ID_FIELD_NUMBER: _ClassVar[int]
     SEAT_FIELD_NUMBER: _ClassVar[int]
@@ -253,6 +256,11 @@ class PlayerView(_message.Message):
     BOMB_LIMITS_FIELD_NUMBER: _ClassVar[int]
     BOMBS_MADE_FIELD_NUMBER: _ClassVar[int]
     DISCONNECTED_FIELD_NUMBER: _ClassVar[int]
+    TURN_DEADLINE_FIELD_NUMBER: _ClassVar[int]
+    TURN_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    TURN_SECONDS_LEFT_FIELD_NUMBER: _ClassVar[int]
+    SERVER_TIME_FIELD_NUMBER: _ClassVar[int]
+    AUTO_PLAY_FIELD_NUMBER: _ClassVar[int]
     MY_TURN_FIELD_NUMBER: _ClassVar[int]
     CAN_PASS_FIELD_NUMBER: _ClassVar[int]
     CAN_SHOW_FIELD_NUMBER: _ClassVar[int]
@@ -291,6 +299,11 @@ class PlayerView(_message.Message):
     bomb_limits: _containers.RepeatedCompositeFieldContainer[_hand_events_pb2.BombLimit]
     bombs_made: _containers.RepeatedScalarFieldContainer[int]
     disconnected: _containers.RepeatedScalarFieldContainer[int]
+    turn_deadline: _timestamp_pb2.Timestamp
+    turn_seconds: float
+    turn_seconds_left: float
+    server_time: _timestamp_pb2.Timestamp
+    auto_play: _containers.RepeatedScalarFieldContainer[int]
     my_turn: bool
     can_pass: bool
     can_show: bool
@@ -299,7 +312,21 @@ class PlayerView(_message.Message):
     final_hands: _containers.RepeatedCompositeFieldContainer[_hand_events_pb2.CardList]
     ledger: _hand_events_pb2.Ledger
     seed: str
-    def __init__(self, hand_id: _Optional[str] = ..., table_id: _Optional[str] = ..., seat: _Optional[int] = ..., version: _Optional[int] = ..., rules: _Optional[_Union[_hand_events_pb2.RuleSet, _Mapping]] = ..., room: _Optional[_Union[_hand_events_pb2.RoomSettings, _Mapping]] = ..., seats: _Optional[_Iterable[_Union[_hand_events_pb2.SeatInfo, _Mapping]]] = ..., phase: _Optional[_Union[_rules_pb2.HandPhase, str]] = ..., turn: _Optional[int] = ..., round: _Optional[int] = ..., cards: _Optional[_Iterable[_Union[_hand_events_pb2.Card, _Mapping]]] = ..., cards_text: _Optional[str] = ..., card_counts: _Optional[_Iterable[int]] = ..., bottom: _Optional[_Iterable[_Union[_hand_events_pb2.Card, _Mapping]]] = ..., golden_card: _Optional[_Union[_hand_events_pb2.Card, _Mapping]] = ..., golden_receiver: _Optional[int] = ..., first_bidder: _Optional[int] = ..., bids: _Optional[_Iterable[_Union[_hand_events_pb2.BidMade, _Mapping]]] = ..., landlord: _Optional[int] = ..., base: _Optional[int] = ..., wild: _Optional[_Iterable[_Union[_hand_events_pb2.Rank, str]]] = ..., shown: _Optional[_Iterable[_Union[SeatCards, _Mapping]]] = ..., multiplier: _Optional[_Union[_hand_events_pb2.MultiplierBreakdown, _Mapping]] = ..., multiplier_total: _Optional[int] = ..., trick: _Optional[_Union[_hand_events_pb2.PlayMade, _Mapping]] = ..., passes: _Optional[int] = ..., plays_made: _Optional[_Iterable[int]] = ..., bomb_limits: _Optional[_Iterable[_Union[_hand_events_pb2.BombLimit, _Mapping]]] = ..., bombs_made: _Optional[_Iterable[int]] = ..., disconnected: _Optional[_Iterable[int]] = ..., my_turn: _Optional[bool] = ..., can_pass: _Optional[bool] = ..., can_show: _Optional[bool] = ..., legal_bids: _Optional[_Iterable[_Union[_hand_events_pb2.BidCommand, _Mapping]]] = ..., winner: _Optional[_Union[_hand_events_pb2.Side, str]] = ..., final_hands: _Optional[_Iterable[_Union[_hand_events_pb2.CardList, _Mapping]]] = ..., ledger: _Optional[_Union[_hand_events_pb2.Ledger, _Mapping]] = ..., seed: _Optional[str] = ...) -> None: ...
+    def __init__(self, hand_id: _Optional[str] = ..., table_id: _Optional[str] = ..., seat: _Optional[int] = ..., version: _Optional[int] = ..., rules: _Optional[_Union[_hand_events_pb2.RuleSet, _Mapping]] = ..., room: _Optional[_Union[_hand_events_pb2.RoomSettings, _Mapping]] = ..., seats: _Optional[_Iterable[_Union[_hand_events_pb2.SeatInfo, _Mapping]]] = ..., phase: _Optional[_Union[_rules_pb2.HandPhase, str]] = ..., turn: _Optional[int] = ..., round: _Optional[int] = ..., cards: _Optional[_Iterable[_Union[_hand_events_pb2.Card, _Mapping]]] = ..., cards_text: _Optional[str] = ..., card_counts: _Optional[_Iterable[int]] = ..., bottom: _Optional[_Iterable[_Union[_hand_events_pb2.Card, _Mapping]]] = ..., golden_card: _Optional[_Union[_hand_events_pb2.Card, _Mapping]] = ..., golden_receiver: _Optional[int] = ..., first_bidder: _Optional[int] = ..., bids: _Optional[_Iterable[_Union[_hand_events_pb2.BidMade, _Mapping]]] = ..., landlord: _Optional[int] = ..., base: _Optional[int] = ..., wild: _Optional[_Iterable[_Union[_hand_events_pb2.Rank, str]]] = ..., shown: _Optional[_Iterable[_Union[SeatCards, _Mapping]]] = ..., multiplier: _Optional[_Union[_hand_events_pb2.MultiplierBreakdown, _Mapping]] = ..., multiplier_total: _Optional[int] = ..., trick: _Optional[_Union[_hand_events_pb2.PlayMade, _Mapping]] = ..., passes: _Optional[int] = ..., plays_made: _Optional[_Iterable[int]] = ..., bomb_limits: _Optional[_Iterable[_Union[_hand_events_pb2.BombLimit, _Mapping]]] = ..., bombs_made: _Optional[_Iterable[int]] = ..., disconnected: _Optional[_Iterable[int]] = ..., turn_deadline: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., turn_seconds: _Optional[float] = ..., turn_seconds_left: _Optional[float] = ..., server_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., auto_play: _Optional[_Iterable[int]] = ..., my_turn: _Optional[bool] = ..., can_pass: _Optional[bool] = ..., can_show: _Optional[bool] = ..., legal_bids: _Optional[_Iterable[_Union[_hand_events_pb2.BidCommand, _Mapping]]] = ..., winner: _Optional[_Union[_hand_events_pb2.Side, str]] = ..., final_hands: _Optional[_Iterable[_Union[_hand_events_pb2.CardList, _Mapping]]] = ..., ledger: _Optional[_Union[_hand_events_pb2.Ledger, _Mapping]] = ..., seed: _Optional[str] = ...) -> None: ...
+
+class ResumeRequest(_message.Message):
+    __slots__ = ("hand_id", "seat")
+    HAND_ID_FIELD_NUMBER: _ClassVar[int]
+    SEAT_FIELD_NUMBER: _ClassVar[int]
+    hand_id: str
+    seat: int
+    def __init__(self, hand_id: _Optional[str] = ..., seat: _Optional[int] = ...) -> None: ...
+
+class ResumeResponse(_message.Message):
+    __slots__ = ("outcome",)
+    OUTCOME_FIELD_NUMBER: _ClassVar[int]
+    outcome: MoveOutcome
+    def __init__(self, outcome: _Optional[_Union[MoveOutcome, _Mapping]] = ...) -> None: ...
 
 class TableSuggestRequest(_message.Message):
     __slots__ = ("hand_id", "seat")

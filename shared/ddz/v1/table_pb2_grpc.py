@@ -84,6 +84,11 @@ class TableServiceStub:
                 request_serializer=ddz_dot_v1_dot_table__pb2.TableSuggestRequest.SerializeToString,
                 response_deserializer=ddz_dot_v1_dot_table__pb2.TableSuggestResponse.FromString,
                 _registered_method=True)
+        self.Resume = channel.unary_unary(
+                '/ddz.v1.TableService/Resume',
+                request_serializer=ddz_dot_v1_dot_table__pb2.ResumeRequest.SerializeToString,
+                response_deserializer=ddz_dot_v1_dot_table__pb2.ResumeResponse.FromString,
+                _registered_method=True)
         self.ListRooms = channel.unary_unary(
                 '/ddz.v1.TableService/ListRooms',
                 request_serializer=ddz_dot_v1_dot_table__pb2.ListRoomsRequest.SerializeToString,
@@ -188,6 +193,17 @@ class TableServiceServicer:
 
     def Suggest(self, request, context):
         """A suggested move for a seat (asks the bot service; only the move is returned).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Resume(self, request, context):
+        """End the seat's auto-play (托管; the game's cancel-auto-play button): its turns get
+        the room's full clock again. Only the seat's own player (its seat token, or the
+        player token of the player seated there); an operator token or another player's:
+        PERMISSION_DENIED. A seat not in auto-play: FAILED_PRECONDITION (WRONG_PHASE).
+        Any bid, show or play of the seat's own also ends auto-play.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -315,6 +331,11 @@ def add_TableServiceServicer_to_server(servicer, server):
                     servicer.Suggest,
                     request_deserializer=ddz_dot_v1_dot_table__pb2.TableSuggestRequest.FromString,
                     response_serializer=ddz_dot_v1_dot_table__pb2.TableSuggestResponse.SerializeToString,
+            ),
+            'Resume': grpc.unary_unary_rpc_method_handler(
+                    servicer.Resume,
+                    request_deserializer=ddz_dot_v1_dot_table__pb2.ResumeRequest.FromString,
+                    response_serializer=ddz_dot_v1_dot_table__pb2.ResumeResponse.SerializeToString,
             ),
             'ListRooms': grpc.unary_unary_rpc_method_handler(
                     servicer.ListRooms,
@@ -617,6 +638,33 @@ class TableService:
             '/ddz.v1.TableService/Suggest',
             ddz_dot_v1_dot_table__pb2.TableSuggestRequest.SerializeToString,
             ddz_dot_v1_dot_table__pb2.TableSuggestResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Resume(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/ddz.v1.TableService/Resume',
+            ddz_dot_v1_dot_table__pb2.ResumeRequest.SerializeToString,
+            ddz_dot_v1_dot_table__pb2.ResumeResponse.FromString,
             options,
             channel_credentials,
             insecure,

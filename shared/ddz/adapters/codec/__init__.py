@@ -73,7 +73,14 @@ from .values import (
     seat_from_pb,
     seat_to_pb,
 )
-from .views import PHASES, move_text, move_to_pb, public_state_to_pb, view_to_pb
+from .views import (
+    PHASES,
+    TurnDeadline,
+    move_text,
+    move_to_pb,
+    public_state_to_pb,
+    view_to_pb,
+)
 
 __all__ = [
     "COMMAND_FIELD",
@@ -85,6 +92,7 @@ __all__ = [
     "PHASES",
     "CodecError",
     "MalformedCards",
+    "TurnDeadline",
     "balance_to_pb",
     "balances_from_pb",
     "bomb_limits_from_pb",

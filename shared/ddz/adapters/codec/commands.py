@@ -23,13 +23,23 @@ from ddz.domain.hand import (
     Play,
     Reconnect,
     RejectReason,
+    Resume,
     SeatCommand,
     ShowCards,
+    TimeOut,
 )
 from ddz.v1 import hand_events_pb2 as pb
 
 from .errors import CodecError, MalformedCards
-from .values import _BID_ACTION, _opt, reading_from_pb, reading_to_pb
+from .values import (
+    _BID_ACTION,
+    _DISCONNECT_REASON,
+    _opt,
+    ms_from_timestamp,
+    ms_to_timestamp,
+    reading_from_pb,
+    reading_to_pb,
+)
 
 COMMAND_FIELD = "command"
 """The oneof of DecideRequest and CommandRejected that holds the command."""
@@ -42,6 +52,8 @@ _COMMAND_TYPES: dict[type[Any], str] = {
     Disconnect: "disconnect",
     Reconnect: "reconnect",
     Escape: "escape",
+    TimeOut: "time_out",
+    Resume: "resume",
 }
 
 
@@ -58,26 +70,36 @@ def command_to_pb(command: Command) -> tuple[str, Message]:
     match command:
         case Bid():
             return "bid", pb.BidCommand(
-                action=_BID_ACTION.encode(command.action), score=command.score
-            )
+                action=_BID_ACTION.encode(command.action), score=command.score,
+                by_bot=command.by_bot,
+            )  # fmt: skip
         case ShowCards():
             msg = pb.ShowCardsCommand()
             if command.cards_held is not None:
                 msg.cards_held = command.cards_held
             return "show_cards", msg
         case Play():
-            play = pb.PlayCommand(cards=format_rank_counts(command.cards))
+            play = pb.PlayCommand(cards=format_rank_counts(command.cards), by_bot=command.by_bot)
             if command.declared is not None:
                 play.declared.CopyFrom(reading_to_pb(command.declared))
             return "play", play
         case Pass():
-            return "pass", pb.PassCommand()
+            return "pass", pb.PassCommand(by_bot=command.by_bot)
         case Disconnect():
-            return "disconnect", pb.DisconnectCommand()
+            return "disconnect", pb.DisconnectCommand(
+                reason=_DISCONNECT_REASON.encode(command.reason)
+            )
         case Reconnect():
             return "reconnect", pb.ReconnectCommand()
         case Escape():
             return "escape", pb.EscapeCommand()
+        case TimeOut():
+            return "time_out", pb.TimeOutCommand(
+                deadline=ms_to_timestamp(command.deadline_ms), turn_seconds=command.turn_seconds,
+                auto_play_after=command.auto_play_after,
+            )  # fmt: skip
+        case Resume():
+            return "resume", pb.ResumeCommand()
     raise CodecError(f"{type(command).__name__} is not sent to the rules service")
 
 
@@ -101,16 +123,22 @@ def command_from_pb(seat: int, source: Message) -> SeatCommand:
         case "bid":
             if body.action == 0:
                 raise CodecError("a bid needs an action (pass, call or grab)")
-            return Bid(seat, _BID_ACTION.decode(body.action), body.score)
+            return Bid(seat, _BID_ACTION.decode(body.action), body.score, body.by_bot)
         case "show_cards":
             return ShowCards(seat, _opt(body, "cards_held"))
         case "play":
             declared = reading_from_pb(body.declared) if body.HasField("declared") else None
-            return Play(seat, parse_rank_counts(body.cards), declared)
+            return Play(seat, parse_rank_counts(body.cards), declared, body.by_bot)
         case "pass":
-            return Pass(seat)
+            return Pass(seat, body.by_bot)
         case "disconnect":
-            return Disconnect(seat)
+            return Disconnect(seat, _DISCONNECT_REASON.decode_optional(body.reason))
+        case "time_out":
+            return TimeOut(
+                seat, ms_from_timestamp(body.deadline), body.turn_seconds, body.auto_play_after
+            )
+        case "resume":
+            return Resume(seat)
         case "reconnect":
             return Reconnect(seat)
         case "escape":

@@ -23,8 +23,11 @@ from ddz.v1 import hand_events_pb2 as pb
 from .commands import _rejected_from_pb, _rejected_to_pb
 from .errors import CodecError
 from .values import (
+    _AUTO_PLAY_END,
     _BID_ACTION,
+    _DISCONNECT_REASON,
     _DRAW,
+    _MOVE_BY,
     _RANK,
     _SIDE,
     _balances_to_pb,
@@ -37,6 +40,8 @@ from .values import (
     card_to_pb,
     ledger_from_pb,
     ledger_to_pb,
+    ms_from_timestamp,
+    ms_to_timestamp,
     multiplier_from_pb,
     multiplier_to_pb,
     reading_from_pb,
@@ -188,8 +193,18 @@ _CODECS: dict[str, _Codec] = {
     ),
     ev.BidMade.TYPE: _Codec(
         pb.BidMade,
-        lambda e: pb.BidMade(seat=e.seat, action=_BID_ACTION.encode(e.action), score=e.score),
-        lambda m: ev.BidMade(_seat(m.seat), _BID_ACTION.decode(m.action), m.score),
+        lambda e: pb.BidMade(
+            seat=e.seat,
+            action=_BID_ACTION.encode(e.action),
+            score=e.score,
+            acted_by=_MOVE_BY.encode(e.acted_by),
+        ),
+        lambda m: ev.BidMade(
+            _seat(m.seat),
+            _BID_ACTION.decode(m.action),
+            m.score,
+            _MOVE_BY.decode_optional(m.acted_by),
+        ),
     ),
     ev.Redealt.TYPE: _Codec(
         pb.Redealt,
@@ -199,16 +214,61 @@ _CODECS: dict[str, _Codec] = {
     ev.LandlordChosen.TYPE: _Codec(pb.LandlordChosen, _landlord_chosen, _landlord_chosen_from),
     ev.PlayMade.TYPE: _Codec(
         pb.PlayMade,
-        lambda e: pb.PlayMade(seat=e.seat, cards=_cards(e.cards), reading=reading_to_pb(e.reading)),
-        lambda m: ev.PlayMade(_seat(m.seat), _cards_from(m.cards), reading_from_pb(m.reading)),
+        lambda e: pb.PlayMade(
+            seat=e.seat,
+            cards=_cards(e.cards),
+            reading=reading_to_pb(e.reading),
+            acted_by=_MOVE_BY.encode(e.acted_by),
+        ),
+        lambda m: ev.PlayMade(
+            _seat(m.seat),
+            _cards_from(m.cards),
+            reading_from_pb(m.reading),
+            _MOVE_BY.decode_optional(m.acted_by),
+        ),
     ),
     ev.Passed.TYPE: _Codec(
-        pb.Passed, lambda e: pb.Passed(seat=e.seat), lambda m: ev.Passed(_seat(m.seat))
+        pb.Passed,
+        lambda e: pb.Passed(seat=e.seat, acted_by=_MOVE_BY.encode(e.acted_by)),
+        lambda m: ev.Passed(_seat(m.seat), _MOVE_BY.decode_optional(m.acted_by)),
     ),
     ev.PlayerDisconnected.TYPE: _Codec(
         pb.PlayerDisconnected,
-        lambda e: pb.PlayerDisconnected(seat=e.seat, escapee=e.escapee),
-        lambda m: ev.PlayerDisconnected(_seat(m.seat), m.escapee),
+        lambda e: pb.PlayerDisconnected(
+            seat=e.seat, escapee=e.escapee, reason=_DISCONNECT_REASON.encode(e.reason)
+        ),
+        lambda m: ev.PlayerDisconnected(
+            _seat(m.seat), m.escapee, _DISCONNECT_REASON.decode_optional(m.reason)
+        ),
+    ),
+    ev.TurnTimedOut.TYPE: _Codec(
+        pb.TurnTimedOut,
+        lambda e: pb.TurnTimedOut(
+            seat=e.seat,
+            deadline=ms_to_timestamp(e.deadline_ms),
+            turn_seconds=e.turn_seconds,
+            timeouts=e.timeouts,
+            on_auto_play=e.on_auto_play,
+            auto_play_after=e.auto_play_after,
+        ),
+        lambda m: ev.TurnTimedOut(
+            _seat(m.seat),
+            ms_from_timestamp(m.deadline),
+            m.turn_seconds,
+            m.timeouts,
+            m.on_auto_play,
+            m.auto_play_after,
+        ),
+    ),
+    ev.AutoPlayStarted.TYPE: _Codec(
+        pb.AutoPlayStarted,
+        lambda e: pb.AutoPlayStarted(seat=e.seat, timeouts=e.timeouts),
+        lambda m: ev.AutoPlayStarted(_seat(m.seat), m.timeouts),
+    ),
+    ev.AutoPlayEnded.TYPE: _Codec(
+        pb.AutoPlayEnded,
+        lambda e: pb.AutoPlayEnded(seat=e.seat, reason=_AUTO_PLAY_END.encode(e.reason)),
+        lambda m: ev.AutoPlayEnded(_seat(m.seat), _AUTO_PLAY_END.decode(m.reason)),
     ),
     ev.PlayerReconnected.TYPE: _Codec(
         pb.PlayerReconnected,

@@ -14,9 +14,10 @@ from fractions import Fraction
 from typing import Any, Generic, TypeVar
 
 from google.protobuf.message import Message
+from google.protobuf.timestamp_pb2 import Timestamp
 
 from ddz.domain.cards import Card, Rank
-from ddz.domain.hand import BidAction, SeatInfo
+from ddz.domain.hand import AutoPlayEnd, BidAction, DisconnectReason, MoveBy, SeatInfo
 from ddz.domain.multipliers import Factor, MultiplierBreakdown, Side
 from ddz.domain.readings import BombClass, ComboType, Reading
 from ddz.domain.ruleset import (
@@ -79,6 +80,19 @@ _DRAW = _EnumMap(WildcardDraw, pb.WildcardDraw, "WILDCARD_DRAW_")
 _SCORING = _EnumMap(Scoring, pb.Scoring, "SCORING_")
 _BID_ACTION = _EnumMap(BidAction, pb.BidAction, "BID_ACTION_")
 _SIDE = _EnumMap(Side, pb.Side, "SIDE_")
+_MOVE_BY = _EnumMap(MoveBy, pb.MoveBy, "MOVE_BY_")
+_DISCONNECT_REASON = _EnumMap(DisconnectReason, pb.DisconnectReason, "DISCONNECT_REASON_")
+_AUTO_PLAY_END = _EnumMap(AutoPlayEnd, pb.AutoPlayEnd, "AUTO_PLAY_END_")
+
+
+def ms_to_timestamp(ms: int) -> Timestamp:
+    stamp = Timestamp()
+    stamp.FromMilliseconds(ms)
+    return stamp
+
+
+def ms_from_timestamp(stamp: Timestamp) -> int:
+    return int(stamp.ToMilliseconds())
 
 
 def _opt(message: Message, name: str) -> Any:

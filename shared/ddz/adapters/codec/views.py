@@ -9,6 +9,8 @@ builds cannot carry more than the seat may see.
 
 from __future__ import annotations
 
+import time
+from dataclasses import dataclass
 from functools import lru_cache
 
 from ddz.domain.cards import Rank, format_counts
@@ -61,8 +63,12 @@ def _room_bytes(room: RoomSettings) -> bytes:
     return bytes(room_to_pb(room).SerializeToString())
 
 
-def view_to_pb(view: PlayerView, *, version: int, table_id: str = "") -> table_pb2.PlayerView:
-    """The ``PlayerView`` message of ``view`` at stream version ``version``."""
+def view_to_pb(
+    view: PlayerView, *, version: int, table_id: str = "", clock: TurnDeadline | None = None,
+    now: float | None = None,
+) -> table_pb2.PlayerView:  # fmt: skip
+    """The ``PlayerView`` message of ``view`` at stream version ``version``; with
+    ``clock``, the turn's deadline and seconds, and what is left at ``now`` (Unix s)."""
     msg = table_pb2.PlayerView(
         hand_id=view.hand_id,
         table_id=table_id,
@@ -91,6 +97,7 @@ def view_to_pb(view: PlayerView, *, version: int, table_id: str = "") -> table_p
         ],
         bombs_made=list(view.bombs_made),
         disconnected=sorted(view.disconnected),
+        auto_play=sorted(view.auto_play),
         my_turn=view.my_turn,
         can_pass=view.can_pass,
         can_show=view.can_show,
@@ -111,7 +118,23 @@ def view_to_pb(view: PlayerView, *, version: int, table_id: str = "") -> table_p
     if view.trick is not None:
         msg.trick.CopyFrom(event_to_pb(view.trick))
     _public_history(view, msg)
+    at = time.time() if now is None else now
+    msg.server_time.FromNanoseconds(round(at * 1e9))
+    if clock is not None:
+        msg.turn_deadline.FromNanoseconds(round(clock.deadline * 1e9))
+        msg.turn_seconds = clock.seconds
+        msg.turn_seconds_left = max(0.0, clock.deadline - at)
     return msg
+
+
+@dataclass(frozen=True, slots=True)
+class TurnDeadline:
+    """A running turn clock: the seat on turn, its deadline (Unix seconds, server time)
+    and the seconds the turn was given."""
+
+    seat: int
+    deadline: float
+    seconds: float
 
 
 def public_state_to_pb(
@@ -129,6 +152,7 @@ def public_state_to_pb(
         version=version,
         seats=[seat_to_pb(seat) for seat in state.seats],
         disconnected=sorted(state.disconnected),
+        auto_play=sorted(state.auto_play),
     )
     if state.phase is not Phase.NOT_STARTED:
         response.rules.CopyFrom(ruleset_to_pb(state.rules))

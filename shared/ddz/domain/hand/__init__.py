@@ -12,31 +12,37 @@ from .commands import (
     BidAction,
     Command,
     Disconnect,
+    DisconnectReason,
     Escape,
     Pass,
     Play,
     Reconnect,
+    Resume,
     SeatInfo,
     ShowCards,
     StartHand,
+    TimeOut,
 )
 from .decide import Rejection, RejectReason, SeedRequired, decide, unplayed_bombs
-from .events import EVENT_TYPES, Event
+from .events import EVENT_TYPES, AutoPlayEnd, Event, MoveBy
 from .recorded import CommandRejected, Recorded, SeatCommand, hand_events
 from .state import HandState, Phase, evolve, next_first_bidder, replay
 from .view import PlayerView, view_for
 
 __all__ = [
     "EVENT_TYPES",
+    "AutoPlayEnd",
     "Bid",
     "BidAction",
     "Command",
     "CommandRejected",
     "Disconnect",
+    "DisconnectReason",
     "Escape",
     "Event",
     "Hand",
     "HandState",
+    "MoveBy",
     "Pass",
     "Phase",
     "Play",
@@ -45,11 +51,13 @@ __all__ = [
     "Recorded",
     "RejectReason",
     "Rejection",
+    "Resume",
     "SeatCommand",
     "SeatInfo",
     "SeedRequired",
     "ShowCards",
     "StartHand",
+    "TimeOut",
     "decide",
     "evolve",
     "hand_events",

@@ -42,6 +42,13 @@ class StartHand:
     show_before_deal: frozenset[int] = field(default_factory=frozenset)
 
 
+class DisconnectReason(StrEnum):
+    """Why a seat's player is away (§10.2, §10.3): the event says which, for disputes."""
+
+    CONNECTION_LOST = "connection_lost"  # no stream came back within the grace period
+    LEFT = "left"  # the player left the table (LeaveRoom; ``Escape``)
+
+
 class BidAction(StrEnum):
     """A bid in either scheme of §6: call score uses CALL with a score, or PASS;
     grab landlord uses CALL (first yes), GRAB (each later yes), or PASS."""
@@ -56,6 +63,7 @@ class Bid:
     seat: int
     action: BidAction
     score: int = 0  # call score 1..3 (CALL in the call-score scheme); 0 otherwise
+    by_bot: bool = False  # the bot service sends it (its seat, or for an absent person)
 
     @classmethod
     def call(cls, seat: int, score: int = 0) -> Bid:
@@ -87,16 +95,40 @@ class Play:
     seat: int
     cards: RankCounts
     declared: Reading | None = None
+    by_bot: bool = False
 
 
 @dataclass(frozen=True, slots=True)
 class Pass:
     seat: int
+    by_bot: bool = False
 
 
 @dataclass(frozen=True, slots=True)
 class Disconnect:
-    """The seat dropped: the table's bot plays for it until it comes back (§10.2)."""
+    """The seat dropped: the table's bot plays for it until it comes back (§10.2).
+    ``reason`` None: not said (commands sent before reasons were recorded)."""
+
+    seat: int
+    reason: DisconnectReason | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TimeOut:
+    """The seat's person, connected, let the turn's clock run out: the bot makes this
+    one move for them (no disconnect, no escapee). ``deadline_ms`` (Unix ms, server
+    time) and ``turn_seconds`` are the clock that ran out; after ``auto_play_after``
+    timeouts in a row the seat goes into auto-play (0: never)."""
+
+    seat: int
+    deadline_ms: int
+    turn_seconds: float
+    auto_play_after: int = 2
+
+
+@dataclass(frozen=True, slots=True)
+class Resume:
+    """The seat's person ends auto-play (the game's cancel-auto-play button)."""
 
     seat: int
 
@@ -114,4 +146,6 @@ class Escape:
     seat: int
 
 
-Command: TypeAlias = StartHand | Bid | ShowCards | Play | Pass | Disconnect | Reconnect | Escape
+Command: TypeAlias = (
+    StartHand | Bid | ShowCards | Play | Pass | Disconnect | Reconnect | Escape | TimeOut | Resume
+)

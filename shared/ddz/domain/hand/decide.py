@@ -39,14 +39,20 @@ from .commands import (
     BidAction,
     Command,
     Disconnect,
+    DisconnectReason,
     Escape,
     Pass,
     Play,
     Reconnect,
+    Resume,
     ShowCards,
     StartHand,
+    TimeOut,
 )
 from .events import (
+    AutoPlayEnd,
+    AutoPlayEnded,
+    AutoPlayStarted,
     BidMade,
     CardsDealt,
     CardsShown,
@@ -55,6 +61,7 @@ from .events import (
     HandSettled,
     HandStarted,
     LandlordChosen,
+    MoveBy,
     Passed,
     PlayerDisconnected,
     PlayerEscaped,
@@ -62,6 +69,7 @@ from .events import (
     PlayMade,
     Redealt,
     SeedRevealed,
+    TurnTimedOut,
     WildcardDrawn,
 )
 from .state import (
@@ -113,7 +121,13 @@ def decide(state: HandState, command: Command, seed: bytes | None = None) -> Dec
     handler = _DECIDERS.get(type(command))
     if handler is None:
         raise TypeError(f"not a hand command: {command!r}")
-    return handler(state, command, seed)
+    decision = handler(state, command, seed)
+    if state.auto_play and isinstance(decision, list) and type(command) in _OWN_MOVES:
+        seat = command.seat  # type: ignore[union-attr]
+        if seat in state.auto_play and not getattr(command, "by_bot", False):
+            # The person's own move ends auto-play: said right after the move.
+            decision.insert(1, AutoPlayEnded(seat, AutoPlayEnd.ACTED))
+    return decision
 
 
 # --- helpers ---------------------------------------------------------------------------
@@ -137,6 +151,25 @@ def _check_seat(state: HandState, seat: int, *phases: Phase) -> Rejection | None
     if state.phase not in phases:
         return _reject(RejectReason.WRONG_PHASE, f"not now: the hand is {state.phase.value}")
     return None
+
+
+def _mover(state: HandState, seat: int, by_bot: bool) -> MoveBy | Rejection:
+    """Who makes a move of ``seat``: its player, or the bot, which moves in a person's
+    seat only while it stands in for them (a timed-out turn, auto-play, away)."""
+    if not by_bot:
+        return MoveBy.PLAYER
+    if state.seats[seat].is_bot:
+        return MoveBy.BOT_SEAT
+    if seat in state.disconnected:
+        return MoveBy.BOT_LEFT if seat in state.left else MoveBy.BOT_CONNECTION_LOST
+    timed_out = state.timed_out
+    if timed_out is not None and timed_out.seat == seat:
+        return MoveBy.BOT_AUTO_PLAY if timed_out.on_auto_play else MoveBy.BOT_TURN_TIMEOUT
+    return _reject(
+        RejectReason.NOT_YOUR_TURN,
+        f"seat {seat}'s player is on turn with time left: the bot moves for them only "
+        "once their clock runs out",
+    )
 
 
 def _check_turn(state: HandState, seat: int, phase: Phase) -> Rejection | None:
@@ -248,7 +281,10 @@ def _bid(state: HandState, cmd: Bid, seed: bytes | None) -> Decision:
     refused = _check_turn(state, cmd.seat, Phase.BIDDING) or _check_bid(state, cmd)
     if refused is not None:
         return refused
-    made = BidMade(cmd.seat, cmd.action, cmd.score)
+    by = _mover(state, cmd.seat, cmd.by_bot)
+    if isinstance(by, Rejection):
+        return by
+    made = BidMade(cmd.seat, cmd.action, cmd.score, by)
     bids = (*state.bids, made)
     if next_bidder(state.rules, state.first_bidder, bids) is not None:
         return [made]
@@ -349,7 +385,10 @@ def _play(state: HandState, cmd: Play, seed: bytes | None) -> Decision:
         return _reject(
             RejectReason.BOMB_LIMIT_REACHED, f"seat {cmd.seat} may play {limit} bomb(s) (§7)"
         )
-    made = PlayMade(cmd.seat, _take(state.cards[cmd.seat], cards), reading)
+    by = MoveBy.PLAYER if not cmd.by_bot else _mover(state, cmd.seat, True)
+    if isinstance(by, Rejection):
+        return by
+    made = PlayMade(cmd.seat, _take(state.cards[cmd.seat], cards), reading, by)
     if len(made.cards) < len(state.cards[cmd.seat]):
         return [made]
     return [made, *_end_hand(evolve(state, made), cmd.seat, seed)]
@@ -362,7 +401,10 @@ def _pass(state: HandState, cmd: Pass, seed: bytes | None = None) -> Decision:
             return refused
     if state.trick is None:
         return _reject(RejectReason.LEADER_CANNOT_PASS, "you lead this trick: play something")
-    return [Passed(cmd.seat)]
+    by = MoveBy.PLAYER if not cmd.by_bot else _mover(state, cmd.seat, True)
+    if isinstance(by, Rejection):
+        return by
+    return [Passed(cmd.seat, by)]
 
 
 # --- the end (§8, §9, §10) ---------------------------------------------------------------
@@ -418,13 +460,50 @@ def _settle(
 # --- people (§10.2, §10.3) ------------------------------------------------------------------
 
 
-def _disconnect(state: HandState, seat: int) -> Decision:
+def _disconnect(state: HandState, seat: int, reason: DisconnectReason | None) -> Decision:
     refused = _check_seat(state, seat, Phase.BIDDING, Phase.PLAYING)
     if refused is not None:
         return refused
     if seat in state.disconnected:
         return _reject(RejectReason.NOT_ALLOWED, f"seat {seat} is already disconnected")
-    return [PlayerDisconnected(seat, escapee=state.escapee is None)]
+    return [PlayerDisconnected(seat, state.escapee is None, reason)]
+
+
+def _time_out(state: HandState, cmd: TimeOut, seed: bytes | None = None) -> Decision:
+    """A turn's clock ran out for a connected person: recorded, and the bot may make
+    this one move (``_mover``); ``auto_play_after`` in a row start auto-play. Never a
+    disconnect: no escapee, no penalty (docs/RULE_DECISIONS.md §10.2)."""
+    seat = cmd.seat
+    refused = _check_seat(state, seat, Phase.BIDDING, Phase.PLAYING)
+    if refused is None and seat != state.turn:
+        refused = _reject(RejectReason.NOT_YOUR_TURN, f"it is seat {state.turn}'s turn")
+    if refused is not None:
+        return refused
+    if state.seats[seat].is_bot or seat in state.disconnected:
+        return _reject(RejectReason.NOT_ALLOWED, f"the bot already plays seat {seat}")
+    if state.timed_out is not None:
+        return _reject(RejectReason.NOT_ALLOWED, f"seat {seat}'s turn has already timed out")
+    if cmd.deadline_ms < 0 or not cmd.turn_seconds >= 0 or cmd.auto_play_after < 0:
+        return _reject(RejectReason.INVALID_COMMAND, "a time-out needs a deadline and seconds")
+    timeouts = state.timeouts[seat] + 1
+    on_auto_play = seat in state.auto_play
+    events: list[Event] = [
+        TurnTimedOut(
+            seat, cmd.deadline_ms, cmd.turn_seconds, timeouts, on_auto_play, cmd.auto_play_after
+        )
+    ]
+    if not on_auto_play and cmd.auto_play_after and timeouts >= cmd.auto_play_after:
+        events.append(AutoPlayStarted(seat, timeouts))
+    return events
+
+
+def _resume(state: HandState, cmd: Resume, seed: bytes | None = None) -> Decision:
+    refused = _check_seat(state, cmd.seat, Phase.BIDDING, Phase.PLAYING)
+    if refused is not None:
+        return refused
+    if cmd.seat not in state.auto_play:
+        return _reject(RejectReason.NOT_ALLOWED, f"seat {cmd.seat} is not in auto-play")
+    return [AutoPlayEnded(cmd.seat, AutoPlayEnd.RESUMED)]
 
 
 def _reconnect(state: HandState, cmd: Reconnect, seed: bytes | None = None) -> Decision:
@@ -464,7 +543,9 @@ def _escape(state: HandState, cmd: Escape, seed: bytes | None) -> Decision:
         return refused
     if state.rules.scoring is not Scoring.BEANS:
         # §10.2: the bot plays on for whoever leaves; it is a disconnect that stays.
-        return [] if cmd.seat in state.disconnected else _disconnect(state, cmd.seat)
+        if cmd.seat in state.disconnected:
+            return []
+        return _disconnect(state, cmd.seat, DisconnectReason.LEFT)
     escape_multiplier = state.multiplier
     for holder, reading in unplayed_bombs(state):
         factor = bomb(state.rules, reading, holder)
@@ -488,7 +569,11 @@ _DECIDERS: dict[type, Callable[[HandState, Any, bytes | None], Decision]] = {
     Play: _play,
     Pass: _pass,
     ShowCards: _show,
-    Disconnect: lambda state, cmd, seed: _disconnect(state, cmd.seat),
+    Disconnect: lambda state, cmd, seed: _disconnect(state, cmd.seat, cmd.reason),
     Reconnect: _reconnect,
     Escape: _escape,
+    TimeOut: _time_out,
+    Resume: _resume,
 }
+_OWN_MOVES = frozenset({Bid, Play, Pass, ShowCards})
+"""Commands by which a person in auto-play takes their seat back."""

@@ -12,6 +12,7 @@ stays on internal channels and is never part of a player's view.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import ClassVar, TypeAlias
 
 from ddz.domain.cards import Card, Rank
@@ -20,7 +21,29 @@ from ddz.domain.readings import Reading
 from ddz.domain.ruleset import RuleSet, WildcardDraw
 from ddz.domain.settlement import Ledger, RoomSettings
 
-from .commands import BidAction, SeatInfo
+from .commands import BidAction, DisconnectReason, SeatInfo
+
+
+class MoveBy(StrEnum):
+    """Who made a bid or play, and why the bot made it when the seat is a person's.
+    Recorded on every move since it was introduced; None on events written before."""
+
+    PLAYER = "player"  # the seat's own player
+    BOT_SEAT = "bot_seat"  # a bot's seat, from the start of the hand
+    BOT_TURN_TIMEOUT = "bot_turn_timeout"  # the person let this turn's clock run out
+    BOT_AUTO_PLAY = "bot_auto_play"  # the person is in auto-play (托管), short clock out
+    BOT_CONNECTION_LOST = "bot_connection_lost"  # the person's connection is gone
+    BOT_LEFT = "bot_left"  # the person left the table (§10.2: the bot plays on)
+
+    @property
+    def for_person(self) -> bool:
+        """The bot moved in a person's seat."""
+        return self not in (MoveBy.PLAYER, MoveBy.BOT_SEAT)
+
+
+class AutoPlayEnd(StrEnum):
+    ACTED = "acted"  # the person made a move of their own
+    RESUMED = "resumed"  # the person sent Resume
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +122,7 @@ class BidMade:
     seat: int
     action: BidAction
     score: int
+    acted_by: MoveBy | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,6 +160,7 @@ class PlayMade:
     seat: int
     cards: tuple[Card, ...]
     reading: Reading  # the reading taken, with its wildcard substitutes
+    acted_by: MoveBy | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,6 +170,7 @@ class Passed:
     HIDDEN: ClassVar[bool] = False
 
     seat: int
+    acted_by: MoveBy | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,6 +183,48 @@ class PlayerDisconnected:
 
     seat: int
     escapee: bool  # the hand's first disconnect: its escapee for §10.2
+    reason: DisconnectReason | None = None  # None: written before reasons were recorded
+
+
+@dataclass(frozen=True, slots=True)
+class TurnTimedOut:
+    """A connected person's turn clock ran out: the bot makes this one move for them.
+    No disconnect, no escapee. ``timeouts``: the seat's timeouts in a row, this one
+    included; ``on_auto_play``: the seat was already in auto-play (its short clock)."""
+
+    TYPE: ClassVar[str] = "turn_timed_out"
+    VERSION: ClassVar[int] = 1
+    HIDDEN: ClassVar[bool] = False
+
+    seat: int
+    deadline_ms: int  # Unix milliseconds, server time
+    turn_seconds: float  # what the turn was given
+    timeouts: int
+    on_auto_play: bool
+    auto_play_after: int  # the timeouts in a row that start auto-play (0: never)
+
+
+@dataclass(frozen=True, slots=True)
+class AutoPlayStarted:
+    """The seat is in auto-play (托管): each of its turns gets the short clock, then a
+    bot move, until its person acts or resumes. Not a disconnect."""
+
+    TYPE: ClassVar[str] = "auto_play_started"
+    VERSION: ClassVar[int] = 1
+    HIDDEN: ClassVar[bool] = False
+
+    seat: int
+    timeouts: int  # the timeouts in a row that started it
+
+
+@dataclass(frozen=True, slots=True)
+class AutoPlayEnded:
+    TYPE: ClassVar[str] = "auto_play_ended"
+    VERSION: ClassVar[int] = 1
+    HIDDEN: ClassVar[bool] = False
+
+    seat: int
+    reason: AutoPlayEnd
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,6 +302,9 @@ Event: TypeAlias = (
     | PlayerDisconnected
     | PlayerReconnected
     | PlayerEscaped
+    | TurnTimedOut
+    | AutoPlayStarted
+    | AutoPlayEnded
     | HandEnded
     | HandSettled
     | SeedRevealed
@@ -254,6 +325,9 @@ EVENT_TYPES: dict[str, type[Event]] = {
         PlayerDisconnected,
         PlayerReconnected,
         PlayerEscaped,
+        TurnTimedOut,
+        AutoPlayStarted,
+        AutoPlayEnded,
         HandEnded,
         HandSettled,
         SeedRevealed,

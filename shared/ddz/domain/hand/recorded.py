@@ -11,11 +11,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TypeAlias
 
-from .commands import Bid, Disconnect, Escape, Pass, Play, Reconnect, ShowCards
+from .commands import Bid, Disconnect, Escape, Pass, Play, Reconnect, Resume, ShowCards, TimeOut
 from .decide import RejectReason
 from .events import Event
 
-SeatCommand: TypeAlias = Bid | ShowCards | Play | Pass | Disconnect | Reconnect | Escape
+SeatCommand: TypeAlias = (
+    Bid | ShowCards | Play | Pass | Disconnect | Reconnect | Escape | TimeOut | Resume
+)
 """A command one seat sends to the rules service (``StartHand`` is the dealer's)."""
 
 

@@ -26,8 +26,10 @@ from ddz.domain.ruleset import CLASSIC, Bidding, RuleSet
 from ddz.domain.settlement import Ledger, RoomSettings
 from ddz.domain.shuffle import in_deck_order
 
-from .commands import BidAction, SeatInfo
+from .commands import BidAction, DisconnectReason, SeatInfo
 from .events import (
+    AutoPlayEnded,
+    AutoPlayStarted,
     BidMade,
     CardsDealt,
     CardsShown,
@@ -36,6 +38,7 @@ from .events import (
     HandSettled,
     HandStarted,
     LandlordChosen,
+    MoveBy,
     Passed,
     PlayerDisconnected,
     PlayerEscaped,
@@ -43,6 +46,7 @@ from .events import (
     PlayMade,
     Redealt,
     SeedRevealed,
+    TurnTimedOut,
     WildcardDrawn,
 )
 
@@ -122,6 +126,12 @@ class HandState:
     # -- people
     disconnected: frozenset[int] = frozenset()
     escapee: int | None = None  # first to disconnect (§10.2) or who left (§10.3)
+    left: frozenset[int] = frozenset()  # seats whose player left (not a lost connection)
+    # -- the turn clock: this turn's timeout (the bot moves once for the person), each
+    # seat's timeouts in a row, the seats in auto-play (托管, short clock)
+    timed_out: TurnTimedOut | None = None
+    timeouts: tuple[int, int, int] = (0, 0, 0)
+    auto_play: frozenset[int] = frozenset()
     # -- the end
     winner: Side | None = None
     spring: bool = False
@@ -284,12 +294,28 @@ def _(event: BidMade, state: HandState) -> Changes:
     if event.action is BidAction.GRAB:
         multiplier = multiplier.with_factor(grab_factor(state.rules, event.seat, state.version))
     turn = next_bidder(state.rules, state.first_bidder, bids)
-    return dict(bids=bids, multiplier=multiplier, turn=NO_ONE if turn is None else turn)
+    changes = dict(bids=bids, multiplier=multiplier, turn=NO_ONE if turn is None else turn)
+    _moved(event.seat, event.acted_by, state, changes)
+    return changes
+
+
+def _moved(seat: int, acted_by: MoveBy | None, state: HandState, changes: Changes) -> None:
+    """A move ends the turn's timeout; the seat's own move ends its timeouts in a row."""
+    if state.timed_out is not None:
+        changes["timed_out"] = None
+    if acted_by is MoveBy.PLAYER and state.timeouts[seat]:
+        changes["timeouts"] = _with(state.timeouts, seat, 0)
+
+
+def _with(values: tuple[int, int, int], seat: int, value: int) -> tuple[int, int, int]:
+    out = list(values)
+    out[seat] = value
+    return (out[0], out[1], out[2])
 
 
 @_on(Redealt)
 def _(event: Redealt, state: HandState) -> Changes:
-    return dict(turn=NO_ONE)
+    return dict(turn=NO_ONE, timed_out=None)
 
 
 @_on(LandlordChosen)
@@ -333,6 +359,8 @@ def _(event: PlayMade, state: HandState) -> Changes:
         "passes": 0,
         "turn": (seat + 1) % 3,
     }
+    if state.timed_out is not None or event.acted_by is MoveBy.PLAYER:
+        _moved(seat, event.acted_by, state, changes)
     if event.reading.is_bomb:
         bombs_made = list(state.bombs_made)
         bombs_made[seat] += 1
@@ -345,16 +373,41 @@ def _(event: PlayMade, state: HandState) -> Changes:
 
 @_on(Passed)
 def _(event: Passed, state: HandState) -> Changes:
+    changes: Changes
     if state.passes:
         # Two passes in a row: the last player to play leads a new trick.
-        return {"trick": None, "passes": 0, "turn": (event.seat + 1) % 3}
-    return {"passes": 1, "turn": (event.seat + 1) % 3}
+        changes = {"trick": None, "passes": 0, "turn": (event.seat + 1) % 3}
+    else:
+        changes = {"passes": 1, "turn": (event.seat + 1) % 3}
+    if state.timed_out is not None or event.acted_by is MoveBy.PLAYER:
+        _moved(event.seat, event.acted_by, state, changes)
+    return changes
 
 
 @_on(PlayerDisconnected)
 def _(event: PlayerDisconnected, state: HandState) -> Changes:
     escapee = event.seat if event.escapee else state.escapee
-    return dict(disconnected=state.disconnected | {event.seat}, escapee=escapee)
+    changes = dict(disconnected=state.disconnected | {event.seat}, escapee=escapee)
+    if event.reason is DisconnectReason.LEFT:
+        changes["left"] = state.left | {event.seat}
+    return changes
+
+
+@_on(TurnTimedOut)
+def _(event: TurnTimedOut, state: HandState) -> Changes:
+    return dict(timed_out=event, timeouts=_with(state.timeouts, event.seat, event.timeouts))
+
+
+@_on(AutoPlayStarted)
+def _(event: AutoPlayStarted, state: HandState) -> Changes:
+    return dict(auto_play=state.auto_play | {event.seat})
+
+
+@_on(AutoPlayEnded)
+def _(event: AutoPlayEnded, state: HandState) -> Changes:
+    return dict(
+        auto_play=state.auto_play - {event.seat}, timeouts=_with(state.timeouts, event.seat, 0)
+    )
 
 
 @_on(PlayerReconnected)
@@ -364,7 +417,11 @@ def _(event: PlayerReconnected, state: HandState) -> Changes:
 
 @_on(PlayerEscaped)
 def _(event: PlayerEscaped, state: HandState) -> Changes:
-    return dict(escapee=event.seat, disconnected=state.disconnected | {event.seat})
+    return dict(
+        escapee=event.seat,
+        disconnected=state.disconnected | {event.seat},
+        left=state.left | {event.seat},
+    )
 
 
 @_on(HandEnded)
@@ -378,6 +435,7 @@ def _(event: HandEnded, state: HandState) -> Changes:
     return dict(
         phase=Phase.ENDED,
         turn=NO_ONE,
+        timed_out=None,
         winner=event.winner,
         spring=event.spring,
         anti_spring=event.anti_spring,

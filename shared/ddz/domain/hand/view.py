@@ -50,6 +50,7 @@ class PlayerView:
     bombs_made: tuple[int, ...]  # bomb-class plays per seat so far
     disconnected: frozenset[int]
     history: tuple[Event, ...]  # every public event, in order
+    auto_play: frozenset[int] = frozenset()  # seats in auto-play (托管 after timeouts)
 
     @property
     def bombs_left(self) -> tuple[int | None, ...]:
@@ -145,6 +146,7 @@ def view_for(state: HandState, seat: int) -> PlayerView:
         "bombs_made": state.bombs_made,
         "disconnected": state.disconnected,
         "history": state.log,
+        "auto_play": state.auto_play,
     }
     # Built like ``HandState.evolve``: one dict, no per-field frozen __setattr__ calls
     # (a view is made for every decision a bot takes). Same fields as __init__.
