@@ -34,7 +34,7 @@ from ddz.adapters.stack import Stack, settings_env
 from ddz.config import Settings
 from ddz.entrypoints.up_cmd import console_url
 from ddz.v1 import table_pb2
-from playwright.sync_api import Browser, Dialog, Page, expect
+from playwright.sync_api import Browser, Dialog, Page, expect, sync_playwright
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -63,17 +63,29 @@ class Desk:
         return done.stdout.strip()
 
 
-@pytest.fixture(scope="session")
-def browser_type_launch_args(browser_type_launch_args: dict[str, Any]) -> dict[str, Any]:
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    """Debian's Chromium, for this module alone. Playwright's sync API keeps an event loop
+    running in this thread while it is open; pytest-playwright's own fixtures keep it open
+    for the whole session, and every asyncio test after this module would meet it."""
     assert CHROMIUM.exists(), "apt-get install -y chromium (.ci/run does)"
-    return {**browser_type_launch_args, "executable_path": str(CHROMIUM), "args": CHROMIUM_ARGS}
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
 
 
-@pytest.fixture(scope="session")
-def browser_context_args(browser_context_args: dict[str, Any]) -> dict[str, Any]:
+@pytest.fixture
+def page(browser: Browser) -> Iterator[Page]:
     # the stack's own CA signed the desk's certificate: the browser does not know it
-    return {**browser_context_args, "ignore_https_errors": True,
-            "viewport": {"width": 1280, "height": 900}}  # fmt: skip
+    context = browser.new_context(ignore_https_errors=True,
+                                  viewport={"width": 1280, "height": 900})  # fmt: skip
+    try:
+        yield context.new_page()
+    finally:
+        context.close()
 
 
 async def _play(settings: Settings) -> tuple[list[str], str, str, str]:
