@@ -21,12 +21,14 @@ from types import MappingProxyType
 from ddz.adapters import codec
 from ddz.adapters.codec import CodecError
 from ddz.audit import describe
+from ddz.audit.marks import WHY_BY
 from ddz.domain.hand import CommandRejected, HandState, Recorded, evolve
 from ddz.domain.hand.events import (
     CardsDealt,
     HandEnded,
     HandSettled,
     HandStarted,
+    MoveBy,
     PlayerDisconnected,
 )
 from ddz.domain.hand.state import NO_ONE
@@ -116,8 +118,12 @@ class _Seats:
     players: tuple[str, ...]
     bots: tuple[bool, ...]
 
-    def who(self, seat: int, state: HandState) -> str:
+    def who(self, seat: int, state: HandState, by: MoveBy | None = None) -> str:
         name = self.players[seat] if 0 <= seat < len(self.players) else f"seat {seat}"
+        if by is not None and by.for_person:  # the move says who made it, and why
+            return f"the bot for {name} (seat {seat}, {WHY_BY[by]})"
+        if by is MoveBy.PLAYER:
+            return f"{name} (seat {seat})"
         if 0 <= seat < len(self.bots) and self.bots[seat]:
             return f"bot seat {seat}"
         if seat in state.disconnected:
@@ -126,7 +132,7 @@ class _Seats:
 
 
 def _seat_actor(seats: _Seats, event: Recorded, state: HandState) -> str:
-    return seats.who(getattr(event, "seat", NO_ONE), state)
+    return seats.who(getattr(event, "seat", NO_ONE), state, getattr(event, "acted_by", None))
 
 
 def _service(name: str) -> Actor:
@@ -143,7 +149,10 @@ ACTORS: Mapping[str, Actor] = MappingProxyType({
     "landlord_chosen": _service("rules"),
     "play_made": _seat_actor,
     "passed": _seat_actor,
-    "player_disconnected": _service("table (the turn clock or the connection)"),
+    "player_disconnected": _service("table (the connection, or leaving)"),
+    "turn_timed_out": _service("table (the turn clock)"),
+    "auto_play_started": _service("table (the turn clock)"),
+    "auto_play_ended": _seat_actor,
     "player_reconnected": _seat_actor,
     "player_escaped": _seat_actor,
     "hand_ended": _service("rules"),

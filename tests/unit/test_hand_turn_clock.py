@@ -241,3 +241,46 @@ def test_the_audit_replays_timeouts_auto_play_and_resumes() -> None:
     check_decisions(audit)
     assert audit.settled is not None
     assert h.state.escapee is None
+
+
+def test_the_transcript_marks_each_move_the_bot_made_for_a_person_and_why() -> None:
+    """What a support person reads (docs/AUDIT.md): a timed-out turn's move, an auto-play
+    move and the person's own move told apart, and a bot seat's moves as a bot seat's."""
+    from ddz.audit.marks import Marker
+
+    h = rigged(CLASSIC, ["3456789", "TTJQ", "KKA2"], "", landlord=0)
+    seats = h.state.seats
+    bots = frozenset(i for i, seat in enumerate(seats) if seat.is_bot)
+    before = len(h.events)
+    ok(h, play(0, "3"))
+    ok(h, time_out(1))
+    ok(h, Pass(1, by_bot=True))  # the turn that timed out
+    ok(h, Pass(2, by_bot=True))
+    ok(h, play(0, "4"))
+    ok(h, time_out(1))
+    ok(h, Pass(1, by_bot=True))  # the second in a row: auto-play starts
+    ok(h, Pass(2, by_bot=True))
+    ok(h, play(0, "5"))
+    ok(h, time_out(1))
+    ok(h, Pass(1, by_bot=True))  # on auto-play's short clock
+    ok(h, Pass(2, by_bot=True))
+    ok(h, play(0, "6"))
+    ok(h, play(1, "T"))  # the person again
+    marker = Marker()
+    marker.start(tuple(seat.player_id for seat in seats), bots)
+    marks = [
+        (event.seat, actor.mark)
+        for version, event in enumerate(h.events[before:], start=before + 1)
+        if (actor := marker.see(version, event)) is not None
+    ]
+    one = seats[1].player_id
+    seat_2 = "bot seat" if 2 in bots else f"bot for {seats[2].player_id}"
+    ones = [mark for seat, mark in marks if seat == 1]
+    assert [m.split(" at #")[0] for m in ones] == [
+        f"bot for {one}: turn timed out",
+        f"bot for {one}: turn timed out",
+        f"bot for {one}: auto-play",
+        "",  # the person's own play: no mark
+    ]
+    assert all(mark.startswith(seat_2) for seat, mark in marks if seat == 2)
+    assert all(mark == "" for seat, mark in marks if seat == 0)

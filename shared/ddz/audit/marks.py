@@ -20,12 +20,16 @@ from typing import Any
 
 from ddz.domain.hand import CommandRejected, Recorded
 from ddz.domain.hand.events import (
+    AutoPlayEnded,
+    AutoPlayStarted,
     BidMade,
+    MoveBy,
     Passed,
     PlayerDisconnected,
     PlayerEscaped,
     PlayerReconnected,
     PlayMade,
+    TurnTimedOut,
 )
 
 
@@ -52,8 +56,20 @@ BOT_MARKS: Mapping[str, Takeover | None] = {
     PlayerDisconnected.TYPE: Takeover("connection lost"),
     PlayerEscaped.TYPE: Takeover("left the hand"),
     PlayerReconnected.TYPE: RELEASE,
+    TurnTimedOut.TYPE: Takeover("turn timed out", Hold.NEXT_MOVE),
+    AutoPlayStarted.TYPE: Takeover("auto-play"),
+    AutoPlayEnded.TYPE: RELEASE,
 }
 """Event type -> the takeover it starts, or ``RELEASE`` (the person is back)."""
+
+WHY_BY: Mapping[MoveBy, str] = {
+    MoveBy.BOT_TURN_TIMEOUT: "turn timed out",
+    MoveBy.BOT_AUTO_PLAY: "auto-play",
+    MoveBy.BOT_CONNECTION_LOST: "connection lost",
+    MoveBy.BOT_LEFT: "left the hand",
+}
+"""Why the bot moved for a person, as a move recorded since moves say who made them
+(``acted_by``) tells it; older moves are read by the takeovers of ``BOT_MARKS``."""
 
 MOVES = frozenset({BidMade.TYPE, PlayMade.TYPE, Passed.TYPE, CommandRejected.TYPE})
 """The events that are a seat's move (a refused one too): the ones a mark goes on."""
@@ -120,6 +136,16 @@ class Marker:
             return None
         player = self.players[seat] if 0 <= seat < len(self.players) else ""
         held = self.away.get(seat)
+        by = getattr(event, "acted_by", None)
+        if by is not None:  # the move says who made it: that is the record
+            if held is not None and held[0].hold is Hold.NEXT_MOVE:
+                del self.away[seat]
+            if by is MoveBy.BOT_SEAT:
+                return Actor(seat, player, True, BOT_SEAT)
+            if by is MoveBy.PLAYER:
+                return Actor(seat, player)
+            since = held[2] if held is not None else None
+            return Actor(seat, player, True, WHY_BY[by], since)
         if held is not None:
             takeover, why, since = held
             if takeover.hold is Hold.NEXT_MOVE:

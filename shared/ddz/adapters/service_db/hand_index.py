@@ -31,13 +31,14 @@ from ddz.domain.hand.events import (
     HandSettled,
     HandStarted,
     PlayerDisconnected,
+    TurnTimedOut,
 )
 from ddz.v1 import table_events_pb2
 
 _BEGIN_OPTION = "ddz_sqlite_begin"
 INDEXED_TYPES = frozenset(
-    {"table_opened", "hand_assigned", "hand_started", "player_disconnected", "hand_ended",
-     "hand_settled", "seed_revealed"}
+    {"table_opened", "hand_assigned", "hand_started", "player_disconnected", "turn_timed_out",
+     "hand_ended", "hand_settled", "seed_revealed"}
 )  # fmt: skip
 """The event types that change a summary; the others are counted, never opened."""
 OUTCOMES = ("in_play", "landlord", "farmers", "no_winner")
@@ -168,7 +169,7 @@ class HandIndex:
                 case HandStarted():
                     change.values.update(variant=event.rules.name, started_at=when)
                     change.seats = [(s.player_id, s.is_bot) for s in event.seats]
-                case PlayerDisconnected():
+                case PlayerDisconnected() | TurnTimedOut():  # the bot moves for the person
                     change.values["bot_for_person"] = True
                 case HandEnded():
                     winner = event.winner.value if event.winner is not None else "no_winner"
