@@ -122,8 +122,6 @@ class _Seats:
         name = self.players[seat] if 0 <= seat < len(self.players) else f"seat {seat}"
         if by is not None and by.for_person:  # the move says who made it, and why
             return f"the bot for {name} (seat {seat}, {WHY_BY[by]})"
-        if by is MoveBy.PLAYER:
-            return f"{name} (seat {seat})"
         if 0 <= seat < len(self.bots) and self.bots[seat]:
             return f"bot seat {seat}"
         if seat in state.disconnected:

@@ -45,6 +45,9 @@ class Takeover:
 
     reason: str | Callable[[Any], str]
     hold: Hold = Hold.UNTIL_BACK
+    # The turn clock's takeovers: the person is still connected, so a move recorded as
+    # their own (``acted_by``) is theirs, and ends the takeover.
+    clock: bool = False
 
     def why(self, event: object) -> str:
         return self.reason(event) if callable(self.reason) else self.reason
@@ -56,8 +59,8 @@ BOT_MARKS: Mapping[str, Takeover | None] = {
     PlayerDisconnected.TYPE: Takeover("connection lost"),
     PlayerEscaped.TYPE: Takeover("left the hand"),
     PlayerReconnected.TYPE: RELEASE,
-    TurnTimedOut.TYPE: Takeover("turn timed out", Hold.NEXT_MOVE),
-    AutoPlayStarted.TYPE: Takeover("auto-play"),
+    TurnTimedOut.TYPE: Takeover("turn timed out", Hold.NEXT_MOVE, clock=True),
+    AutoPlayStarted.TYPE: Takeover("auto-play", clock=True),
     AutoPlayEnded.TYPE: RELEASE,
 }
 """Event type -> the takeover it starts, or ``RELEASE`` (the person is back)."""
@@ -136,9 +139,14 @@ class Marker:
             return None
         player = self.players[seat] if 0 <= seat < len(self.players) else ""
         held = self.away.get(seat)
+        if seat in self.bots and held is None:  # a bot's seat, whatever a move says of it
+            return Actor(seat, player, True, BOT_SEAT)
         by = getattr(event, "acted_by", None)
-        if by is not None:  # the move says who made it: that is the record
-            if held is not None and held[0].hold is Hold.NEXT_MOVE:
+        # The move says who made it, and that is the record; but a move said to be its
+        # player's while the seat's connection is gone was the bot's, sent unmarked (by
+        # a bot service older than the mark), as records before the mark are read.
+        if by is not None and not (by is MoveBy.PLAYER and held and not held[0].clock):
+            if held is not None and (held[0].hold is Hold.NEXT_MOVE or by is MoveBy.PLAYER):
                 del self.away[seat]
             if by is MoveBy.BOT_SEAT:
                 return Actor(seat, player, True, BOT_SEAT)
