@@ -5,6 +5,7 @@ use cases; and the gRPC adapter's mapping of answers to refusals."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import random
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -233,7 +234,9 @@ async def test_autoplay_falls_back_once_then_waits_when_refused(quick: None) -> 
     auto.kick("h1")
     await until(lambda: len(rules.moves) >= 2 and not auto._tasks)
     bid, fallback = (m.command for m in rules.moves)
-    assert bid == Bid.call(fold.state.turn, 3) and fallback == Bid.pass_(fold.state.turn)
+    # the bot's moves say they are the bot's (by_bot), the fallback too
+    assert bid == dataclasses.replace(Bid.call(fold.state.turn, 3), by_bot=True)
+    assert fallback == dataclasses.replace(Bid.pass_(fold.state.turn), by_bot=True)
     assert auto.stats.refused == 2
     auto.kick("h1")  # refused twice at this version: it does not try again
     await until(lambda: not auto._tasks)

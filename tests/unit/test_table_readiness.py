@@ -242,7 +242,9 @@ async def test_a_deal_lost_every_time_is_withdrawn_on_the_stream(hands: FakeHand
     first = Service(MemoryLog(), hands)
     people = (SeatInfo("alice"), SeatInfo("bob"), SeatInfo("bot-t-2", is_bot=True))
     first.handlers.dealing.open_table("op", TableSpec("t9", "classic", None, None, people))
-    first.dealer.lose_answers = DEAL_ATTEMPTS
+    # every request held by a stalled dealer, none dealt: called off, then withdrawn (a
+    # deal whose answers were lost but which was dealt is played, test_table_handlers)
+    first.dealer.stalled = DEAL_ATTEMPTS
     with pytest.raises(Refusal) as refused:
         await first.handlers.dealing.start_hand("op", "t9", (), ())
     assert refused.value.kind is Kind.TIMEOUT
