@@ -117,8 +117,14 @@ def _players(stored: list[Any]) -> list[str]:
 def _tamper(database: Path, hand_id: str, version: int) -> None:
     """What someone with the database file can do: drop the store's guards and flip a
     byte of one stored event of the hand."""
-    with sqlite3.connect(database, timeout=120) as conn:  # the recorder writes meanwhile
-        for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'"):
+    conn = sqlite3.connect(database, timeout=120, isolation_level=None)
+    try:
+        # The recorder writes meanwhile. In WAL mode a read that turns into a write fails at
+        # once (no busy wait) when a commit landed after the read began: take the write lock
+        # first, waiting for it, and read inside it.
+        conn.execute("BEGIN IMMEDIATE")
+        triggers = conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")
+        for (name,) in triggers.fetchall():
             conn.execute(f'DROP TRIGGER "{name}"')
         (envelope,) = conn.execute(
             "SELECT envelope FROM events WHERE stream_id = ? AND stream_version = ?",
@@ -130,6 +136,9 @@ def _tamper(database: Path, hand_id: str, version: int) -> None:
             "UPDATE events SET envelope = ? WHERE stream_id = ? AND stream_version = ?",
             (bytes(changed), f"hand-{hand_id}", version),
         )
+        conn.execute("COMMIT")
+    finally:
+        conn.close()
 
 
 @pytest.fixture(scope="module")
