@@ -59,7 +59,7 @@ class ConsoleApp:
         sessions = Sessions(session_key(settings.data_dir), settings.console_session_ttl)
         console = Console(
             Desk(self.recorder, self.settlement), sessions, LoginKeys(login_jwks_path(settings)),
-            secure_cookie=not settings.insecure,
+            secure_cookie=not settings.insecure, trace_url=settings.trace_url,
         )  # fmt: skip
         host, port = settings.console_web_address.rsplit(":", 1)
         tls: dict[str, str] = {}

@@ -14,9 +14,11 @@ from dataclasses import dataclass, field
 from urllib.parse import quote
 
 from ddz.application.errors import Kind, Reason, Refusal
-from ddz.v1 import audit_pb2, desk_pb2, settlement_pb2
+from ddz.audit import CheckResult, HandAt, NoSuchEvent, audited_report
+from ddz.audit.sight import Sight
+from ddz.audit.timeline import Entry, Timeline
+from ddz.v1 import desk_pb2, settlement_pb2
 
-from . import timeline
 from .ports import Ledgers, Records
 from .session import Staff
 
@@ -52,9 +54,25 @@ class HandQuery:
 
 @dataclass
 class HandView:
-    page: timeline.HandPage
-    audit: audit_pb2.AuditHandResponse | None
+    """A hand's page: the audit's account of it (``ddz.audit``, as ``ddz audit`` writes
+    it) for the staff's sight, and the table after event ``at``."""
+
+    timeline: Timeline  # entries, arithmetic, checks and verdict
+    at: int  # the table is shown after this event
+    table: HandAt | None  # None: it cannot be rebuilt there (``why_not`` says why)
+    why_not: str
+    key_id: str  # the key id the head's signature verified under ("" when none did)
+    producer_keys: tuple[tuple[str, str], ...]  # (producer, key id) the events name
     summary: desk_pb2.HandSummary | None
+
+    @property
+    def last(self) -> int:
+        return self.timeline.event_count
+
+    @property
+    def settled(self) -> Entry | None:
+        """The settlement's entry: its details are the ledger and the arithmetic."""
+        return next((e for e in self.timeline.entries if e.type == "hand_settled"), None)
 
 
 @dataclass
@@ -95,11 +113,26 @@ class Desk:
         if view is not None and view not in (0, 1, 2):
             raise Refusal.invalid("a seat's view is seat 0, 1 or 2")
         await self.records.log_access(staff.name, staff.role, f"/hands/{hand_id}")
-        stored = await self.records.read_stream(f"hand-{hand_id}")
-        decoded = timeline.decode(stored)
-        page = timeline.build(hand_id, decoded, at=at, view=view)
-        audit, summary = await asyncio.gather(self.records.audit(hand_id), self._summary(hand_id))
-        return HandView(page, audit, summary)
+        stored, audit, summary = await asyncio.gather(
+            self.records.read_stream(f"hand-{hand_id}"),
+            self.records.audit(hand_id),
+            self._summary(hand_id),
+        )
+        checks = [CheckResult(c.name, c.passed, c.detail) for c in audit.checks]
+        report = audited_report(
+            f"hand-{hand_id}", [item.envelope for item in stored], checks, audit.key_id
+        )
+        # the desk never shows a card of a hand in play, and one seat's view no other's
+        sight = Sight(view, hide_in_play=True)
+        last = report.event_count
+        at = last if at is None else max(1, min(at, last))
+        try:
+            table: HandAt | None = report.state_at(at, sight)
+            why_not = ""
+        except NoSuchEvent as exc:
+            table, why_not = None, str(exc)
+        return HandView(report.timeline(sight), at, table, why_not, report.key_id,
+                        report.producer_keys, summary)  # fmt: skip
 
     async def _summary(self, hand_id: str) -> desk_pb2.HandSummary | None:
         try:

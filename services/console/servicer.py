@@ -31,6 +31,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
+from . import present
 from .handlers import Desk, HandQuery, check_hand_id
 from .session import COOKIE, Sessions, Staff
 
@@ -110,21 +111,30 @@ def _int(params: QueryParams, name: str) -> int | None:
     return int(raw)
 
 
+def templates(trace_url: str = "") -> jinja2.Environment:
+    """The pages' templates (autoescaped), with the words of ``present`` and the
+    operator's trace link template (``DDZ_TRACE_URL``)."""
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True)
+    env.globals.update(
+        utc=utc, outcomes=OUTCOMES, when=present.when, since=present.since, who=present.who,
+        seat_kind=present.seat_kind,
+        trace_link=lambda trace_id: present.trace_link(trace_id, trace_url),
+    )  # fmt: skip
+    return env
+
+
 class Console:
     """The web application: routes over a ``Desk``, sessions and the login's keys."""
 
     def __init__(
-        self, desk: Desk, sessions: Sessions, login: LoginKeys, *, secure_cookie: bool = True
-    ) -> None:
+        self, desk: Desk, sessions: Sessions, login: LoginKeys, *, secure_cookie: bool = True,
+        trace_url: str = "",
+    ) -> None:  # fmt: skip
         self.desk = desk
         self.sessions = sessions
         self.login = login
         self.secure_cookie = secure_cookie
-        env = jinja2.Environment(
-            loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True
-        )
-        self.templates = Jinja2Templates(env=env)
-        self.templates.env.globals.update(utc=utc, outcomes=OUTCOMES)
+        self.templates = Jinja2Templates(env=templates(trace_url))
         self.app = Starlette(routes=[
             Route("/", self.home),
             Route("/signin", self.signin_form, methods=["GET"]),
@@ -225,8 +235,8 @@ class Console:
         view = _int(request.query_params, "view")
         found = await self.desk.hand(staff, hand_id, at=_int(request.query_params, "at"),
                                      view=view)  # fmt: skip
-        return self.render(request, "hand.html", staff=staff, hand=found.page, audit=found.audit,
-                           summary=found.summary)  # fmt: skip
+        return self.render(request, "hand.html", staff=staff, hand=found, account=found.timeline,
+                           table=found.table, summary=found.summary)  # fmt: skip
 
     async def evidence(self, request: Request, staff: Staff) -> Response:
         hand_id = check_hand_id(request.path_params["hand_id"])

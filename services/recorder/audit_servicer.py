@@ -39,6 +39,7 @@ class AuditServicer(audit_pb2_grpc.AuditServiceServicer):
             ],
             transcript=report.transcript(),
             events=report.event_count,
+            key_id=report.key_id,
         )
 
     async def AuditAll(

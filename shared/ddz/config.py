@@ -219,6 +219,9 @@ class Settings:
     # The console (services/console; docs/OPERATIONS.md "The dispute desk").
     console_web_port: int = DEFAULT_CONSOLE_WEB_PORT  # DDZ_CONSOLE_WEB_PORT: its HTTPS pages
     console_session_ttl: float = DEFAULT_CONSOLE_SESSION_TTL  # DDZ_CONSOLE_SESSION_TTL
+    # DDZ_TRACE_URL: a trace's page in the operator's tracing UI, "{trace_id}" in it; the
+    # desk links each event's trace id there (blank: the id is shown as text)
+    trace_url: str = ""
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -347,6 +350,7 @@ class Settings:
                 env, "DDZ_CONSOLE_WEB_PORT", DEFAULT_CONSOLE_WEB_PORT, low=0, high=65535
             ),
             console_session_ttl=_float(env, "DDZ_CONSOLE_SESSION_TTL", DEFAULT_CONSOLE_SESSION_TTL),
+            trace_url=_trace_url(env),
         )
 
     def __repr__(self) -> str:
@@ -538,6 +542,16 @@ def _host_port(env: Mapping[str, str], name: str) -> str:
     ):
         raise ValueError(f"{name} must be host:port (e.g. 10.0.0.5:50055), got {raw!r}")
     return raw
+
+
+def _trace_url(env: Mapping[str, str]) -> str:
+    url = env.get("DDZ_TRACE_URL", "").strip()
+    if url and (not url.startswith(("https://", "http://")) or "{trace_id}" not in url):
+        raise ValueError(
+            "DDZ_TRACE_URL is an http(s) address with {trace_id} in it, such as "
+            "https://grafana.example/explore?traceId={trace_id}"
+        )
+    return url
 
 
 def _path(env: Mapping[str, str], name: str) -> Path | None:

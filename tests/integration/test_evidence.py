@@ -257,6 +257,26 @@ def test_edits_that_keep_the_json_valid_fail_too(operator: Operator) -> None:
     assert verify_evidence(nested, published).failure is not None
 
 
+def test_a_file_made_before_the_timeline_gained_keys_still_verifies(operator: Operator) -> None:
+    """An evidence file handed out before an entry carried its multiplier, producer and
+    trace id verifies as it did; a value it does carry, changed, still fails."""
+    data = build_evidence(operator.store, operator.hands["ct"], _public(operator.settings))
+    published = read_published_of(operator.settings)
+    document = json.loads(data.to_bytes())
+    timeline = document["transcript"]["timeline"]
+    assert "trace_id" in timeline["entries"][0] and "multiplier" in timeline["entries"][0]
+    for entry in timeline["entries"]:
+        for newer in ("multiplier", "producer", "trace_id"):
+            del entry[newer]
+    for newer in ("message", "players", "bots", "variant", "room", "ended", "view"):
+        del timeline[newer]
+    older = verify_evidence(canonical(document), published)
+    assert older.failure is None, older.message
+    timeline["entries"][1]["text"] += " (and a word more)"
+    changed = verify_evidence(canonical(document), published).failure
+    assert changed is not None and changed.name == "transcript"
+
+
 def _other_byte(byte: int, rng: random.Random) -> int:
     """Another printable ASCII byte (what an editor would leave)."""
     while True:

@@ -8,7 +8,7 @@ I/O); ``rebuild`` rebuilds the settlement projection from ``HandSettled`` events
 What each check proves: docs/AUDIT.md.
 """
 
-from ddz.audit.checks import REPLAYABLE_ENGINE_VERSIONS, audit_hand
+from ddz.audit.checks import REPLAYABLE_ENGINE_VERSIONS, audit_hand, audited_report
 from ddz.audit.report import (
     CHECKS,
     FAILURE_NAMES,
@@ -32,4 +32,5 @@ __all__ = [
     "NoSuchEvent",
     "Verdict",
     "audit_hand",
+    "audited_report",
 ]

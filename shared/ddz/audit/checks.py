@@ -31,7 +31,7 @@ defaults. The hand is replayed under the rule set and engine version recorded in
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import ddz
 from ddz.adapters import codec
@@ -66,7 +66,7 @@ from ddz.domain.hand.events import HandStarted
 from ddz.domain.ruleset import RuleSet
 from ddz.domain.shuffle import ALGORITHM
 
-__all__ = ["REPLAYABLE_ENGINE_VERSIONS", "StoredRow", "audit_hand"]
+__all__ = ["REPLAYABLE_ENGINE_VERSIONS", "StoredRow", "audit_hand", "audited_report"]
 
 REPLAYABLE_ENGINE_VERSIONS = frozenset({ddz.ENGINE_VERSION})
 """Engine versions whose hands this build replays exactly. A build that changes how a
@@ -192,15 +192,36 @@ def check_engine_version(audit: Audit) -> None:
 def _decode_what_reads(rows: Sequence[StoredRow]) -> list[AuditedEvent]:
     """The events of a record that failed before decoding, up to the first that
     does not decode: so its transcript and ``--at`` still show what it claims."""
+    return _readable((row.stream_version, row.envelope) for row in rows)
+
+
+def _readable(rows: Iterable[tuple[int, bytes]]) -> list[AuditedEvent]:
     out: list[AuditedEvent] = []
-    for row in rows:
+    for version, stored in rows:
         try:
-            envelope = codec.parse_envelope(row.envelope)
+            envelope = codec.parse_envelope(stored)
             event = codec.decode_event(envelope.type, envelope.type_version, envelope.payload)
         except CodecError:
             break
-        out.append(AuditedEvent(row.stream_version, row.event_id, event, envelope))
+        out.append(AuditedEvent(version, envelope.event_id, event, envelope))
     return out
+
+
+def audited_report(
+    stream_id: str, envelopes: Sequence[bytes], checks: Sequence[CheckResult], key_id: str = ""
+) -> AuditReport:
+    """The report of a hand whose audit ran elsewhere: its stored envelopes (in stream
+    order) and the checks the audit gave them. The desk reads both from the recorder
+    (``ReadStream``, ``AuditHand``) and writes the account and ``state_at`` of them
+    with this package's code, as ``ddz audit`` does: the events up to the first that
+    does not decode (a record that failed its audit may not)."""
+    return AuditReport(
+        stream_id=stream_id,
+        event_count=len(envelopes),
+        checks=tuple(checks),
+        events=tuple(_readable(enumerate(envelopes, start=1))),
+        key_id=key_id,
+    )
 
 
 _RULE_SETS: dict[RuleSet, RuleSet] = {}

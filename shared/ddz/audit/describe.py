@@ -198,9 +198,17 @@ def _by(e: BidMade | PlayMade | Passed) -> str:
     return f" (the bot, for the person: {e.acted_by.value.removeprefix('bot_').replace('_', ' ')})"
 
 
-def recorded(e: Recorded, state: HandState | None = None) -> str:
+def command_unseen(cmd: Command) -> str:
+    """A command as a seat that did not send it may know of it: a play names no card."""
+    return "play (its cards not shown)" if isinstance(cmd, Play) else command(cmd)
+
+
+def recorded(e: Recorded, state: HandState | None = None, *, cards: bool = True) -> str:
+    """One recorded event in a phrase; ``cards=False``: a refused attempt's cards (the
+    seat's own, perhaps) are not named."""
     if isinstance(e, CommandRejected):
-        return f"a refusal of seat {e.seat}'s {command(e.command)} ({e.reason.value})"
+        what = command(e.command) if cards else command_unseen(e.command)
+        return f"a refusal of seat {e.seat}'s {what} ({e.reason.value})"
     return event(e, state)
 
 

@@ -16,6 +16,8 @@ from ddz.domain.hand import Recorded
 from ddz.v1 import envelope_pb2
 
 if TYPE_CHECKING:
+    from ddz.audit.sight import Sight
+    from ddz.audit.snapshot import HandAt
     from ddz.audit.timeline import Timeline
 
 HASH_CHAIN = "hash_chain"
@@ -100,7 +102,7 @@ class AuditReport:
     checks: tuple[CheckResult, ...]
     events: tuple[AuditedEvent, ...] = ()  # decoded; shorter when decoding failed
     key_id: str = ""
-    _cache: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    _cache: dict[object, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def hand_id(self) -> str:
@@ -127,6 +129,14 @@ class AuditReport:
         return self.verdict is Verdict.CLEAN
 
     @property
+    def producer_keys(self) -> tuple[tuple[str, str], ...]:
+        """The (producer, key id) pairs the decoded events name as their signers (what
+        the ``producer_signature`` check verified), sorted."""
+        return tuple(sorted({
+            (a.producer.split("@", 1)[0], a.envelope.producer_key_id) for a in self.events
+        }))  # fmt: skip
+
+    @property
     def message(self) -> str:
         """One line: what held, or the first check that failed and why."""
         failure = self.failure
@@ -136,14 +146,18 @@ class AuditReport:
             return f"incomplete: {failure.detail}"
         return f"{failure.name} check failed: {failure.detail}"
 
-    def timeline(self) -> Timeline:
+    def timeline(self, sight: Sight | None = None) -> Timeline:
         """The account of the hand as data (``ddz.audit.timeline.Timeline``): each event
-        with its time, who acted, the arithmetic of the settlement, the checks."""
-        if "timeline" not in self._cache:
-            from ddz.audit.transcript import timeline
+        with its time, who acted, the arithmetic of the settlement, the checks; the cards
+        ``sight`` sees (``ddz.audit.sight``; every seat's by default)."""
+        from ddz.audit.sight import EVERY_SEAT
+        from ddz.audit.transcript import timeline
 
-            self._cache["timeline"] = timeline(self)
-        found: Timeline = self._cache["timeline"]
+        sight = EVERY_SEAT if sight is None else sight
+        key = ("timeline", sight)
+        if key not in self._cache:
+            self._cache[key] = timeline(self, sight)
+        found: Timeline = self._cache[key]
         return found
 
     def transcript(self) -> list[str]:
@@ -153,11 +167,13 @@ class AuditReport:
         lines: list[str] = self._cache["transcript"]
         return lines
 
-    def state_at(self, version: int) -> Any:
-        """The table as it stood after event ``version`` (``ddz.audit.snapshot.HandAt``)."""
+    def state_at(self, version: int, sight: Sight | None = None) -> HandAt:
+        """The table as it stood after event ``version`` (``ddz.audit.snapshot.HandAt``),
+        with the cards ``sight`` sees (every seat's by default)."""
+        from ddz.audit.sight import EVERY_SEAT
         from ddz.audit.snapshot import hand_at
 
-        return hand_at(self, version)
+        return hand_at(self, version, EVERY_SEAT if sight is None else sight)
 
     def to_json(self, *, with_transcript: bool = True) -> dict[str, Any]:
         out: dict[str, Any] = {

@@ -2,7 +2,9 @@
 
 Each seat's cards, the play to beat, whose turn, the multiplier so far. Built by
 folding the hand's recorded events up to version N (refusals change nothing, so they
-are skipped), exactly as the live hand was built.
+are skipped), exactly as the live hand was built. A ``Sight`` (``ddz.audit.sight``)
+says whose cards it shows (``HIDDEN`` for the others): ``ddz audit --at N`` shows every
+seat's, the desk's step-through the same or one seat's, and none of a hand in play.
 """
 
 from __future__ import annotations
@@ -11,14 +13,17 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ddz.audit import describe
+from ddz.audit.sight import EVERY_SEAT, Sight
 from ddz.domain.cards import Card
 from ddz.domain.hand import CommandRejected, HandState, Phase, evolve
-from ddz.domain.hand.events import PlayMade
+from ddz.domain.hand.events import HandEnded, PlayMade
 from ddz.domain.hand.state import NO_ONE
 from ddz.domain.multipliers import MultiplierBreakdown
 
 if TYPE_CHECKING:
     from ddz.audit.report import AuditReport
+
+HIDDEN = "hidden"
 
 
 class NoSuchEvent(LookupError):
@@ -31,6 +36,8 @@ class HandAt:
     event: str  # that event, in words
     state: HandState
     players: tuple[str, ...]
+    sight: Sight = EVERY_SEAT
+    ended: bool = True  # the hand has ended (by its last event, not by event N)
 
     @property
     def to_beat(self) -> PlayMade | None:
@@ -44,8 +51,36 @@ class HandAt:
     def multiplier(self) -> MultiplierBreakdown:
         return self.state.multiplier
 
+    @property
+    def multiplier_text(self) -> str:
+        """``×4 = initial ×1 · bomb ×2 · ...``: the multiplier so far, factor by factor."""
+        return describe.breakdown(self.state.multiplier)
+
+    @property
+    def to_beat_text(self) -> str:
+        """The play to beat, ``3334 as triple_single ...`` (blank when none)."""
+        trick = self.state.trick
+        return (
+            ""
+            if trick is None
+            else f"{describe.ranks(trick.cards)} as {describe.reading(trick.reading)}"
+        )
+
     def hand(self, seat: int) -> tuple[Card, ...]:
         return self.state.cards[seat]
+
+    def shows(self, seat: int) -> bool:
+        """Whether this view shows the cards ``seat`` holds."""
+        return self.sight.shows(seat, self.ended)
+
+    def cards(self, seat: int) -> str:
+        """The seat's cards in notation, or ``HIDDEN``."""
+        return describe.ranks(self.hand(seat)) if self.shows(seat) else HIDDEN
+
+    @property
+    def bots(self) -> tuple[bool, ...]:
+        """By seat: a bot's seat from the start."""
+        return tuple(seat.is_bot for seat in self.state.seats) or (False, False, False)
 
     def role(self, seat: int) -> str:
         if self.state.landlord is None:
@@ -72,18 +107,18 @@ class HandAt:
                 flags.append(f"bombs {state.bombs_made[seat]}/{state.bomb_limits[seat]}")
             tag = f" ({', '.join(flags)})" if flags else ""
             cards = self.hand(seat)
-            out.append(f"  seat {seat} {name}{tag}: {len(cards):2d} cards  {describe.ranks(cards)}")
+            out.append(f"  seat {seat} {name}{tag}: {len(cards):2d} cards  {self.cards(seat)}")
         trick = state.trick
         if state.phase is Phase.PLAYING:
             if trick is None:
                 out.append("  to beat: nothing — the player on turn leads")
             else:
                 out.append(
-                    f"  to beat: seat {trick.seat}'s {describe.ranks(trick.cards)} as "
-                    f"{describe.reading(trick.reading)}; passes since: {state.passes}"
+                    f"  to beat: seat {trick.seat}'s {self.to_beat_text}; passes since: "
+                    f"{state.passes}"
                 )
         out.append(f"  turn: {'nobody' if self.turn is None else f'seat {self.turn}'}")
-        out.append(f"  multiplier so far: {describe.breakdown(state.multiplier)}")
+        out.append(f"  multiplier so far: {self.multiplier_text}")
         return out
 
     def to_json(self) -> dict[str, Any]:
@@ -103,8 +138,8 @@ class HandAt:
                     "seat": seat,
                     "player_id": name,
                     "role": self.role(seat) or None,
-                    "cards": describe.ranks(self.hand(seat)).replace(describe.NOTHING, ""),
-                    "physical": [str(card) for card in self.hand(seat)],
+                    "cards": self.cards(seat).replace(describe.NOTHING, ""),
+                    "physical": [str(card) for card in self.hand(seat)] if self.shows(seat) else [],
                     "count": len(self.hand(seat)),
                     "disconnected": seat in state.disconnected,
                     "bombs_made": state.bombs_made[seat],
@@ -124,8 +159,8 @@ class HandAt:
         }
 
 
-def hand_at(report: AuditReport, version: int) -> HandAt:
-    """The table after event ``version`` of the report's hand."""
+def hand_at(report: AuditReport, version: int, sight: Sight = EVERY_SEAT) -> HandAt:
+    """The table after event ``version`` of the report's hand, as ``sight`` sees it."""
     events = report.events
     if not 1 <= version <= report.event_count:
         raise NoSuchEvent(
@@ -148,4 +183,7 @@ def hand_at(report: AuditReport, version: int) -> HandAt:
             ) from None
     last = events[version - 1].event
     players = tuple(seat.player_id for seat in state.seats) or ("", "", "")
-    return HandAt(version, describe.recorded(last, state), state, players)
+    ended = any(isinstance(a.event, HandEnded) for a in events)
+    seen = not isinstance(last, CommandRejected) or sight.shows(last.seat, ended)
+    text = describe.recorded(last, state, cards=seen)
+    return HandAt(version, text, state, players, sight, ended)

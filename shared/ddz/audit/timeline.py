@@ -1,8 +1,9 @@
 """The audited hand as data: a ``Timeline`` of entries (one per stored event: its time,
-the time since the deal, who acted and for whom, the text), the settlement's arithmetic
-and the checks. ``ddz audit`` prints ``Timeline.lines()``; the web console renders
-``Timeline.to_json()``: one account of the hand for both (``ddz.audit.transcript``
-builds it).
+the time since the deal, who acted and for whom, the service that recorded it, the
+multiplier so far, the trace id of the command, the text), the settlement's arithmetic
+and the checks. ``ddz audit`` prints ``Timeline.lines()``; the desk (services/console)
+renders the same ``Timeline``: one account of the hand for both
+(``ddz.audit.transcript`` builds it, for a ``ddz.audit.sight.Sight``).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 from ddz.audit.arithmetic import Arithmetic
 from ddz.audit.marks import Actor
 from ddz.audit.report import CheckResult
+from ddz.audit.sight import EVERY_SEAT, Sight
 
 INDENT = "      "
 
@@ -53,6 +55,9 @@ class Entry:
     since_deal: float | None = None  # seconds after the first deal round's event (< 0 before)
     actor: Actor | None = None  # set on moves: who made it (the person or a bot, and why)
     refused: bool = False
+    multiplier: int | None = None  # the hand's multiplier after this event (None: no hand yet)
+    producer: str = ""  # the service that recorded it (the envelope's producer, its name)
+    trace_id: str | None = None  # the trace of the command that led to it, when it had one
 
     def lines(self) -> list[str]:
         mark = self.actor.mark if self.actor is not None else ""
@@ -70,6 +75,9 @@ class Entry:
             "since_deal": self.since_deal,
             "actor": None if self.actor is None else self.actor.to_json(),
             "refused": self.refused,
+            "multiplier": self.multiplier,
+            "producer": self.producer,
+            "trace_id": self.trace_id,
         }
 
 
@@ -84,6 +92,13 @@ class Timeline:
     arithmetic: Arithmetic | None
     verdict: str
     checks: tuple[CheckResult, ...]
+    message: str = ""  # the verdict in one line (``AuditReport.message``)
+    players: tuple[str, ...] = ()  # by seat
+    bots: tuple[bool, ...] = ()  # by seat: a bot's seat from the start
+    variant: str = ""
+    room: str = ""  # the room's figures, in words
+    ended: bool = False  # the hand is over (else in play: ``sight`` may hide every card)
+    sight: Sight = EVERY_SEAT  # whose cards the entries show
 
     def header(self) -> list[str]:
         lines = [f"Hand {self.hand_id} — stream {self.stream_id}, {self.event_count} events"]
@@ -116,4 +131,11 @@ class Timeline:
             "arithmetic": None if self.arithmetic is None else self.arithmetic.to_json(),
             "verdict": self.verdict,
             "checks": [check.to_json() for check in self.checks],
+            "message": self.message,
+            "players": list(self.players),
+            "bots": list(self.bots),
+            "variant": self.variant,
+            "room": self.room,
+            "ended": self.ended,
+            "view": self.sight.seat,
         }

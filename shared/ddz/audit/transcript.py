@@ -3,10 +3,12 @@ reading (and, for a bot's move on a person's behalf, why the bot played), every 
 with its reason, each multiplier factor, the ledger and its arithmetic, the verdict;
 every event with its UTC time and the time since the deal.
 
-``timeline(report)`` builds it as data (``ddz.audit.timeline.Timeline``, what the web
-console renders); ``transcript(report)`` is its text, the lines ``ddz audit HAND``
-prints (plain text: the CLI colours them). ``#N`` is the event's stream version, the
-number ``ddz audit HAND --at N`` takes.
+``timeline(report, sight)`` builds it as data (``ddz.audit.timeline.Timeline``, what the
+desk renders); ``transcript(report)`` is its text, the lines ``ddz audit HAND`` prints
+(plain text: the CLI colours them). ``#N`` is the event's stream version, the number
+``ddz audit HAND --at N`` takes. ``sight`` (``ddz.audit.sight``) says whose cards it
+shows: every seat's for the operator's terminal; none of a hand in play, or one seat's,
+on the desk.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from ddz.audit import describe
 from ddz.audit.arithmetic import Arithmetic, explain
 from ddz.audit.marks import Actor, Marker
 from ddz.audit.replay import settlement_outcome
+from ddz.audit.sight import EVERY_SEAT, Sight
 from ddz.audit.timeline import Entry, Timeline
 from ddz.domain.hand import CommandRejected, Event, HandState, evolve
 from ddz.domain.hand.events import (
@@ -68,18 +71,24 @@ class _Entry:
         self.actor: Actor | None = None
         self.dealt = dealt
 
+        self.multiplier: int | None = None
+
     def done(self) -> Entry:
         audited, at = self.audited, self.audited.occurred_at
         since = None if at is None or self.dealt is None else (at - self.dealt).total_seconds()
         return Entry(
             audited.version, audited.type, self.text, tuple(self.details), at, since,
-            self.actor, isinstance(audited.event, CommandRejected),
+            self.actor, isinstance(audited.event, CommandRejected), self.multiplier,
+            audited.producer.split("@", 1)[0],
         )  # fmt: skip
 
 
 class _Writer:
-    def __init__(self, report: AuditReport) -> None:
+    def __init__(self, report: AuditReport, sight: Sight) -> None:
         self.report = report
+        self.sight = sight
+        self.ended = any(isinstance(a.event, HandEnded) for a in report.events)
+        self.started: HandStarted | None = None
         self.entries: list[_Entry] = []
         self.names: tuple[str, ...] = ("", "", "")
         self.hand_versions: list[int] = []  # stream version of each folded hand event
@@ -96,6 +105,9 @@ class _Writer:
     def at(self, version: int, text: str) -> None:
         assert self.current is not None and self.current.version == version
         self.entries.append(_Entry(self.current, text, self.dealt))
+
+    def shows(self, seat: int) -> bool:
+        return self.sight.shows(seat, self.ended)
 
     def more(self, text: str) -> None:
         self.entries[-1].details.append(text)
@@ -122,12 +134,9 @@ class _Writer:
             self.current = audited
             actor = self.marker.see(version, event)
             if isinstance(event, CommandRejected):
-                self.at(
-                    version,
-                    f"REFUSED {self.seat(event.seat)}: {describe.command(event.command)} — "
-                    f"{event.reason.value}: {event.message}",
-                )
+                self.refused(version, event)
                 self.entries[-1].actor = actor
+                self.entries[-1].multiplier = state.multiplier.total if state.seats else None
                 continue
             self.describe(version, event, state)
             self.entries[-1].actor = actor
@@ -136,9 +145,45 @@ class _Writer:
             except Exception:  # a record that failed its audit may not fold: stop here
                 self.more("(the hand cannot be followed past this event)")
                 break
+            self.entries[-1].multiplier = state.multiplier.total if state.seats else None
             self.hand_versions.append(version)
             self.after(event, state)
         return [entry.done() for entry in self.entries]
+
+    def refused(self, version: int, event: CommandRejected) -> None:
+        if self.shows(event.seat):
+            what = f"{describe.command(event.command)} — {event.reason.value}: {event.message}"
+        else:  # the attempt, and the rules' words on it, may name the seat's cards
+            what = f"{describe.command_unseen(event.command)} — {event.reason.value}"
+        self.at(version, f"REFUSED {self.seat(event.seat)}: {what}")
+
+    def deal(self, version: int, event: CardsDealt) -> None:
+        golden = ""
+        if event.golden_card is not None:  # dealt face up: every seat saw it
+            golden = (
+                f"golden card {event.golden_card} (position {event.golden_position}) "
+                f"to seat {event.golden_receiver}"
+            )
+        if self.sight.shows_all(self.ended):
+            self.at(version, f"deal, round {event.round} (hidden until the end):")
+            for seat, cards in enumerate(event.hands):
+                self.more(f"{self.seat(seat):<16} {len(cards):2d} cards  {describe.ranks(cards)}")
+            self.more(f"bottom {describe.ranks(event.bottom)}{'; ' * bool(golden)}{golden}")
+            self.more(f"{self.seat(event.first_bidder)} bids first")
+            return
+        head = f"{describe.event(event)}; "
+        seen = self.sight.seat
+        if seen is None or not self.shows(seen):
+            self.at(version, f"{head}cards hidden while the hand is in play")
+        else:
+            mine = event.hands[seen] if 0 <= seen < len(event.hands) else ()
+            self.at(version, f"{head}seat {seen} holds {describe.ranks(mine)}")
+        for seat, cards in enumerate(event.hands):
+            held = describe.ranks(cards) if self.shows(seat) else "hidden"
+            self.more(f"{self.seat(seat):<16} {len(cards):2d} cards  {held}")
+        self.more(f"bottom: {len(event.bottom)} cards, hidden until the landlord takes them")
+        if golden:
+            self.more(golden)
 
     def settlement(self, event: HandSettled, state: HandState) -> None:
         """The settlement's arithmetic, from the outcome the audit settles (the replayed
@@ -157,6 +202,7 @@ class _Writer:
     def describe(self, version: int, event: Event, state: HandState) -> None:
         match event:
             case HandStarted():
+                self.started = event
                 self.names = tuple(s.player_id for s in event.seats)
                 self.marker.start(
                     self.names, frozenset(s for s, info in enumerate(event.seats) if info.is_bot)
@@ -180,19 +226,7 @@ class _Writer:
                     shown = ", ".join(self.seat(s) for s in event.show_before_deal)
                     self.more(f"playing open before the deal: {shown}")
             case CardsDealt():
-                self.at(version, f"deal, round {event.round} (hidden until the end):")
-                for seat, cards in enumerate(event.hands):
-                    self.more(
-                        f"{self.seat(seat):<16} {len(cards):2d} cards  {describe.ranks(cards)}"
-                    )
-                golden = ""
-                if event.golden_card is not None:
-                    golden = (
-                        f"; golden card {event.golden_card} (position {event.golden_position}) "
-                        f"to seat {event.golden_receiver}"
-                    )
-                self.more(f"bottom {describe.ranks(event.bottom)}{golden}")
-                self.more(f"{self.seat(event.first_bidder)} bids first")
+                self.deal(version, event)
             case BidMade():
                 text = describe.bid(event.seat, event.action, event.score, state.rules.bidding)
                 self.at(version, text.replace(f"seat {event.seat}", self.seat(event.seat), 1))
@@ -269,25 +303,31 @@ class _Writer:
 
     def after(self, event: Event, state: HandState) -> None:
         if isinstance(event, LandlordChosen):
-            self.more(
-                f"{self.seat(event.seat)} now holds {len(state.cards[event.seat])} cards: "
-                f"{describe.ranks(state.cards[event.seat])}"
-            )
+            held = state.cards[event.seat]
+            cards = f": {describe.ranks(held)}" if self.shows(event.seat) else ""
+            self.more(f"{self.seat(event.seat)} now holds {len(held)} cards{cards}")
         if isinstance(event, PlayMade) and event.reading.is_bomb:
             self.more(f"multiplier now {describe.breakdown(state.multiplier)}")
 
 
-def timeline(report: AuditReport) -> Timeline:
-    """The account of the hand as data (``Timeline``)."""
+def timeline(report: AuditReport, sight: Sight = EVERY_SEAT) -> Timeline:
+    """The account of the hand as data (``Timeline``), showing the cards ``sight`` sees."""
     failure = report.failure
     warning = None
     if failure is not None and failure.name in ("hash_chain", "signature", "engine_version"):
         warning = f"(the record fails the {failure.name} check: read what follows with care)"
-    writer = _Writer(report)
+    writer = _Writer(report, sight)
     entries = writer.write()
+    started = writer.started
     return Timeline(
         report.hand_id, report.stream_id, report.event_count, writer.dealt, warning,
         tuple(entries), writer.arithmetic, report.verdict.value, report.checks,
+        report.message,
+        players=() if started is None else writer.names,
+        bots=() if started is None else tuple(s.is_bot for s in started.seats),
+        variant="" if started is None else started.rules.name,
+        room="" if started is None else _room(started),
+        ended=writer.ended, sight=sight,
     )  # fmt: skip
 
 

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x12\x64\x64z/v1/audit.proto\x12\x06\x64\x64z.v1\"#\n\x10\x41uditHandRequest\x12\x0f\n\x07hand_id\x18\x01 \x01(\t\":\n\nAuditCheck\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06passed\x18\x02 \x01(\x08\x12\x0e\n\x06\x64\x65tail\x18\x03 \x01(\t\"\xba\x01\n\x11\x41uditHandResponse\x12\x0f\n\x07hand_id\x18\x01 \x01(\t\x12%\n\x07verdict\x18\x02 \x01(\x0e\x32\x14.ddz.v1.AuditVerdict\x12\x14\n\x0c\x66\x61iled_check\x18\x03 \x01(\t\x12\x0f\n\x07message\x18\x04 \x01(\t\x12\"\n\x06\x63hecks\x18\x05 \x03(\x0b\x32\x12.ddz.v1.AuditCheck\x12\x12\n\ntranscript\x18\x06 \x03(\t\x12\x0e\n\x06\x65vents\x18\x07 \x01(\x04\" \n\x0f\x41uditAllRequest\x12\r\n\x05limit\x18\x01 \x01(\r\"F\n\x0c\x41uditFailure\x12\x0f\n\x07hand_id\x18\x01 \x01(\t\x12\x14\n\x0c\x66\x61iled_check\x18\x02 \x01(\t\x12\x0f\n\x07message\x18\x03 \x01(\t\"\xf9\x01\n\x10\x41uditAllResponse\x12\r\n\x05hands\x18\x01 \x01(\x04\x12\r\n\x05\x63lean\x18\x02 \x01(\x04\x12\x12\n\nincomplete\x18\x03 \x01(\x04\x12\x44\n\x0f\x66\x61iled_by_check\x18\x04 \x03(\x0b\x32+.ddz.v1.AuditAllResponse.FailedByCheckEntry\x12&\n\x08\x66\x61ilures\x18\x05 \x03(\x0b\x32\x14.ddz.v1.AuditFailure\x12\x0f\n\x07seconds\x18\x06 \x01(\x01\x1a\x34\n\x12\x46\x61iledByCheckEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x04:\x02\x38\x01*~\n\x0c\x41uditVerdict\x12\x1d\n\x19\x41UDIT_VERDICT_UNSPECIFIED\x10\x00\x12\x17\n\x13\x41UDIT_VERDICT_CLEAN\x10\x01\x12\x18\n\x14\x41UDIT_VERDICT_FAILED\x10\x02\x12\x1c\n\x18\x41UDIT_VERDICT_INCOMPLETE\x10\x03\x32\x8f\x01\n\x0c\x41uditService\x12@\n\tAuditHand\x12\x18.ddz.v1.AuditHandRequest\x1a\x19.ddz.v1.AuditHandResponse\x12=\n\x08\x41uditAll\x12\x17.ddz.v1.AuditAllRequest\x1a\x18.ddz.v1.AuditAllResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x12\x64\x64z/v1/audit.proto\x12\x06\x64\x64z.v1\"#\n\x10\x41uditHandRequest\x12\x0f\n\x07hand_id\x18\x01 \x01(\t\":\n\nAuditCheck\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06passed\x18\x02 \x01(\x08\x12\x0e\n\x06\x64\x65tail\x18\x03 \x01(\t\"\xca\x01\n\x11\x41uditHandResponse\x12\x0f\n\x07hand_id\x18\x01 \x01(\t\x12%\n\x07verdict\x18\x02 \x01(\x0e\x32\x14.ddz.v1.AuditVerdict\x12\x14\n\x0c\x66\x61iled_check\x18\x03 \x01(\t\x12\x0f\n\x07message\x18\x04 \x01(\t\x12\"\n\x06\x63hecks\x18\x05 \x03(\x0b\x32\x12.ddz.v1.AuditCheck\x12\x12\n\ntranscript\x18\x06 \x03(\t\x12\x0e\n\x06\x65vents\x18\x07 \x01(\x04\x12\x0e\n\x06key_id\x18\x08 \x01(\t\" \n\x0f\x41uditAllRequest\x12\r\n\x05limit\x18\x01 \x01(\r\"F\n\x0c\x41uditFailure\x12\x0f\n\x07hand_id\x18\x01 \x01(\t\x12\x14\n\x0c\x66\x61iled_check\x18\x02 \x01(\t\x12\x0f\n\x07message\x18\x03 \x01(\t\"\xf9\x01\n\x10\x41uditAllResponse\x12\r\n\x05hands\x18\x01 \x01(\x04\x12\r\n\x05\x63lean\x18\x02 \x01(\x04\x12\x12\n\nincomplete\x18\x03 \x01(\x04\x12\x44\n\x0f\x66\x61iled_by_check\x18\x04 \x03(\x0b\x32+.ddz.v1.AuditAllResponse.FailedByCheckEntry\x12&\n\x08\x66\x61ilures\x18\x05 \x03(\x0b\x32\x14.ddz.v1.AuditFailure\x12\x0f\n\x07seconds\x18\x06 \x01(\x01\x1a\x34\n\x12\x46\x61iledByCheckEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x04:\x02\x38\x01*~\n\x0c\x41uditVerdict\x12\x1d\n\x19\x41UDIT_VERDICT_UNSPECIFIED\x10\x00\x12\x17\n\x13\x41UDIT_VERDICT_CLEAN\x10\x01\x12\x18\n\x14\x41UDIT_VERDICT_FAILED\x10\x02\x12\x1c\n\x18\x41UDIT_VERDICT_INCOMPLETE\x10\x03\x32\x8f\x01\n\x0c\x41uditService\x12@\n\tAuditHand\x12\x18.ddz.v1.AuditHandRequest\x1a\x19.ddz.v1.AuditHandResponse\x12=\n\x08\x41uditAll\x12\x17.ddz.v1.AuditAllRequest\x1a\x18.ddz.v1.AuditAllResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -33,22 +33,22 @@ if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_AUDITALLRESPONSE_FAILEDBYCHECKENTRY']._loaded_options = None
   _globals['_AUDITALLRESPONSE_FAILEDBYCHECKENTRY']._serialized_options = b'8\001'
-  _globals['_AUDITVERDICT']._serialized_start=674
-  _globals['_AUDITVERDICT']._serialized_end=800
+  _globals['_AUDITVERDICT']._serialized_start=690
+  _globals['_AUDITVERDICT']._serialized_end=816
   _globals['_AUDITHANDREQUEST']._serialized_start=30
   _globals['_AUDITHANDREQUEST']._serialized_end=65
   _globals['_AUDITCHECK']._serialized_start=67
   _globals['_AUDITCHECK']._serialized_end=125
   _globals['_AUDITHANDRESPONSE']._serialized_start=128
-  _globals['_AUDITHANDRESPONSE']._serialized_end=314
-  _globals['_AUDITALLREQUEST']._serialized_start=316
-  _globals['_AUDITALLREQUEST']._serialized_end=348
-  _globals['_AUDITFAILURE']._serialized_start=350
-  _globals['_AUDITFAILURE']._serialized_end=420
-  _globals['_AUDITALLRESPONSE']._serialized_start=423
-  _globals['_AUDITALLRESPONSE']._serialized_end=672
-  _globals['_AUDITALLRESPONSE_FAILEDBYCHECKENTRY']._serialized_start=620
-  _globals['_AUDITALLRESPONSE_FAILEDBYCHECKENTRY']._serialized_end=672
-  _globals['_AUDITSERVICE']._serialized_start=803
-  _globals['_AUDITSERVICE']._serialized_end=946
+  _globals['_AUDITHANDRESPONSE']._serialized_end=330
+  _globals['_AUDITALLREQUEST']._serialized_start=332
+  _globals['_AUDITALLREQUEST']._serialized_end=364
+  _globals['_AUDITFAILURE']._serialized_start=366
+  _globals['_AUDITFAILURE']._serialized_end=436
+  _globals['_AUDITALLRESPONSE']._serialized_start=439
+  _globals['_AUDITALLRESPONSE']._serialized_end=688
+  _globals['_AUDITALLRESPONSE_FAILEDBYCHECKENTRY']._serialized_start=636
+  _globals['_AUDITALLRESPONSE_FAILEDBYCHECKENTRY']._serialized_end=688
+  _globals['_AUDITSERVICE']._serialized_start=819
+  _globals['_AUDITSERVICE']._serialized_end=962
 # @@protoc_insertion_point(module_scope)

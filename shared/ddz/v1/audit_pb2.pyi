@@ -35,7 +35,7 @@ class AuditCheck(_message.Message):
     def __init__(self, name: _Optional[str] = ..., passed: _Optional[bool] = ..., detail: _Optional[str] = ...) -> None: ...
 
 class AuditHandResponse(_message.Message):
-    __slots__ = ("hand_id", "verdict", "failed_check", "message", "checks", "transcript", "events")
+    __slots__ = ("hand_id", "verdict", "failed_check", "message", "checks", "transcript", "events", "key_id")
     HAND_ID_FIELD_NUMBER: _ClassVar[int]
     VERDICT_FIELD_NUMBER: _ClassVar[int]
     FAILED_CHECK_FIELD_NUMBER: _ClassVar[int]
@@ -43,6 +43,7 @@ class AuditHandResponse(_message.Message):
     CHECKS_FIELD_NUMBER: _ClassVar[int]
     TRANSCRIPT_FIELD_NUMBER: _ClassVar[int]
     EVENTS_FIELD_NUMBER: _ClassVar[int]
+    KEY_ID_FIELD_NUMBER: _ClassVar[int]
     hand_id: str
     verdict: AuditVerdict
     failed_check: str
@@ -50,7 +51,8 @@ class AuditHandResponse(_message.Message):
     checks: _containers.RepeatedCompositeFieldContainer[AuditCheck]
     transcript: _containers.RepeatedScalarFieldContainer[str]
     events: int
-    def __init__(self, hand_id: _Optional[str] = ..., verdict: _Optional[_Union[AuditVerdict, str]] = ..., failed_check: _Optional[str] = ..., message: _Optional[str] = ..., checks: _Optional[_Iterable[_Union[AuditCheck, _Mapping]]] = ..., transcript: _Optional[_Iterable[str]] = ..., events: _Optional[int] = ...) -> None: ...
+    key_id: str
+    def __init__(self, hand_id: _Optional[str] = ..., verdict: _Optional[_Union[AuditVerdict, str]] = ..., failed_check: _Optional[str] = ..., message: _Optional[str] = ..., checks: _Optional[_Iterable[_Union[AuditCheck, _Mapping]]] = ..., transcript: _Optional[_Iterable[str]] = ..., events: _Optional[int] = ..., key_id: _Optional[str] = ...) -> None: ...
 
 class AuditAllRequest(_message.Message):
     __slots__ = ("limit",)
