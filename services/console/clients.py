@@ -68,6 +68,11 @@ class RecorderClient:
         )
         return response
 
+    async def open_tables(self, limit: int) -> desk_pb2.ListTablesResponse:
+        request = desk_pb2.ListTablesRequest(limit=limit)
+        response: desk_pb2.ListTablesResponse = await ask("recorder", self.desk.ListTables, request)
+        return response
+
 
 class SettlementClient:
     def __init__(self, channel: grpc.aio.Channel) -> None:

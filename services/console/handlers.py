@@ -1,5 +1,5 @@
 """The desk's use cases, on its ports (``ports.py``): find hands, open one, open a
-player, list the live hands, read the access log.
+player, list the live tables and hands, read the access log.
 
 Every hand or player page is written to the access log BEFORE anything of it is read:
 a page whose opening could not be recorded is not shown (the log is the recorder's, in
@@ -83,6 +83,12 @@ class PlayerView:
     hands: list[desk_pb2.HandSummary] = field(default_factory=list)
 
 
+@dataclass
+class LiveTables:
+    tables: list[tuple[desk_pb2.TableSummary, list[desk_pb2.HandSummary]]]
+    elsewhere: list[desk_pb2.HandSummary] = field(default_factory=list)
+
+
 def check_hand_id(hand_id: str) -> str:
     if not HAND_ID.fullmatch(hand_id):
         raise Refusal.invalid(
@@ -160,11 +166,18 @@ class Desk:
         )
         return PlayerView(player_id, balance, list(ledgers.ledgers), list(hands.hands))
 
-    async def live(self) -> list[desk_pb2.HandSummary]:
-        found = await self.records.find_hands(
-            desk_pb2.FindHandsRequest(outcome="in_play", limit=200)
+    async def live(self) -> LiveTables:
+        """The open tables, each with its hands in play (no card: the summaries carry
+        none), and hands in play at no open table (an operator's, say)."""
+        tables, found = await asyncio.gather(
+            self.records.open_tables(200),
+            self.records.find_hands(desk_pb2.FindHandsRequest(outcome="in_play", limit=200)),
         )
-        return list(found.hands)
+        live = LiveTables([(table, []) for table in tables.tables])
+        at = {table.table_id: hands for table, hands in live.tables}
+        for hand in found.hands:
+            at.get(hand.table_id, live.elsewhere).append(hand)
+        return live
 
     async def access(self, staff: Staff, before_id: int = 0) -> list[desk_pb2.AccessEntry]:
         if not staff.auditor:

@@ -251,11 +251,8 @@ class Console:
         return self.render(request, "player.html", staff=staff, player=found)
 
     async def live(self, request: Request, staff: Staff) -> Response:
-        hands = await self.desk.live()
-        tables: dict[str, list[Any]] = {}
-        for hand in hands:
-            tables.setdefault(hand.table_id or "(table not known yet)", []).append(hand)
-        return self.render(request, "live.html", staff=staff, tables=tables)
+        live = await self.desk.live()
+        return self.render(request, "live.html", staff=staff, live=live)
 
     async def access(self, request: Request, staff: Staff) -> Response:
         before = _int(request.query_params, "before") or 0

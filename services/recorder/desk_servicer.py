@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any, TypeAlias
 
 import grpc
-from ddz.adapters.service_db.hand_index import HandFilter, HandIndex, HandSummary
+from ddz.adapters.service_db.hand_index import HandFilter, HandIndex, HandSummary, TableSummary
 from ddz.application.errors import Reason, Refusal
 from ddz.audit.evidence import Evidence, NotEvidence
 from ddz.v1 import desk_pb2, desk_pb2_grpc
@@ -91,6 +91,21 @@ class DeskServicer(desk_pb2_grpc.DeskServiceServicer):
         if found is None:
             raise Refusal.not_found(Reason.UNKNOWN_HAND, f"no hand {hand_id!r} in the store")
         return desk_pb2.GetEvidenceResponse(file=found.to_bytes(), file_name=found.file_name)
+
+    async def ListTables(
+        self, request: desk_pb2.ListTablesRequest, context: Context
+    ) -> desk_pb2.ListTablesResponse:
+        tables = await asyncio.to_thread(self.index.open_tables, request.limit or 200)
+        return desk_pb2.ListTablesResponse(tables=[table_pb(t) for t in tables])
+
+
+def table_pb(table: TableSummary) -> desk_pb2.TableSummary:
+    return desk_pb2.TableSummary(
+        table_id=table.table_id, room=table.room, variant=table.variant,
+        opened_at=table.opened_at or 0.0, hands=table.hands, last_hand_id=table.last_hand_id,
+        seats=[desk_pb2.TableSeat(player_id=s.player_id, is_bot=s.is_bot, left=s.left)
+               for s in table.seats],
+    )  # fmt: skip
 
 
 def summary_pb(hand: HandSummary) -> desk_pb2.HandSummary:

@@ -54,6 +54,7 @@ class Desk:
     tampered: str  # a finished hand whose stored bytes were changed
     live: str  # a hand in play: a person's turn, a long turn clock
     person: str
+    idle: str  # an open table with no hand dealt yet
 
     def token(self, kind: str, name: str, *role: str) -> str:
         done = subprocess.run(
@@ -88,7 +89,10 @@ def page(browser: Browser) -> Iterator[Page]:
         context.close()
 
 
-async def _play(settings: Settings) -> tuple[list[str], str, str, str]:
+IDLE_PERSON = "ida-at-an-idle-table"
+
+
+async def _play(settings: Settings) -> tuple[list[str], str, str, str, str]:
     async with Driver(settings) as driver:
         results = await driver.play("classic", hands=3, tables=1)
         hands = [r.hand_id for r in results]
@@ -100,10 +104,16 @@ async def _play(settings: Settings) -> tuple[list[str], str, str, str]:
         opened = await ask("table", driver.table.OpenTable,
                            table_pb2.OpenTableRequest(variant="classic", seats=seats))  # fmt: skip
         live = await driver.deal(BotTable("classic", "live", opened.table.table_id))
+        # a table open with no hand dealt yet: the live tables show who sits there
+        seats = [table_pb2.SeatSpec(player_id=IDLE_PERSON, is_bot=False)] + [
+            table_pb2.SeatSpec(player_id=f"bot-idle-{s}", is_bot=True) for s in (1, 2)
+        ]
+        idle = await ask("table", driver.table.OpenTable,
+                         table_pb2.OpenTableRequest(variant="laizi", seats=seats))  # fmt: skip
         read = await driver.read_hand(hands[-1])
         assert read
     player = next(p for p in _players(read) if p)
-    return hands, player, live, person
+    return hands, player, live, person, idle.table.table_id
 
 
 def _players(stored: list[Any]) -> list[str]:
@@ -152,12 +162,14 @@ def desk(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Desk]:
     with ThreadPoolExecutor(1) as worker:
         worker.submit(stack.start).result()
         try:
-            hands, player, live, person = worker.submit(asyncio.run, _play(stack.settings)).result()
+            hands, player, live, person, idle = worker.submit(
+                asyncio.run, _play(stack.settings)
+            ).result()
             tampered = hands[0]
             _tamper(data_dir / "ddz.sqlite3", tampered, 6)
             env = {**os.environ, **settings_env(stack.settings)}
             yield Desk(stack, console_url(stack.settings), env, hands[1:], player, tampered,
-                       live, person)  # fmt: skip
+                       live, person, idle)  # fmt: skip
         finally:
             worker.submit(stack.stop).result()
 
@@ -321,6 +333,18 @@ def test_a_live_hand_shows_no_hidden_cards(page: Page, desk: Desk) -> None:
     sign_in(page, desk)
     page.get_by_role("link", name="Live tables").click()
     expect(page.locator(f'a[href="/hands/{desk.live}"]')).to_have_count(1)
+    # an open table with no hand in progress: its room, rules and who sits there
+    idle = page.locator("section.live-table", has_text=desk.idle)
+    expect(idle).to_contain_text("opened by an operator")
+    expect(idle).to_contain_text("laizi")
+    expect(idle.locator(".no-hand")).to_contain_text("No hand in progress")
+    expect(idle.locator("table.table-seats tbody tr")).to_have_count(3)
+    expect(idle.locator("table.table-seats")).to_contain_text(IDLE_PERSON)
+    expect(idle.locator("table.table-seats")).to_contain_text("a bot seat")
+    expect(page.locator(f'a[href="/players/{IDLE_PERSON}"]')).to_have_count(1)
+    # the table of the hand in play, with its seats, and no card anywhere
+    busy = page.locator("section.live-table", has=page.locator(f'a[href="/hands/{desk.live}"]'))
+    expect(busy).to_contain_text(desk.person)
     page.locator(f'a[href="/hands/{desk.live}"]').click()
     expect(page.locator(".facts")).to_contain_text("in play")
     cells = page.locator("table.cards tbody tr .cards-cell")

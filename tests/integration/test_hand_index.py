@@ -19,7 +19,8 @@ from ddz.domain.players import GreedyPlayer
 from ddz.domain.ruleset import CLASSIC, LAIZI, RuleSet
 from ddz.domain.selfplay import play_hand
 from ddz.domain.settlement import RoomSettings
-from ddz.v1 import envelope_pb2, table_events_pb2
+from ddz.v1 import envelope_pb2, hand_events_pb2, table_events_pb2
+from google.protobuf.message import Message
 from signing_kit import KEYRING, sealed
 
 from services.recorder.handlers import Record, Verdict
@@ -147,6 +148,68 @@ async def test_audit_states_and_a_rebuild_from_the_store(
                                         old.events, old.started_at)  # fmt: skip
     # the access log is no projection: a rebuild keeps it
     assert [(a.staff, a.what) for a in index.access()] == [("sam", "/hands/h1")]
+
+
+def table_stream(table_id: str, at: dt.datetime, *events: tuple[str, Message],
+                 start: int = 1) -> list[bytes]:  # fmt: skip
+    """A table's events from version ``start``, a second apart from ``at``."""
+    return [
+        sealed(envelope_for_table(table_id, version, kind, message,
+                                  at + dt.timedelta(seconds=version)))
+        for version, (kind, message) in enumerate(events, start=start)
+    ]  # fmt: skip
+
+
+def envelope_for_table(table_id: str, version: int, kind: str, message: Message,
+                       at: dt.datetime) -> envelope_pb2.EventEnvelope:  # fmt: skip
+    envelope = envelope_pb2.EventEnvelope(
+        event_id=f"{table_id}-{version}", stream_id=f"table-{table_id}", stream_version=version,
+        type=kind, type_version=1, payload=message.SerializeToString(),
+    )  # fmt: skip
+    envelope.occurred_at.FromDatetime(at)
+    return envelope
+
+
+def opened(table_id: str, room: str, *seats: tuple[str, bool]) -> tuple[str, Message]:
+    return ("table_opened", table_events_pb2.TableOpened(
+        table_id=table_id, room_id=room, rules=hand_events_pb2.RuleSet(name="classic"),
+        seats=[hand_events_pb2.SeatInfo(player_id=p, is_bot=b) for p, b in seats],
+    ))  # fmt: skip
+
+
+async def test_open_tables_with_or_without_a_hand_and_who_sits_there(
+    store: SqlEventStore, index: HandIndex
+) -> None:
+    people = (("ann", False), ("bot-1", True), ("bob", False))
+    await record(
+        store, index,
+        table_stream("t7", T0, opened("t7", "bean-100", *people),
+                     ("hand_assigned", table_events_pb2.HandAssigned(hand_id="h1"))),
+        table_stream("t8", T0 + dt.timedelta(minutes=1), opened("t8", "", ("cy", False),
+                     ("bot-2", True), ("bot-3", True))),
+        table_stream("t9", T0 + dt.timedelta(minutes=2), opened("t9", "bean-100", *people),
+                     ("table_closed", table_events_pb2.TableClosed(reason="everyone left"))),
+        hand("h1", 1, ("ann", "bot-1", "bob"), T0),
+    )  # fmt: skip
+    # later, at t7: a second hand, and ann leaves
+    await record(store, index, table_stream(
+        "t7", T0, ("hand_assigned", table_events_pb2.HandAssigned(hand_id="h2")),
+        ("player_left", table_events_pb2.PlayerLeft(seat=0, player_id="ann")), start=3,
+    ))  # fmt: skip
+    found = index.open_tables()
+    assert [t.table_id for t in found] == ["t8", "t7"]  # newest first, t9 closed
+    t8, t7 = found
+    assert (t8.room, t8.variant, t8.hands, t8.last_hand_id) == ("", "classic", 0, "")
+    assert [(s.player_id, s.is_bot, s.left) for s in t8.seats] == [
+        ("cy", False, False), ("bot-2", True, False), ("bot-3", True, False)]  # fmt: skip
+    assert (t7.room, t7.hands, t7.last_hand_id) == ("bean-100", 2, "h2")
+    assert [(s.player_id, s.left) for s in t7.seats] == [
+        ("ann", True), ("bot-1", False), ("bob", False)]  # fmt: skip
+    assert t7.opened_at == (T0 + dt.timedelta(seconds=1)).timestamp()
+    assert [t.table_id for t in index.open_tables(limit=1)] == ["t8"]
+    # a projection: rebuilt from the store, the same
+    rebuild_hand_index(store, index)
+    assert index.open_tables() == found
 
 
 def test_a_filter_refuses_an_outcome_it_does_not_know() -> None:

@@ -109,6 +109,8 @@ RIGHTS: Mapping[str, Right] = MappingProxyType({
         CONSOLE, why="the desk appends who opened which hand or player page"),
     "ddz.v1.DeskService/GetEvidence": only(
         CONSOLE, OPERATOR, why="a finished hand's evidence file, for the player (public keys)"),
+    "ddz.v1.DeskService/ListTables": only(
+        CONSOLE, OPERATOR, why="open tables (room, rules, who sits; no card): the live tables"),
     "ddz.v1.DeskService/ListAccess": only(
         CONSOLE, OPERATOR, why="the desk's access log, for auditors and the operator"),
     "grpc.health.v1.Health/Check": OPEN,

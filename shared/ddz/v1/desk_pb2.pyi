@@ -145,3 +145,43 @@ class GetEvidenceResponse(_message.Message):
     file: bytes
     file_name: str
     def __init__(self, file: _Optional[bytes] = ..., file_name: _Optional[str] = ...) -> None: ...
+
+class ListTablesRequest(_message.Message):
+    __slots__ = ("limit",)
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    limit: int
+    def __init__(self, limit: _Optional[int] = ...) -> None: ...
+
+class TableSeat(_message.Message):
+    __slots__ = ("player_id", "is_bot", "left")
+    PLAYER_ID_FIELD_NUMBER: _ClassVar[int]
+    IS_BOT_FIELD_NUMBER: _ClassVar[int]
+    LEFT_FIELD_NUMBER: _ClassVar[int]
+    player_id: str
+    is_bot: bool
+    left: bool
+    def __init__(self, player_id: _Optional[str] = ..., is_bot: _Optional[bool] = ..., left: _Optional[bool] = ...) -> None: ...
+
+class TableSummary(_message.Message):
+    __slots__ = ("table_id", "room", "variant", "opened_at", "seats", "hands", "last_hand_id")
+    TABLE_ID_FIELD_NUMBER: _ClassVar[int]
+    ROOM_FIELD_NUMBER: _ClassVar[int]
+    VARIANT_FIELD_NUMBER: _ClassVar[int]
+    OPENED_AT_FIELD_NUMBER: _ClassVar[int]
+    SEATS_FIELD_NUMBER: _ClassVar[int]
+    HANDS_FIELD_NUMBER: _ClassVar[int]
+    LAST_HAND_ID_FIELD_NUMBER: _ClassVar[int]
+    table_id: str
+    room: str
+    variant: str
+    opened_at: float
+    seats: _containers.RepeatedCompositeFieldContainer[TableSeat]
+    hands: int
+    last_hand_id: str
+    def __init__(self, table_id: _Optional[str] = ..., room: _Optional[str] = ..., variant: _Optional[str] = ..., opened_at: _Optional[float] = ..., seats: _Optional[_Iterable[_Union[TableSeat, _Mapping]]] = ..., hands: _Optional[int] = ..., last_hand_id: _Optional[str] = ...) -> None: ...
+
+class ListTablesResponse(_message.Message):
+    __slots__ = ("tables",)
+    TABLES_FIELD_NUMBER: _ClassVar[int]
+    tables: _containers.RepeatedCompositeFieldContainer[TableSummary]
+    def __init__(self, tables: _Optional[_Iterable[_Union[TableSummary, _Mapping]]] = ...) -> None: ...

@@ -59,6 +59,11 @@ class DeskServiceStub:
                 request_serializer=ddz_dot_v1_dot_desk__pb2.GetEvidenceRequest.SerializeToString,
                 response_deserializer=ddz_dot_v1_dot_desk__pb2.GetEvidenceResponse.FromString,
                 _registered_method=True)
+        self.ListTables = channel.unary_unary(
+                '/ddz.v1.DeskService/ListTables',
+                request_serializer=ddz_dot_v1_dot_desk__pb2.ListTablesRequest.SerializeToString,
+                response_deserializer=ddz_dot_v1_dot_desk__pb2.ListTablesResponse.FromString,
+                _registered_method=True)
 
 
 class DeskServiceServicer:
@@ -101,6 +106,14 @@ class DeskServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListTables(self, request, context):
+        """The open tables, newest first: room, rules, who sits, the hands dealt there (no
+        card: a hand in play is looked at through FindHands and AuditHand).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_DeskServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -128,6 +141,11 @@ def add_DeskServiceServicer_to_server(servicer, server):
                     servicer.GetEvidence,
                     request_deserializer=ddz_dot_v1_dot_desk__pb2.GetEvidenceRequest.FromString,
                     response_serializer=ddz_dot_v1_dot_desk__pb2.GetEvidenceResponse.SerializeToString,
+            ),
+            'ListTables': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListTables,
+                    request_deserializer=ddz_dot_v1_dot_desk__pb2.ListTablesRequest.FromString,
+                    response_serializer=ddz_dot_v1_dot_desk__pb2.ListTablesResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -265,6 +283,33 @@ class DeskService:
             '/ddz.v1.DeskService/GetEvidence',
             ddz_dot_v1_dot_desk__pb2.GetEvidenceRequest.SerializeToString,
             ddz_dot_v1_dot_desk__pb2.GetEvidenceResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListTables(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/ddz.v1.DeskService/ListTables',
+            ddz_dot_v1_dot_desk__pb2.ListTablesRequest.SerializeToString,
+            ddz_dot_v1_dot_desk__pb2.ListTablesResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -1,6 +1,7 @@
 """The dispute desk's projection: one summary per hand, found by player, table, room,
-variant, time, outcome, "a bot played for someone" and audit state; and the desk's
-access log.
+variant, time, outcome, "a bot played for someone" and audit state; one per table
+(room, rules, who sits, the hands dealt there, closed or open: the desk's live tables);
+and the desk's access log.
 
 Kept by the recorder's writer (``HandIndex.apply``, called with each stream's events as
 they are stored: only the few event types that change a summary are opened) and by its
@@ -24,7 +25,14 @@ from sqlalchemy.engine import Connection, Engine
 
 from ddz.adapters import codec
 from ddz.adapters.codec import CodecError
-from ddz.adapters.service_db.schema import desk_access, hand_players, hand_summaries, table_rooms
+from ddz.adapters.service_db.schema import (
+    desk_access,
+    hand_players,
+    hand_summaries,
+    table_rooms,
+    table_seats,
+    table_summaries,
+)
 from ddz.adapters.store.contract import EventStore
 from ddz.domain.hand.events import (
     HandEnded,
@@ -91,6 +99,24 @@ class HandFilter:
 
 
 @dataclass(frozen=True, slots=True)
+class TableSeat:
+    player_id: str
+    is_bot: bool
+    left: bool  # the person left the table
+
+
+@dataclass(frozen=True, slots=True)
+class TableSummary:
+    table_id: str
+    room: str  # "" opened by an operator
+    variant: str
+    opened_at: float | None
+    hands: int  # hands dealt there
+    last_hand_id: str
+    seats: tuple[TableSeat, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class Access:
     id: int
     at: float
@@ -107,6 +133,15 @@ class _Change:
     seats: list[tuple[str, bool]] | None = None
     deltas: tuple[int, ...] | None = None
     events: int = 0
+
+
+@dataclass
+class _TableChange:
+    """What one batch of a table's stream changes in its summary."""
+
+    values: dict[str, Any] = field(default_factory=dict)
+    seats: list[tuple[str, bool]] | None = None
+    left: list[int] = field(default_factory=list)
 
 
 class HandIndex:
@@ -126,16 +161,28 @@ class HandIndex:
     def _apply_table(self, table_id: str, envelopes: Sequence[bytes]) -> None:
         rooms: dict[str, str] = {}
         hands: list[str] = []
+        summary = _TableChange()
         for data in envelopes:
             envelope = codec.parse_envelope(data)
             if envelope.type == "table_opened":
                 opened = table_events_pb2.TableOpened.FromString(envelope.payload)
                 rooms[table_id] = opened.room_id
+                summary.values.update(room=opened.room_id, variant=opened.rules.name,
+                                    opened_at=_seconds(envelope))  # fmt: skip
+                summary.seats = [(seat.player_id, seat.is_bot) for seat in opened.seats]
             elif envelope.type == "hand_assigned":
                 hands.append(table_events_pb2.HandAssigned.FromString(envelope.payload).hand_id)
-        if not rooms and not hands:
+                summary.values["last_hand_id"] = hands[-1]
+            elif envelope.type == "player_left":
+                summary.left.append(table_events_pb2.PlayerLeft.FromString(envelope.payload).seat)
+            elif envelope.type == "table_closed":
+                closed = table_events_pb2.TableClosed.FromString(envelope.payload)
+                summary.values.update(closed_at=_seconds(envelope) or time.time(),
+                                    close_reason=closed.reason[:200])  # fmt: skip
+        if not rooms and not hands and not summary.values and not summary.left:
             return
         with self._write() as conn:
+            self._upsert_table(conn, table_id, summary, len(hands))
             for table, room in rooms.items():
                 if (
                     conn.execute(
@@ -153,6 +200,33 @@ class HandIndex:
             )
             for hand_id in hands:
                 self._upsert(conn, hand_id, _Change({"table_id": table_id, "room": room}))
+
+    def _upsert_table(
+        self, conn: Connection, table_id: str, change: _TableChange, hands: int
+    ) -> None:
+        t = table_summaries.c
+        if conn.execute(sa.select(t.hands).where(t.table_id == table_id)).first() is None:
+            conn.execute(sa.insert(table_summaries),
+                         {"table_id": table_id, **change.values, "hands": hands})  # fmt: skip
+        elif change.values or hands:
+            conn.execute(
+                sa.update(table_summaries).where(t.table_id == table_id)
+                .values(**change.values, hands=t.hands + hands)
+            )  # fmt: skip
+        seats = table_seats.c
+        if change.seats is not None:
+            conn.execute(sa.delete(table_seats).where(seats.table_id == table_id))
+        if change.seats:
+            conn.execute(sa.insert(table_seats), [
+                {"table_id": table_id, "seat": seat, "player_id": player, "is_bot": is_bot}
+                for seat, (player, is_bot) in enumerate(change.seats)
+            ])  # fmt: skip
+        if change.left:
+            conn.execute(
+                sa.update(table_seats)
+                .where(seats.table_id == table_id, seats.seat.in_(change.left))
+                .values(person_left=True)
+            )
 
     def _apply_hand(self, hand_id: str, envelopes: Sequence[bytes]) -> None:
         change = _Change(events=len(envelopes))
@@ -253,7 +327,7 @@ class HandIndex:
     def clear(self) -> None:
         """Drop the projection's rows (not the access log): ``rebuild_hand_index``."""
         with self._write() as conn:
-            for table in (hand_players, hand_summaries, table_rooms):
+            for table in (hand_players, hand_summaries, table_rooms, table_seats, table_summaries):
                 conn.execute(sa.delete(table))
 
     # -- reading it ----------------------------------------------------------------------
@@ -307,6 +381,28 @@ class HandIndex:
             if row is None:
                 return None
             return _summary(row, self._seats(conn, [hand_id]).get(hand_id, ()))
+
+    def open_tables(self, limit: int = MAX_PAGE) -> list[TableSummary]:
+        """The tables not closed, the newest first, with who sits at each."""
+        t, s = table_summaries.c, table_seats.c
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                sa.select(table_summaries).where(t.closed_at.is_(None))
+                .order_by(t.opened_at.desc(), t.table_id).limit(max(1, min(limit, MAX_PAGE)))
+            ).all()  # fmt: skip
+            ids = [row.table_id for row in rows]
+            seats: dict[str, list[TableSeat]] = {}
+            if ids:
+                query = sa.select(table_seats).where(s.table_id.in_(ids))
+                for seat in conn.execute(query.order_by(s.table_id, s.seat)):
+                    seats.setdefault(seat.table_id, []).append(
+                        TableSeat(seat.player_id, bool(seat.is_bot), bool(seat.person_left))
+                    )
+        return [
+            TableSummary(row.table_id, row.room, row.variant, row.opened_at, row.hands,
+                         row.last_hand_id, tuple(seats.get(row.table_id, ())))
+            for row in rows
+        ]  # fmt: skip
 
     def _seats(self, conn: Connection, hand_ids: list[str]) -> dict[str, tuple[Seat, ...]]:
         if not hand_ids:

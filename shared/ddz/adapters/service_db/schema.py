@@ -124,6 +124,31 @@ table_rooms = sa.Table(
     sa.Column("room", sa.String(200), nullable=False),
 )
 
+table_summaries = sa.Table(
+    "table_summaries",
+    metadata,
+    # The desk's live tables: one row per table opened, closed_at set once it closes.
+    sa.Column("table_id", sa.String(200), primary_key=True),
+    sa.Column("room", sa.String(200), nullable=False, server_default=""),
+    sa.Column("variant", sa.String(64), nullable=False, server_default=""),
+    sa.Column("opened_at", sa.Float(), nullable=True),
+    sa.Column("closed_at", sa.Float(), nullable=True),
+    sa.Column("close_reason", sa.String(200), nullable=False, server_default=""),
+    sa.Column("hands", sa.Integer(), nullable=False, server_default="0"),
+    sa.Column("last_hand_id", sa.String(200), nullable=False, server_default=""),
+    sa.Index("ix_table_summaries_open", "closed_at", "opened_at"),
+)
+
+table_seats = sa.Table(
+    "table_seats",
+    metadata,
+    sa.Column("table_id", sa.String(200), primary_key=True),
+    sa.Column("seat", sa.Integer(), primary_key=True),
+    sa.Column("player_id", sa.String(200), nullable=False),
+    sa.Column("is_bot", sa.Boolean(), nullable=False, server_default=sa.false()),
+    sa.Column("person_left", sa.Boolean(), nullable=False, server_default=sa.false()),
+)
+
 desk_access = sa.Table(
     "desk_access",
     metadata,
