@@ -16,9 +16,11 @@ A search is ``HandIndex.find`` (what ``DeskService.FindHands`` runs): each shape
 evening; failed audits; a bot played for someone; an outcome; a player's second page)
 ``--queries`` times with random values. A hand page is what ``/hands/<id>`` costs the
 services: the recorder's ``ReadStream`` and ``AuditHand`` (the store read, ``audit_hand``:
-every check, the replay included) and ``GetHandSummary``, then the console's timeline
-and the page rendered (Jinja2); gRPC and TLS are not in it (about a millisecond each
-on loopback, docs/BENCHMARKS.md "Zero trust"). p50, p95 and max per shape.
+every check, the replay included) and ``GetHandSummary``, then the console's page: the
+audit's account of the stream for the desk's sight (``handlers.hand_view``:
+``ddz.audit``'s timeline and the table after event 12) rendered (Jinja2); gRPC and
+TLS are not in it (about a millisecond each on loopback, docs/BENCHMARKS.md "Zero
+trust"). p50, p95 and max per shape.
 """
 
 from __future__ import annotations
@@ -45,10 +47,9 @@ from ddz.audit import audit_hand
 from ddz.audit.sample import Mischief, SampleKeys, record_hand
 from ddz.audit.source import load_hand
 from ddz.domain.ruleset import VARIANTS
-from ddz.v1 import audit_pb2
 
-from services.console import timeline
-from services.console.servicer import HERE, OUTCOMES, utc
+from services.console.handlers import hand_view
+from services.console.servicer import templates
 from services.console.session import Staff
 
 KEY = b"bench-desk-key"
@@ -130,15 +131,12 @@ def hand_page(store: SqlEventStore, index: HandIndex, keys: Keyring, hand_id: st
     record = load_hand(store, hand_id)  # AuditHand
     assert record is not None
     report = audit_hand(record.events, keys, record.signatures)
-    audit = audit_pb2.AuditHandResponse(
-        hand_id=hand_id, message=report.message,
-        checks=[audit_pb2.AuditCheck(name=c.name, passed=c.passed, detail=c.detail)
-                for c in report.checks],
-    )  # fmt: skip
     summary = index.get(hand_id)  # GetHandSummary
-    page = timeline.build(hand_id, timeline.decode([e.to_proto() for e in stored]), at=12,
-                          view=None)  # fmt: skip
-    return render(staff=Staff("bench", "support", 0), hand=page, audit=audit, summary=summary)
+    # the console: the audit's account of what it read (ddz.audit's timeline and state_at)
+    page = hand_view(hand_id, [e.envelope for e in stored], report.checks, report.key_id,
+                     None, at=12, view=None)  # fmt: skip
+    return render(staff=Staff("bench", "support", 0), hand=page, account=page.timeline,
+                  table=page.table, summary=summary)  # fmt: skip
 
 
 def timed(call: Callable[[], object], runs: int) -> tuple[list[float], list[float]]:
@@ -173,8 +171,6 @@ def load() -> str:
 
 
 def run(url: str, label: str, args: argparse.Namespace) -> None:
-    import jinja2
-
     rng = random.Random(f"bench-desk-{args.hands}")
     store = create_store(url, upgrade=True)
     upgrade_service_db(store.engine)
@@ -200,9 +196,7 @@ def run(url: str, label: str, args: argparse.Namespace) -> None:
     print(f"  (load average {load()} on {os.cpu_count()} cores)", flush=True)
     for name, call in shapes(rng, index).items():
         print(line(name, timed(call, args.queries)), flush=True)
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True)
-    env.globals.update(utc=utc, outcomes=OUTCOMES)
-    template = env.get_template("hand.html")
+    template = templates().get_template("hand.html")
     keys = Keyring.of_hmac(KEY, "k1").with_events(producers.keyring)
     pages = iter(real * (args.queries // len(real) + 2))
     times = timed(lambda: hand_page(store, index, keys, next(pages), template.render),

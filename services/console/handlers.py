@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from urllib.parse import quote
 
@@ -89,6 +90,26 @@ class LiveTables:
     elsewhere: list[desk_pb2.HandSummary] = field(default_factory=list)
 
 
+def hand_view(
+    hand_id: str, envelopes: Sequence[bytes], checks: Sequence[CheckResult], key_id: str,
+    summary: desk_pb2.HandSummary | None, *, at: int | None, view: int | None,
+) -> HandView:  # fmt: skip
+    """A hand's page from its stored envelopes and the recorder's checks of them: the
+    audit's account for the desk's sight (no card of a hand in play; in one seat's view,
+    no other seat's) and the table after event ``at`` (None: the last)."""
+    report = audited_report(f"hand-{hand_id}", envelopes, checks, key_id)
+    sight = Sight(view, hide_in_play=True)
+    last = report.event_count
+    at = last if at is None else max(1, min(at, last))
+    try:
+        table: HandAt | None = report.state_at(at, sight)
+        why_not = ""
+    except NoSuchEvent as exc:
+        table, why_not = None, str(exc)
+    return HandView(report.timeline(sight), at, table, why_not, report.key_id,
+                    report.producer_keys, summary)  # fmt: skip
+
+
 def check_hand_id(hand_id: str) -> str:
     if not HAND_ID.fullmatch(hand_id):
         raise Refusal.invalid(
@@ -125,20 +146,8 @@ class Desk:
             self._summary(hand_id),
         )
         checks = [CheckResult(c.name, c.passed, c.detail) for c in audit.checks]
-        report = audited_report(
-            f"hand-{hand_id}", [item.envelope for item in stored], checks, audit.key_id
-        )
-        # the desk never shows a card of a hand in play, and one seat's view no other's
-        sight = Sight(view, hide_in_play=True)
-        last = report.event_count
-        at = last if at is None else max(1, min(at, last))
-        try:
-            table: HandAt | None = report.state_at(at, sight)
-            why_not = ""
-        except NoSuchEvent as exc:
-            table, why_not = None, str(exc)
-        return HandView(report.timeline(sight), at, table, why_not, report.key_id,
-                        report.producer_keys, summary)  # fmt: skip
+        envelopes = [item.envelope for item in stored]
+        return hand_view(hand_id, envelopes, checks, audit.key_id, summary, at=at, view=view)
 
     async def _summary(self, hand_id: str) -> desk_pb2.HandSummary | None:
         try:
