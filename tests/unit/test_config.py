@@ -182,3 +182,16 @@ def test_settings_env_gives_child_processes_the_same_settings(tmp_path: Path) ->
 def test_a_retired_variable_is_refused_by_name() -> None:
     with pytest.raises(ValueError, match=r"DDZ_OPERATOR_KEY is no longer read: .*DDZ_LOGIN_KEY"):
         Settings.from_env({"DDZ_OPERATOR_KEY": "anything"})
+
+
+def test_the_trace_url_is_an_address_with_the_trace_id_in_it() -> None:
+    assert Settings.from_env({}).trace_url == ""
+    url = "https://grafana.example/explore?traceId={trace_id}"
+    assert Settings.from_env({"DDZ_TRACE_URL": f" {url} "}).trace_url == url
+    for bad in (
+        "grafana.example/{trace_id}",
+        "https://grafana.example/explore",
+        "javascript:{trace_id}",
+    ):
+        with pytest.raises(ValueError, match="DDZ_TRACE_URL"):
+            Settings.from_env({"DDZ_TRACE_URL": bad})
