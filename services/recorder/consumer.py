@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import nats.errors
 import nats.js.errors
 import structlog
-from ddz.adapters import metrics
+from ddz.adapters import metrics, tracing
 from ddz.adapters.bus import ALL_SUBJECTS, DurablePull, EventBus, delivery_of
 from nats.aio.msg import Msg
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
@@ -142,9 +142,21 @@ class StoreConsumer:
     async def _handle(self, messages: list[Msg]) -> None:
         for msg in messages:
             metrics.event_consumed(self.durable, delivery_of(msg.reply))
-        outcomes = await self.record([msg.data for msg in messages])
-        for msg, outcome in zip(messages, outcomes, strict=True):
-            await _settle(msg, outcome)
+        # One write serves the whole batch: its span links every message's producer, and
+        # each message's own span (its hop in its move's trace) lasts until it is stored.
+        with tracing.consuming_batch(self.durable, [msg.headers for msg in messages]):
+            hops = [tracing.message_span(self.durable, m.subject, m.headers) for m in messages]
+            try:
+                outcomes = await self.record(
+                    [msg.data for msg in messages],
+                    [tracing.trace_id_of(msg.headers) for msg in messages],
+                )
+            finally:
+                for hop in hops:
+                    if hop is not None:
+                        hop.end()
+            for msg, outcome in zip(messages, outcomes, strict=True):
+                await _settle(msg, outcome)
 
 
 async def _settle(msg: Msg, outcome: Outcome) -> None:

@@ -75,6 +75,7 @@ class _Arrival:
     stream_id: str
     version: int
     event_type: str
+    trace_id: str | None = None
 
 
 class Record:
@@ -97,8 +98,11 @@ class Record:
         self.keyring = keyring  # nothing is stored that its producer did not sign
         self.stored = 0  # events written (not counting redeliveries)
 
-    async def __call__(self, arrived: Sequence[bytes]) -> list[Outcome]:
-        """One outcome per arrived envelope, in the order they arrived."""
+    async def __call__(
+        self, arrived: Sequence[bytes], trace_ids: Sequence[str | None] | None = None
+    ) -> list[Outcome]:
+        """One outcome per arrived envelope, in the order they arrived. ``trace_ids``: the
+        trace each arrived in (kept with it), one per envelope when given."""
         outcomes: list[Outcome] = [STORED] * len(arrived)
         streams: dict[str, list[_Arrival]] = {}
         for index, data in enumerate(arrived):
@@ -113,7 +117,12 @@ class Record:
                 outcomes[index] = Outcome(Verdict.REFUSED, why="not an EventEnvelope")
                 continue
             arrival = _Arrival(
-                index, data, envelope.stream_id, envelope.stream_version, envelope.type
+                index,
+                data,
+                envelope.stream_id,
+                envelope.stream_version,
+                envelope.type,
+                trace_ids[index] if trace_ids is not None else None,
             )
             streams.setdefault(arrival.stream_id, []).append(arrival)
         if streams:
@@ -134,7 +143,12 @@ class Record:
         versions = [i.version for i in items]
         if versions == list(range(versions[0], versions[0] + len(items))) and versions[0] >= 1:
             try:
-                self.store.append(stream_id, versions[0] - 1, [i.data for i in items])
+                self.store.append(
+                    stream_id,
+                    versions[0] - 1,
+                    [i.data for i in items],
+                    [i.trace_id for i in items],
+                )
                 self._after_write(stream_id, items)
                 return [None] * len(items)
             except Exception:
@@ -142,7 +156,7 @@ class Record:
         results: list[Exception | None] = []
         for item in items:
             try:
-                self.store.append(stream_id, max(item.version - 1, 0), [item.data])
+                self.store.append(stream_id, max(item.version - 1, 0), [item.data], [item.trace_id])
                 self._after_write(stream_id, [item])
                 results.append(None)
             except Exception as exc:

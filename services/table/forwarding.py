@@ -33,6 +33,7 @@ import structlog
 from ddz.adapters import metrics
 from ddz.adapters.certs import read_tls_file
 from ddz.adapters.grpc_client import KEEPALIVE, RECONNECT_BACKOFF_MS, error_info
+from ddz.adapters.tracing import client_interceptors
 from ddz.application.errors import Refusal
 from ddz.config import Settings
 
@@ -93,14 +94,18 @@ def forwarding_channel(settings: Settings, address: str) -> grpc.aio.Channel:
         *KEEPALIVE,
     ]
     if settings.insecure:
-        return grpc.aio.insecure_channel(address, options=options)
+        return grpc.aio.insecure_channel(
+            address, options=options, interceptors=client_interceptors()
+        )
     credentials = grpc.ssl_channel_credentials(
         root_certificates=read_tls_file(settings.tls_ca_path, "CA")
     )
     # The table is player facing, so its clients set no name override (they check the
     # name they dial); an instance dialled by address must still be the table.
     options.append(("grpc.ssl_target_name_override", CERTIFICATE_NAME))
-    return grpc.aio.secure_channel(address, credentials, options=options)
+    return grpc.aio.secure_channel(
+        address, credentials, options=options, interceptors=client_interceptors()
+    )
 
 
 class Unreached(Refusal):

@@ -62,6 +62,8 @@ WILDCARD_HOSTS = frozenset({"0.0.0.0", "::", "[::]"})
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 LOG_FORMATS: tuple[LogFormat, ...] = ("json", "console", "auto")
+TRACES_EXPORTERS = ("", "none", "otlp", "console")
+TRACES_PROTOCOLS = ("http/protobuf", "grpc")
 AUDIT_KEY_FILE = "audit.key"
 NATS_SCHEMES = ("nats://", "tls://", "ws://", "wss://")
 DEFAULT_STREAM_MAX_AGE = 7 * 24 * 3600.0
@@ -222,6 +224,10 @@ class Settings:
     # DDZ_TRACE_URL: a trace's page in the operator's tracing UI, "{trace_id}" in it; the
     # desk links each event's trace id there (blank: the id is shown as text)
     trace_url: str = ""
+    # Traces (ddz.adapters.tracing; docs/OPERATIONS.md "Traces"): OpenTelemetry's own
+    # variables, not DDZ_*; the SDK reads the rest (endpoint, sampler, resource) itself.
+    traces_exporter: str = ""  # OTEL_TRACES_EXPORTER: "" (unset or none: off), otlp, console
+    traces_protocol: str = "http/protobuf"  # OTEL_EXPORTER_OTLP_[TRACES_]PROTOCOL, or grpc
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -279,6 +285,22 @@ class Settings:
                 "DDZ_NATS_SYNC must be 'always' or a duration such as 1s or 500ms, "
                 f"got {nats_sync!r}"
             )
+        traces_exporter = env.get("OTEL_TRACES_EXPORTER", "").strip().lower()
+        if traces_exporter not in TRACES_EXPORTERS:
+            raise ValueError(
+                f"OTEL_TRACES_EXPORTER must be one of {', '.join(TRACES_EXPORTERS)}, "
+                f"got {traces_exporter!r}"
+            )
+        traces_protocol = (
+            env.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "").strip()
+            or env.get("OTEL_EXPORTER_OTLP_PROTOCOL", "").strip()
+            or "http/protobuf"
+        ).lower()
+        if traces_protocol not in TRACES_PROTOCOLS:
+            raise ValueError(
+                f"OTEL_EXPORTER_OTLP_PROTOCOL must be one of {', '.join(TRACES_PROTOCOLS)}, "
+                f"got {traces_protocol!r}"
+            )
         audit_key_id = env.get("DDZ_AUDIT_KEY_ID", "k1").strip() or "k1"
         if not audit_key_id.isascii() or not audit_key_id.isprintable():
             raise ValueError("DDZ_AUDIT_KEY_ID must be printable ASCII")
@@ -303,6 +325,8 @@ class Settings:
             log_level=log_level,
             log_format=log_format,  # checked against LOG_FORMATS above
             log_to_file=_bool(env, "DDZ_LOG_TO_FILE", False),
+            traces_exporter="" if traces_exporter == "none" else traces_exporter,
+            traces_protocol=traces_protocol,
             audit_key=env.get("DDZ_AUDIT_KEY", "").encode("utf-8"),
             audit_key_id=audit_key_id,
             audit_signing_key_file=_path(env, "DDZ_AUDIT_SIGNING_KEY"),

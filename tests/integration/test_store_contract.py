@@ -353,6 +353,71 @@ def test_sign_head(store: SqlEventStore) -> None:
     assert "operator key" not in repr(store.read_signatures("hand-1"))
 
 
+# -- the trace each event arrived in ------------------------------------------------------------
+
+TRACE_A = "4bf92f3577b34da6a3ce929d0e0e4736"
+TRACE_B = "0af7651916cd43dd8448eb211c80319c"
+
+
+def test_trace_ids_are_kept_beside_the_events_not_in_their_hashes(store: SqlEventStore) -> None:
+    untraced = create_store("sqlite://", upgrade=True)
+    try:
+        events = batch("hand-1", 1, 3)
+        kept = store.append("hand-1", 0, events, [TRACE_A, None, TRACE_B])
+        plain = untraced.append("hand-1", 0, events)
+        assert [r.trace_id for r in kept] == [TRACE_A, None, TRACE_B]
+        assert [r.trace_id for r in plain] == [None, None, None]
+        # The chain and the bytes are the same with or without traces.
+        assert [r.hash for r in kept] == [r.hash for r in plain]
+        assert store.read_stream("hand-1") == kept
+        assert store.read_all() == kept
+        assert kept[0].to_proto().trace_id == TRACE_A and kept[1].to_proto().trace_id == ""
+        # A redelivery in another trace is the same event: it keeps the trace it came in.
+        again = store.append("hand-1", 0, events[:1], [TRACE_B])
+        assert again == kept[:1]
+    finally:
+        untraced.close()
+
+
+def test_a_trace_id_per_envelope(store: SqlEventStore) -> None:
+    with pytest.raises(ValueError, match="one trace id"):
+        store.append("hand-1", 0, batch("hand-1", 1, 2), [TRACE_A])
+    assert store.read_all() == []
+
+
+def test_rows_stored_before_traces_were_kept_read_with_none(database_url: str) -> None:
+    upgrade_store(database_url, "0002")
+    engine = sa.create_engine(normalize_database_url(database_url))
+    try:
+        with engine.connect() as conn:
+            columns = [c["name"] for c in sa.inspect(conn).get_columns("events")]
+        assert "trace_id" not in columns
+        old = StoredEvent.__dataclass_fields__
+        row = {name: None for name in old if name != "trace_id"}
+        data = envelope("hand-1", 1)
+        row.update(
+            position=1, event_id="e-1", stream_id="hand-1", stream_version=1, type="CardsPlayed",
+            type_version=1, causation_id="cause-1", correlation_id="corr-1", producer="pytest",
+            payload=b"hand-1:1", envelope=data, prev_hash=ZERO_HASH,
+            hash=chain.chain_hash(ZERO_HASH, data),
+        )  # fmt: skip
+        with engine.begin() as conn:
+            conn.execute(sa.text(
+                f"INSERT INTO events ({', '.join(row)}) VALUES ({', '.join(':' + k for k in row)})"
+            ), row)  # fmt: skip
+    finally:
+        engine.dispose()
+    upgrade_store(database_url)
+    store = create_store(database_url)
+    try:
+        (before,) = store.read_stream("hand-1")
+        assert before.trace_id is None and before.envelope == data
+        (after,) = store.append("hand-1", 1, [envelope("hand-1", 2)], [TRACE_A])
+        assert after.trace_id == TRACE_A and after.prev_hash == before.hash
+    finally:
+        store.close()
+
+
 # -- migrations -------------------------------------------------------------------------------
 
 

@@ -56,8 +56,13 @@ class FakeStore(EventStore):
         self.appends = 0
 
     def append(
-        self, stream_id: str, expected_version: int, envelopes: Sequence[bytes]
+        self,
+        stream_id: str,
+        expected_version: int,
+        envelopes: Sequence[bytes],
+        trace_ids: Sequence[str | None] | None = None,
     ) -> list[StoredEvent]:
+        traces = dict(zip(envelopes, trace_ids or [None] * len(envelopes), strict=True))
         self.appends += 1
         if self.down:
             raise ConnectionError("database unreachable")
@@ -89,7 +94,7 @@ class FakeStore(EventStore):
                 len(self.events) + 1, envelope.event_id, stream_id, envelope.stream_version,
                 envelope.type, envelope.type_version, None, envelope.causation_id,
                 envelope.correlation_id, envelope.producer, envelope.payload, data, prev,
-                chain.chain_hash(prev, data),
+                chain.chain_hash(prev, data), traces.get(data),
             )  # fmt: skip
             prev = record.hash
             self.events.append(record)

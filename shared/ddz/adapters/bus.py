@@ -48,7 +48,7 @@ from nats.js.api import (
 )
 from nats.js.kv import KeyValue
 
-from ddz.adapters import metrics
+from ddz.adapters import metrics, tracing
 from ddz.application.tasks import cancel_and_wait
 
 STREAM_NAME = "DDZ"
@@ -609,9 +609,11 @@ class EventBus:
             if expected_subject is not None:
                 headers[EXPECTED_LAST_SUBJECT_SEQUENCE_SUBJECT] = expected_subject
         try:
-            ack = await self.js.publish(
-                subject, envelope, timeout=timeout, stream=self.stream, headers=headers
-            )
+            with tracing.producing(subject):
+                tracing.inject(headers)  # beside the envelope, never in its signed bytes
+                ack = await self.js.publish(
+                    subject, envelope, timeout=timeout, stream=self.stream, headers=headers
+                )
         except nats.js.errors.APIError as exc:
             if exc.err_code == WRONG_LAST_SEQUENCE_ERR:
                 raise WrongLastSequence(
@@ -646,11 +648,21 @@ class EventBus:
         """
         if not messages or any(not m.event_id for m in messages):
             raise ValueError("a batch needs messages, each with its event id")
+        with tracing.producing(messages[0].subject, len(messages)):
+            carried: dict[str, str] = {}
+            tracing.inject(carried)  # one publish span, named by every message
+            reply = await self._send_batch(messages, carried, timeout)
+        return self._batch_stored(messages, reply)
+
+    async def _send_batch(
+        self, messages: Sequence[BatchMessage], carried: Mapping[str, str], timeout: float
+    ) -> bytes:
         batch_id = uuid.uuid4().hex
         last = len(messages)
         reply = b""
         for number, message in enumerate(messages, 1):
             headers = {MSG_ID: message.event_id, BATCH_ID: batch_id, BATCH_SEQUENCE: str(number)}
+            headers.update(carried)
             if message.expected_last_subject_seq is not None:
                 headers[EXPECTED_LAST_SUBJECT_SEQUENCE] = str(message.expected_last_subject_seq)
                 if message.expected_subject is not None:
@@ -667,6 +679,11 @@ class EventBus:
             except nats.errors.NoRespondersError:
                 raise nats.js.errors.NoStreamResponseError from None
             reply = answer.data
+        return reply
+
+    @staticmethod
+    def _batch_stored(messages: Sequence[BatchMessage], reply: bytes) -> list[int]:
+        last = len(messages)
         ack = json.loads(reply)
         error = ack.get("error")
         if error:
@@ -1090,6 +1107,11 @@ class _FetchLoop:
         structlog.contextvars.bind_contextvars(
             durable=self.subscription.durable, subject=msg.subject, event_id=delivery.event_id
         )
+        # In its producer's trace, the verdict's log lines too.
+        with tracing.consuming(self.subscription.durable, msg.subject, msg.headers):
+            await self._settled(msg, delivery)
+
+    async def _settled(self, msg: Msg, delivery: Delivery) -> None:
         try:
             await self.handler(delivery)
         except Reject as exc:

@@ -44,8 +44,9 @@ from ddz.adapters.certs import read_tls_file
 from ddz.adapters.grpc_server import ERROR_DOMAIN, REQUEST_ID_HEADER, STATUS_OF
 from ddz.adapters.health import ACTIVE_TABLE
 from ddz.adapters.rights import PLAYER_FACING
+from ddz.adapters.tracing import client_interceptors, configure_tracing
 from ddz.application.errors import Kind, Reason, Refusal
-from ddz.config import Settings
+from ddz.config import OPERATOR, Settings
 
 T = TypeVar("T")
 
@@ -304,20 +305,30 @@ def open_channel(
     """The one way a channel to a service of the suite is made (``make_channel``,
     ``tokens.bearer_channel``): TLS as ``channel_credentials`` says, the suite's
     options, ``interceptors``."""
+    # A tool's first channel turns its tracing on when OTEL_TRACES_EXPORTER asks (a
+    # service's runner has done so already); the tracing interceptors come first, so the
+    # call's span covers the others and its metadata carries the traceparent.
+    configure_tracing(settings, service=tool_name(settings))
+    interceptors = [*client_interceptors(), *interceptors]
     credentials = channel_credentials(settings, client_cert=client_cert)
     options = channel_options(settings, health_name_for(target, service))
     if credentials is None:
         return grpc.aio.insecure_channel(
             channel_target(target),
             options=options,
-            interceptors=list(interceptors),
+            interceptors=interceptors,
         )
     return grpc.aio.secure_channel(
         channel_target(target),
         credentials,
         options=[*options, *(tls_options(service) or list_tls_options(target))],
-        interceptors=list(interceptors),
+        interceptors=interceptors,
     )
+
+
+def tool_name(settings: Settings) -> str:
+    """The traces' name of this process: its service, or ``cli`` for the operator's tools."""
+    return "cli" if settings.identity == OPERATOR else settings.identity
 
 
 def list_tls_options(target: str) -> list[tuple[str, Any]]:

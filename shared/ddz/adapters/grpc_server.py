@@ -47,6 +47,7 @@ from ddz.adapters import metrics
 from ddz.adapters.certs import SPIFFE_PREFIX, read_tls_file
 from ddz.adapters.health import Check, HealthWatch
 from ddz.adapters.rights import PLAYER_FACING, Right, right_of
+from ddz.adapters.tracing import server_interceptors
 from ddz.application.errors import Kind, Refusal
 from ddz.config import Settings
 
@@ -382,7 +383,12 @@ async def start_server(
             "checked. Anyone who reaches this port can call every RPC. Local development only.",
         )  # fmt: skip
     server = grpc.aio.server(
-        interceptors=[ContextInterceptor(service_name, authorize=credentials is not None)],
+        # The call's span outermost (nothing while tracing is off), so what the context
+        # interceptor logs and refuses is inside it.
+        interceptors=[
+            *server_interceptors(),
+            ContextInterceptor(service_name, authorize=credentials is not None),
+        ],
         options=[
             ("grpc.max_receive_message_length", settings.max_message_bytes),
             # Without this, Linux lets a second server bind the same port silently.

@@ -30,7 +30,7 @@ import structlog
 from nats.aio.msg import Msg
 from nats.js.api import ConsumerInfo
 
-from ddz.adapters import hand_stream, metrics
+from ddz.adapters import hand_stream, metrics, tracing
 from ddz.adapters.bus import (
     ALL_SUBJECTS,
     Delivery,
@@ -433,6 +433,12 @@ class HandFeed:
         """Apply one message; what to tell JetStream about it."""
         if not self._wanted_subject(msg.subject):
             return Verdict.ACK  # another instance's hand: not even opened
+        # In its producer's trace: what the message leads to here (a view sent, a bot's
+        # move) and what is logged about it are part of the move that published it.
+        with tracing.consuming(self._durable, msg.subject, msg.headers):
+            return await self._applied(msg, delivery)
+
+    async def _applied(self, msg: Msg, delivery: DeliveryTokens) -> Verdict:
         try:
             await self.handle_data(msg.data)
         except Reject as exc:

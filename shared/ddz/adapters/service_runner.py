@@ -40,6 +40,7 @@ from ddz.adapters.health import Check
 from ddz.adapters.logging import configure_logging
 from ddz.adapters.metrics import MetricsServer, serve_metrics
 from ddz.adapters.nats_auth import connect_options
+from ddz.adapters.tracing import configure_tracing, shutdown_tracing
 from ddz.compiled import engine_build
 from ddz.config import SERVICE_PORTS, WILDCARD_HOSTS, Settings, redacted_servers, redacted_url
 
@@ -283,6 +284,14 @@ def main(name: str) -> int:
         print(f"ddz: error: {exc}", file=sys.stderr)
         return 2
     configure_logging(settings, service=name)
+    configure_tracing(settings, service=name)
+    try:
+        return _run(name, settings)
+    finally:
+        shutdown_tracing()  # what is still queued is exported before the process ends
+
+
+def _run(name: str, settings: Settings) -> int:
     build = engine_build()
     if build.stale:
         log.warning("stale_rules_engine", detail=build.describe())

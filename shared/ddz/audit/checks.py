@@ -117,6 +117,7 @@ def audit_hand(
         checks=checks,
         events=tuple(audit.decoded),
         key_id=audit.signed_by,
+        rows=events,
     )
 
 

@@ -16,6 +16,8 @@ from ddz.domain.hand import Recorded
 from ddz.v1 import envelope_pb2
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from ddz.audit.sight import Sight
     from ddz.audit.snapshot import HandAt
     from ddz.audit.timeline import Timeline
@@ -102,7 +104,19 @@ class AuditReport:
     checks: tuple[CheckResult, ...]
     events: tuple[AuditedEvent, ...] = ()  # decoded; shorter when decoding failed
     key_id: str = ""
+    # The stored events as audited (``StoredRow``s; ``trace_id`` read from them where the
+    # store keeps it): what the transcript shows beside the checks' findings.
+    rows: Sequence[Any] = field(default=(), compare=False, repr=False)
     _cache: dict[object, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    def trace_ids(self) -> dict[int, str]:
+        """The trace id each traced event arrived in, by stream version."""
+        found: dict[int, str] = {}
+        for row in self.rows:
+            trace_id = getattr(row, "trace_id", None)
+            if trace_id:
+                found[row.stream_version] = trace_id
+        return found
 
     @property
     def hand_id(self) -> str:

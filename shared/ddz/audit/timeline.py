@@ -57,13 +57,16 @@ class Entry:
     refused: bool = False
     multiplier: int | None = None  # the hand's multiplier after this event (None: no hand yet)
     producer: str = ""  # the service that recorded it (the envelope's producer, its name)
-    trace_id: str | None = None  # the trace of the command that led to it, when it had one
+    # The trace the event arrived in (``StoredEvent.trace_id``): what support quotes to
+    # find the move's spans in the tracing backend. None when it was sent untraced.
+    trace_id: str | None = None
 
     def lines(self) -> list[str]:
         mark = self.actor.mark if self.actor is not None else ""
         text = f"{self.text} [{mark}]" if mark else self.text
         head = f"#{self.version:<4d}{clock(self.at)} {elapsed(self.since_deal):>9}  {text}"
-        return [head, *(f"{INDENT}{line}" for line in self.details)]
+        details = [*self.details, f"trace {self.trace_id}"] if self.trace_id else self.details
+        return [head, *(f"{INDENT}{line}" for line in details)]
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -42,6 +42,8 @@ from ddz.domain.multipliers import Factor
 from ddz.domain.ruleset import Scoring
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from ddz.audit.report import AuditedEvent, AuditReport
 
 
@@ -73,13 +75,13 @@ class _Entry:
 
         self.multiplier: int | None = None
 
-    def done(self) -> Entry:
+    def done(self, traces: Mapping[int, str]) -> Entry:
         audited, at = self.audited, self.audited.occurred_at
         since = None if at is None or self.dealt is None else (at - self.dealt).total_seconds()
         return Entry(
             audited.version, audited.type, self.text, tuple(self.details), at, since,
             self.actor, isinstance(audited.event, CommandRejected), self.multiplier,
-            audited.producer.split("@", 1)[0],
+            audited.producer.split("@", 1)[0], traces.get(audited.version),
         )  # fmt: skip
 
 
@@ -148,7 +150,8 @@ class _Writer:
             self.entries[-1].multiplier = state.multiplier.total if state.seats else None
             self.hand_versions.append(version)
             self.after(event, state)
-        return [entry.done() for entry in self.entries]
+        traces = self.report.trace_ids()
+        return [entry.done(traces) for entry in self.entries]
 
     def refused(self, version: int, event: CommandRejected) -> None:
         if self.shows(event.seat):

@@ -41,13 +41,15 @@ class EventEnvelope(_message.Message):
     def __init__(self, event_id: _Optional[str] = ..., stream_id: _Optional[str] = ..., stream_version: _Optional[int] = ..., type: _Optional[str] = ..., type_version: _Optional[int] = ..., occurred_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., causation_id: _Optional[str] = ..., correlation_id: _Optional[str] = ..., producer: _Optional[str] = ..., payload: _Optional[bytes] = ..., content_type: _Optional[str] = ..., envelope_version: _Optional[int] = ..., producer_key_id: _Optional[str] = ..., signature: _Optional[bytes] = ...) -> None: ...
 
 class StoredEvent(_message.Message):
-    __slots__ = ("envelope", "position", "prev_hash", "hash")
+    __slots__ = ("envelope", "position", "prev_hash", "hash", "trace_id")
     ENVELOPE_FIELD_NUMBER: _ClassVar[int]
     POSITION_FIELD_NUMBER: _ClassVar[int]
     PREV_HASH_FIELD_NUMBER: _ClassVar[int]
     HASH_FIELD_NUMBER: _ClassVar[int]
+    TRACE_ID_FIELD_NUMBER: _ClassVar[int]
     envelope: bytes
     position: int
     prev_hash: str
     hash: str
-    def __init__(self, envelope: _Optional[bytes] = ..., position: _Optional[int] = ..., prev_hash: _Optional[str] = ..., hash: _Optional[str] = ...) -> None: ...
+    trace_id: str
+    def __init__(self, envelope: _Optional[bytes] = ..., position: _Optional[int] = ..., prev_hash: _Optional[str] = ..., hash: _Optional[str] = ..., trace_id: _Optional[str] = ...) -> None: ...

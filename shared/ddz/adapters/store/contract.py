@@ -75,10 +75,17 @@ class StoredEvent:
     envelope: bytes
     prev_hash: str
     hash: str
+    # The trace of the message that brought it (docs/OPERATIONS.md "Traces"); outside
+    # the envelope and the hash chain. None: stored untraced, or before traces were kept.
+    trace_id: str | None = None
 
     def to_proto(self) -> envelope_pb2.StoredEvent:
         return envelope_pb2.StoredEvent(
-            envelope=self.envelope, position=self.position, prev_hash=self.prev_hash, hash=self.hash
+            envelope=self.envelope,
+            position=self.position,
+            prev_hash=self.prev_hash,
+            hash=self.hash,
+            trace_id=self.trace_id or "",
         )
 
     def parse_envelope(self) -> envelope_pb2.EventEnvelope:
@@ -116,9 +123,16 @@ class EventStore(abc.ABC):
 
     @abc.abstractmethod
     def append(
-        self, stream_id: str, expected_version: int, envelopes: Sequence[bytes]
+        self,
+        stream_id: str,
+        expected_version: int,
+        envelopes: Sequence[bytes],
+        trace_ids: Sequence[str | None] | None = None,
     ) -> list[StoredEvent]:
         """Append serialised EventEnvelopes to a stream, all or nothing.
+
+        ``trace_ids``, one per envelope when given: the trace each arrived in, kept
+        beside it (``StoredEvent.trace_id``; an event stored already keeps its own).
 
         Envelope ``i`` must carry ``stream_id`` and version ``expected_version + i + 1``
         (else ``InvalidEnvelope``). An envelope whose event id is already stored with

@@ -32,6 +32,10 @@ events = sa.Table(
     sa.Column("envelope", sa.LargeBinary(), nullable=False),
     sa.Column("prev_hash", sa.String(64), nullable=False),
     sa.Column("hash", sa.String(64), nullable=False),
+    # Added by revision 0003: the trace (W3C trace id, 32 hex digits) of the message that
+    # carried the event to the recorder; NULL for rows from before it or sent untraced.
+    # Not part of the envelope, its hash or its signature.
+    sa.Column("trace_id", sa.String(32), nullable=True),
     sa.UniqueConstraint("event_id", name="uq_events_event_id"),
     sa.UniqueConstraint("stream_id", "stream_version", name="uq_events_stream_version"),
 )

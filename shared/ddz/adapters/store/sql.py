@@ -186,12 +186,23 @@ class SqlEventStore(EventStore):
     # -- writing -------------------------------------------------------------------
 
     def append(
-        self, stream_id: str, expected_version: int, envelopes: Sequence[bytes]
+        self,
+        stream_id: str,
+        expected_version: int,
+        envelopes: Sequence[bytes],
+        trace_ids: Sequence[str | None] | None = None,
     ) -> list[StoredEvent]:
         if expected_version < 0:
             raise ValueError(f"expected_version must be >= 0, got {expected_version}")
+        if trace_ids is not None and len(trace_ids) != len(envelopes):
+            raise ValueError("one trace id (or None) per envelope")
         rows = [
-            _row_from_envelope(stream_id, expected_version + offset + 1, data)
+            _row_from_envelope(
+                stream_id,
+                expected_version + offset + 1,
+                data,
+                trace_ids[offset] if trace_ids is not None else None,
+            )
             for offset, data in enumerate(envelopes)
         ]
         if not rows:
@@ -386,7 +397,9 @@ class SqlEventStore(EventStore):
         self.engine.dispose()
 
 
-def _row_from_envelope(stream_id: str, version: int, data: bytes) -> dict[str, Any]:
+def _row_from_envelope(
+    stream_id: str, version: int, data: bytes, trace_id: str | None = None
+) -> dict[str, Any]:
     """The row for one envelope; checks it belongs where it is being appended."""
     data = bytes(data)
     try:
@@ -415,4 +428,5 @@ def _row_from_envelope(stream_id: str, version: int, data: bytes) -> dict[str, A
         "producer": envelope.producer,
         "payload": envelope.payload,
         "envelope": data,
+        "trace_id": trace_id,
     }
