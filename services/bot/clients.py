@@ -13,7 +13,7 @@ import functools
 from collections.abc import Sequence
 
 import grpc
-from ddz.adapters import codec
+from ddz.adapters import codec, tracing
 from ddz.adapters.grpc_client import KIND_OF, ask, refusal_from
 from ddz.adapters.routing import RulesStub
 from ddz.application.errors import Kind, Reason, Refusal
@@ -32,6 +32,12 @@ class RulesClient:
         self.batched = True
 
     async def decide_batch(self, moves: Sequence[Move]) -> Sequence[Outcome]:
+        # Each batch of the bot's moves starts a trace: its hand's task was started
+        # inside the span of the hand's first message, which would make a hand one trace.
+        with tracing.new_trace("bot moves", **{"ddz.moves": len(moves)}):
+            return await self._decide_batch(moves)
+
+    async def _decide_batch(self, moves: Sequence[Move]) -> Sequence[Outcome]:
         requests = [request_of(move) for move in moves]
         if self.batched:
             try:

@@ -733,8 +733,10 @@ def test_hands_signed_before_the_switch_audit_as_they_did_after_the_migration(
     old = create_store(url)
     with old.engine.begin() as conn:
         conn.execute(
+            # The columns of revision 0001: no trace_id yet (revision 0003).
             sa.insert(events), [{**r, "position": i + 1} for i, r in
-                                enumerate(rows_of(source.read_stream(stream_id)))]
+                                enumerate(rows_of(source.read_stream(stream_id)))
+                                if r.pop("trace_id", None) is None]
         )  # fmt: skip
         for s in source.read_signatures(stream_id):
             conn.exec_driver_sql(

@@ -42,6 +42,7 @@ import contextlib
 import dataclasses
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -143,6 +144,20 @@ class SignalStop:
         while not self._set and (left := deadline - time.monotonic()) > 0:
             time.sleep(min(left, 0.05))
         return self._set
+
+
+def traced_as(env: Mapping[str, str], service: str, instance: str) -> dict[str, str]:
+    """A child's environment naming it in its traces: ``OTEL_SERVICE_NAME`` ``ddz-<service>``
+    and ``service.instance.id`` ``<instance>@<host>`` in ``OTEL_RESOURCE_ATTRIBUTES``,
+    each unless the operator set it (their resource attributes are kept)."""
+    named = dict(env)
+    named.setdefault("OTEL_SERVICE_NAME", f"ddz-{service}")
+    attributes = named.get("OTEL_RESOURCE_ATTRIBUTES", "").strip()
+    keys = {item.split("=", 1)[0].strip() for item in attributes.split(",") if item.strip()}
+    if "service.instance.id" not in keys:
+        mine = f"service.instance.id={instance}@{socket.gethostname()}"
+        named["OTEL_RESOURCE_ATTRIBUTES"] = f"{attributes},{mine}" if attributes else mine
+    return named
 
 
 def settings_env(settings: Settings) -> dict[str, str]:
@@ -566,6 +581,7 @@ class Stack:
         log_file = self.settings.log_dir / f"{name}.log"
         # Its own NATS user (one per service), and its own ports (one per instance).
         env = {**env, **self._service_env.get(service, {}), **self._instance_env.get(name, {})}
+        env = traced_as(env, service, name)
         command = [sys.executable, "-m", f"services.{service}"]
         if self.profile_dir is not None:
             self.profile_dir.mkdir(parents=True, exist_ok=True)

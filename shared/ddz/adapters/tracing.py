@@ -32,7 +32,9 @@ traces: the recorder keeps it with the stored event.
 from __future__ import annotations
 
 import contextlib
+import os
 import re
+import socket
 from collections.abc import Iterable, Iterator, Mapping, MutableMapping, Sequence
 from typing import Any
 
@@ -63,7 +65,7 @@ def configure_tracing(settings: Settings, *, service: str) -> bool:
     global _tracer, _provider
     if not settings.traces_exporter or _tracer is not None:
         return _tracer is not None
-    from opentelemetry.sdk.resources import SERVICE_NAME, Resource
+    from opentelemetry.sdk.resources import SERVICE_INSTANCE_ID, SERVICE_NAME, Resource
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
@@ -71,6 +73,9 @@ def configure_tracing(settings: Settings, *, service: str) -> bool:
     name = str(resource.attributes.get(SERVICE_NAME, ""))
     if not name or name.startswith("unknown_service"):
         resource = resource.merge(Resource({SERVICE_NAME: f"ddz-{service}"}))
+    if SERVICE_INSTANCE_ID not in resource.attributes:  # as the events' producer says
+        instance = f"{service}@{socket.gethostname()}:{os.getpid()}"
+        resource = resource.merge(Resource({SERVICE_INSTANCE_ID: instance}))
     provider = TracerProvider(resource=resource)  # the sampler from OTEL_TRACES_SAMPLER
     provider.add_span_processor(BatchSpanProcessor(_exporter(settings)))
     trace.set_tracer_provider(provider)
@@ -146,6 +151,17 @@ def span(name: str, **attributes: Any) -> contextlib.AbstractContextManager[Any]
     if _tracer is None:
         return contextlib.nullcontext()
     return _tracer.start_as_current_span(name, attributes=attributes)
+
+
+def new_trace(name: str, **attributes: Any) -> contextlib.AbstractContextManager[Any]:
+    """A span that starts a trace of its own, whatever is current: a move a process makes
+    on its own account (a bot's), whose task was started inside an earlier message's
+    span and would otherwise make a whole hand one trace."""
+    if _tracer is None:
+        return contextlib.nullcontext()
+    from opentelemetry.context import Context
+
+    return _tracer.start_as_current_span(name, context=Context(), attributes=attributes)
 
 
 def producing(subject: str, messages: int = 1) -> contextlib.AbstractContextManager[Any]:

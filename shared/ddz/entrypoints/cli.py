@@ -16,6 +16,7 @@ import sys
 from collections.abc import Sequence
 
 from ddz.adapters.data_files import file_error
+from ddz.adapters.tracing import shutdown_tracing
 from ddz.compiled import engine_build
 
 # The subcommands each module adds: ``ddz rules ...`` imports only ``rules_cmd``, so a
@@ -93,6 +94,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if build.stale:
         print(f"ddz: warning: {build.describe()}", file=sys.stderr)
     stdout_before = _stdout_file()
+    try:
+        return _run(args, stdout_before)
+    finally:
+        shutdown_tracing()  # a tool that called services exports its spans before it ends
+
+
+def _run(args: argparse.Namespace, stdout_before: tuple[int, int] | None) -> int:
     try:
         result: int = args.handler(args)
     except SystemExit as exc:
