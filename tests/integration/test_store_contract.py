@@ -385,7 +385,7 @@ def test_a_trace_id_per_envelope(store: SqlEventStore) -> None:
     assert store.read_all() == []
 
 
-def test_rows_stored_before_traces_were_kept_read_with_none(database_url: str) -> None:
+def test_rows_from_before_traces_read_with_none_upgraded_or_not(database_url: str) -> None:
     upgrade_store(database_url, "0002")
     engine = sa.create_engine(normalize_database_url(database_url))
     try:
@@ -407,6 +407,12 @@ def test_rows_stored_before_traces_were_kept_read_with_none(database_url: str) -
             ), row)  # fmt: skip
     finally:
         engine.dispose()
+    readers = create_store(database_url)  # a reader (ddz audit) never upgrades the store
+    try:
+        (unread,) = readers.read_stream("hand-1")
+        assert unread.trace_id is None and readers.read_all() == [unread]
+    finally:
+        readers.close()
     upgrade_store(database_url)
     store = create_store(database_url)
     try:

@@ -118,12 +118,15 @@ _INSERT_SQL = (
     + ")"
 )
 _READ_ALL_SQL = (
-    f"SELECT {_COLUMNS} FROM events WHERE position > :after ORDER BY position LIMIT :limit"
+    "SELECT {columns} FROM events WHERE position > :after ORDER BY position LIMIT :limit"
 )
 _READ_STREAM_SQL = (
-    f"SELECT {_COLUMNS} FROM events WHERE stream_id = :stream_id AND stream_version > :after "
+    "SELECT {columns} FROM events WHERE stream_id = :stream_id AND stream_version > :after "
     "ORDER BY stream_version"
 )
+_UNTRACED_COLUMNS = _COLUMNS.replace("trace_id", "NULL AS trace_id")
+"""A store of a revision before 0003 (not upgraded: ``ddz audit`` reads, never migrates)
+has no ``trace_id`` column: its events read with none."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,8 +163,14 @@ class SqlEventStore(EventStore):
         self._sqlite = dialect.name == "sqlite"
         self._head = _Prepared.compile(_HEAD_SQL, dialect)
         self._insert = _Prepared.compile(_INSERT_SQL, dialect)
-        self._read_all = _Prepared.compile(_READ_ALL_SQL, dialect)
-        self._read_stream = _Prepared.compile(_READ_STREAM_SQL, dialect)
+        self._reads: dict[bool, tuple[_Prepared, _Prepared]] = {
+            traced: (
+                _Prepared.compile(_READ_ALL_SQL.format(columns=columns), dialect),
+                _Prepared.compile(_READ_STREAM_SQL.format(columns=columns), dialect),
+            )
+            for traced, columns in ((True, _COLUMNS), (False, _UNTRACED_COLUMNS))
+        }
+        self._traced: bool | None = None  # whether events has trace_id: looked up once
         # An in-memory SQLite database is one shared connection: one user at a time.
         self._memory_lock = threading.Lock() if isinstance(engine.pool, StaticPool) else None
 
@@ -343,18 +352,31 @@ class SqlEventStore(EventStore):
     # -- reading -------------------------------------------------------------------
 
     def read_stream(self, stream_id: str, after_version: int = 0) -> list[StoredEvent]:
-        params = self._read_stream.params({"stream_id": stream_id, "after": after_version})
         with self._reading() as conn:
-            rows = conn.exec_driver_sql(self._read_stream.sql, params).all()
+            read = self._read_statements(conn)[1]
+            params = read.params({"stream_id": stream_id, "after": after_version})
+            rows = conn.exec_driver_sql(read.sql, params).all()
         return list(map(self._record, rows))
 
     def read_all(self, after_position: int = 0, limit: int = 1000) -> list[StoredEvent]:
         if limit < 1:
             raise ValueError(f"limit must be >= 1, got {limit}")
-        params = self._read_all.params({"after": after_position, "limit": limit})
         with self._reading() as conn:
-            rows = conn.exec_driver_sql(self._read_all.sql, params).all()
+            read = self._read_statements(conn)[0]
+            params = read.params({"after": after_position, "limit": limit})
+            rows = conn.exec_driver_sql(read.sql, params).all()
         return list(map(self._record, rows))
+
+    def _read_statements(self, conn: Connection) -> tuple[_Prepared, _Prepared]:
+        """The reads of every column (``read_all``'s, ``read_stream``'s) for this store's
+        revision: with ``trace_id`` from 0003 on, else with none in its place."""
+        if self._traced is None:
+            try:
+                names = {c["name"] for c in sa.inspect(conn).get_columns("events")}
+            except sa.exc.NoSuchTableError:
+                return self._reads[True]  # nothing to read yet; asked again next time
+            self._traced = "trace_id" in names
+        return self._reads[self._traced]
 
     def max_position(self) -> int:
         with self._reading() as conn:
