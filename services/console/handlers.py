@@ -93,11 +93,12 @@ class LiveTables:
 def hand_view(
     hand_id: str, envelopes: Sequence[bytes], checks: Sequence[CheckResult], key_id: str,
     summary: desk_pb2.HandSummary | None, *, at: int | None, view: int | None,
+    trace_ids: Sequence[str | None] = (),
 ) -> HandView:  # fmt: skip
     """A hand's page from its stored envelopes and the recorder's checks of them: the
     audit's account for the desk's sight (no card of a hand in play; in one seat's view,
     no other seat's) and the table after event ``at`` (None: the last)."""
-    report = audited_report(f"hand-{hand_id}", envelopes, checks, key_id)
+    report = audited_report(f"hand-{hand_id}", envelopes, checks, key_id, trace_ids)
     sight = Sight(view, hide_in_play=True)
     last = report.event_count
     at = last if at is None else max(1, min(at, last))
@@ -147,7 +148,9 @@ class Desk:
         )
         checks = [CheckResult(c.name, c.passed, c.detail) for c in audit.checks]
         envelopes = [item.envelope for item in stored]
-        return hand_view(hand_id, envelopes, checks, audit.key_id, summary, at=at, view=view)
+        traces = [item.trace_id or None for item in stored]  # the recorder's, per event
+        return hand_view(hand_id, envelopes, checks, audit.key_id, summary, at=at, view=view,
+                         trace_ids=traces)  # fmt: skip
 
     async def _summary(self, hand_id: str) -> desk_pb2.HandSummary | None:
         try:

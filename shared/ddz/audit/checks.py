@@ -32,6 +32,7 @@ defaults. The hand is replayed under the rule set and engine version recorded in
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import NamedTuple
 
 import ddz
 from ddz.adapters import codec
@@ -208,8 +209,19 @@ def _readable(rows: Iterable[tuple[int, bytes]]) -> list[AuditedEvent]:
     return out
 
 
+class _Traced(NamedTuple):
+    """What the transcript reads of a stored event the desk was sent: its trace id."""
+
+    stream_version: int
+    trace_id: str | None
+
+
 def audited_report(
-    stream_id: str, envelopes: Sequence[bytes], checks: Sequence[CheckResult], key_id: str = ""
+    stream_id: str,
+    envelopes: Sequence[bytes],
+    checks: Sequence[CheckResult],
+    key_id: str = "",
+    trace_ids: Sequence[str | None] = (),
 ) -> AuditReport:
     """The report of a hand whose audit ran elsewhere: its stored envelopes (in stream
     order) and the checks the audit gave them. The desk reads both from the recorder
@@ -222,6 +234,7 @@ def audited_report(
         checks=tuple(checks),
         events=tuple(_readable(enumerate(envelopes, start=1))),
         key_id=key_id,
+        rows=[_Traced(version, t) for version, t in enumerate(trace_ids, start=1) if t],
     )
 
 
