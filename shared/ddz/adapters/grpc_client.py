@@ -125,6 +125,7 @@ REPEATS: Mapping[str, Repeat] = MappingProxyType({
     "ddz.v1.DeskService/GetHandSummary": READ,
     "ddz.v1.DeskService/ListAccess": READ,
     "ddz.v1.DeskService/GetEvidence": READ,
+    "ddz.v1.DeskService/ListTables": READ,
     "ddz.v1.DeskService/LogAccess": once(
         "appends a line to the access log: a repeat would log the page twice; the console "
         "shows no page whose opening it could not log, so staff open it again"),
