@@ -18,8 +18,7 @@ from typing import Any
 
 import ddz
 from ddz.domain.cards import NUM_RANKS, SUITED_RANKS, Card, Rank, RankCounts
-from ddz.domain.classify import classify
-from ddz.domain.compare import choose_reading
+from ddz.domain.classify import choose_reading, classify
 from ddz.domain.multipliers import MultiplierBreakdown, Side, bomb, show_cards_factor
 from ddz.domain.readings import Reading
 from ddz.domain.ruleset import AllPass, Bidding, RuleSet, Scoring, WildcardDraw
