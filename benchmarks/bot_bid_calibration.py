@@ -19,7 +19,8 @@ import random
 from ddz.bot import Bot, Budget
 from ddz.bot.bidding import BidCurve, control_count
 from ddz.bot.eval import deal_seed, eval_room, play_fixed
-from ddz.bot.plan import Planner, split_wild
+from ddz.bot.parts import split_wild
+from ddz.bot.plan import Planner
 from ddz.domain.hand import Hand, StartHand
 from ddz.domain.multipliers import Side
 from ddz.domain.ruleset import ruleset_for

@@ -2,12 +2,20 @@
 key per producer (made in this process, never written anywhere) and the keyring of
 their public halves. Tests on a suite use the suite's own keys instead
 (``ensure_signer(suite.settings, name)``, ``event_keyring(suite.settings)``), as its
-services find them in its data dir."""
+services find them in its data dir. ``hand_envelopes``: a self-played hand's events,
+enveloped and signed as the services publish them."""
 
 from __future__ import annotations
 
+import random
+
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from ddz.adapters.codec import envelope_for
 from ddz.adapters.event_signing import PRODUCERS, EventKeyring, EventSigner, may_sign
+from ddz.domain.players import GreedyPlayer
+from ddz.domain.ruleset import CLASSIC
+from ddz.domain.selfplay import play_hand
+from ddz.domain.settlement import RoomSettings
 from ddz.v1 import envelope_pb2
 
 SIGNERS = {name: EventSigner.of(name, Ed25519PrivateKey.generate()) for name in PRODUCERS}
@@ -32,3 +40,14 @@ def tampered(data: bytes) -> bytes:
     envelope.ClearField("signature")
     envelope.causation_id += "!"
     return envelope.SerializeToString() + data[-66:]
+
+
+def hand_envelopes(hand_id: str = "h1", seed: int = 5) -> list[bytes]:
+    """Every event of a self-played hand, enveloped as the services publish them."""
+    players = [GreedyPlayer(random.Random(seat)) for seat in range(3)]
+    events, _ = play_hand(CLASSIC, RoomSettings(), players, bytes([seed]) * 32, hand_id=hand_id)
+    return [
+        sealed(envelope_for(f"hand-{hand_id}", version, event, "cause", "corr", "test",
+                            event_id=f"{hand_id}-{version}"))
+        for version, event in enumerate(events, start=1)
+    ]  # fmt: skip

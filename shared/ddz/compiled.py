@@ -27,7 +27,11 @@ COMPILED_MODULES = (
     "ddz.domain.natural",
     "ddz.domain.compare",
     "ddz.domain.move",
+    "ddz.domain.wild_kickers",
+    "ddz.domain.wild_mixed",
     "ddz.domain.wild",
+    "ddz.domain.natural_moves",
+    "ddz.domain.kicked_moves",
     "ddz.domain.moves",
 )
 

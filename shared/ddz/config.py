@@ -10,16 +10,31 @@ from __future__ import annotations
 import os
 import re
 import secrets
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from types import MappingProxyType
-from typing import Literal, TypeVar
+from typing import Literal
 
+from ddz.environment import (
+    bool_of,
+    float_of,
+    host_port_of,
+    int_of,
+    limit_of,
+    path_of,
+    trace_url_of,
+    traces_of,
+)
 from ddz.player_kinds import DEFAULT_PLAYER, PLAYER_KINDS
+from ddz.urls import nats_servers, sqlite_url
+
+# The adapters take these from here too (the settings' URLs, redacted).
+from ddz.urls import normalize_database_url as normalize_database_url
+from ddz.urls import redacted_servers as redacted_servers
+from ddz.urls import redacted_url as redacted_url
 
 LogFormat = Literal["json", "console", "auto"]
-N = TypeVar("N", int, float)
 
 SERVICE_PORTS: Mapping[str, int] = MappingProxyType(
     {
@@ -62,10 +77,7 @@ WILDCARD_HOSTS = frozenset({"0.0.0.0", "::", "[::]"})
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 LOG_FORMATS: tuple[LogFormat, ...] = ("json", "console", "auto")
-TRACES_EXPORTERS = ("", "none", "otlp", "console")
-TRACES_PROTOCOLS = ("http/protobuf", "grpc")
 AUDIT_KEY_FILE = "audit.key"
-NATS_SCHEMES = ("nats://", "tls://", "ws://", "wss://")
 DEFAULT_STREAM_MAX_AGE = 7 * 24 * 3600.0
 """Seconds an event stays on the bus by default (``DDZ_STREAM_MAX_AGE``): readers of an
 older hand go to the recorder's store."""
@@ -78,60 +90,6 @@ TLS_DIR = "tls"
 DEFAULT_MAX_CONCURRENT_RPCS = 2000
 """Calls in flight one server takes at once (``DDZ_MAX_CONCURRENT_RPCS``); more are
 refused RESOURCE_EXHAUSTED. Each watching seat holds one stream open."""
-
-
-def nats_servers(url: str) -> tuple[str, ...]:
-    """The server URLs of ``DDZ_NATS_URL``: one URL, or several separated by commas
-    (the nodes of a cluster). ``ValueError`` for an entry that is not a NATS URL."""
-    servers = tuple(part.strip() for part in url.split(","))
-    for server in servers:
-        if (
-            not server.startswith(NATS_SCHEMES)
-            or any(c.isspace() for c in server)
-            or not server.partition("://")[2]
-        ):
-            raise ValueError(
-                "DDZ_NATS_URL must be nats://host:port (or several, separated by commas, "
-                f"or empty), got {redacted_url(server, keep_user=False)!r}"
-            )
-    return servers
-
-
-def redacted_servers(url: str) -> str:
-    """``redacted_url`` of each server of a comma-separated ``DDZ_NATS_URL``."""
-    return ",".join(redacted_url(part.strip(), keep_user=False) for part in url.split(","))
-
-
-def sqlite_url(path: Path) -> str:
-    """The SQLAlchemy URL of a SQLite database file."""
-    return f"sqlite:///{path.resolve()}"
-
-
-def normalize_database_url(url: str) -> str:
-    """Map the plain PostgreSQL URL forms to the psycopg (v3) driver that we install."""
-    for prefix in ("postgresql://", "postgres://"):
-        if url.startswith(prefix):
-            return "postgresql+psycopg://" + url[len(prefix) :]
-    return url
-
-
-def redacted_url(url: str, *, keep_user: bool = True) -> str:
-    """``url`` as it may be printed or logged: its password (and a ``password=`` query
-    parameter) as ``***``; ``keep_user=False`` hides the user too (a NATS URL's user
-    part may be a token). A password is read up to the URL's last ``@``, so one with an
-    ``@`` of its own is hidden whole."""
-    head, sep, rest = url.partition("://")
-    if not sep:
-        head, rest = "", url
-    found = _CREDENTIALS.match(rest)
-    if found:
-        user = found["user"] + (":***" if found["password"] else "")
-        rest = f"{user if keep_user else '***'}@{rest[found.end() :]}"
-    return _PASSWORD_PARAMETER.sub(r"\1***", f"{head}{sep}{rest}")
-
-
-_CREDENTIALS = re.compile(r"(?P<user>[^:/@]*)(?P<password>:.*)?@")
-_PASSWORD_PARAMETER = re.compile(r"(?i)([?&]password=)[^&]*")
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,18 +207,18 @@ class Settings:
         if nats_url:
             nats_url = ",".join(nats_servers(nats_url))  # each checked, spaces dropped
         ports = {
-            service: _int(env, f"DDZ_{service.upper()}_PORT", default, low=0, high=65535)
+            service: int_of(env, f"DDZ_{service.upper()}_PORT", default, low=0, high=65535)
             for service, default in SERVICE_PORTS.items()
         }
-        addresses = _targets(env, "ADDR", several=True)
-        listen = _targets(env, "LISTEN")
+        addresses = targets_of(env, "ADDR", several=True)
+        listen = targets_of(env, "LISTEN")
         metrics_ports = {
-            service: _int(env, f"DDZ_{service.upper()}_METRICS_PORT", 0, low=0, high=65535)
+            service: int_of(env, f"DDZ_{service.upper()}_METRICS_PORT", 0, low=0, high=65535)
             for service in SERVICE_PORTS
             if env.get(f"DDZ_{service.upper()}_METRICS_PORT", "").strip()
         }
         probe_ports = {
-            service: _int(env, f"DDZ_{service.upper()}_PROBE_PORT", 0, low=0, high=65535)
+            service: int_of(env, f"DDZ_{service.upper()}_PROBE_PORT", 0, low=0, high=65535)
             for service in SERVICE_PORTS
             if env.get(f"DDZ_{service.upper()}_PROBE_PORT", "").strip()
         }
@@ -285,22 +243,7 @@ class Settings:
                 "DDZ_NATS_SYNC must be 'always' or a duration such as 1s or 500ms, "
                 f"got {nats_sync!r}"
             )
-        traces_exporter = env.get("OTEL_TRACES_EXPORTER", "").strip().lower()
-        if traces_exporter not in TRACES_EXPORTERS:
-            raise ValueError(
-                f"OTEL_TRACES_EXPORTER must be one of {', '.join(TRACES_EXPORTERS)}, "
-                f"got {traces_exporter!r}"
-            )
-        traces_protocol = (
-            env.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "").strip()
-            or env.get("OTEL_EXPORTER_OTLP_PROTOCOL", "").strip()
-            or "http/protobuf"
-        ).lower()
-        if traces_protocol not in TRACES_PROTOCOLS:
-            raise ValueError(
-                f"OTEL_EXPORTER_OTLP_PROTOCOL must be one of {', '.join(TRACES_PROTOCOLS)}, "
-                f"got {traces_protocol!r}"
-            )
+        traces_exporter, traces_protocol = traces_of(env)
         audit_key_id = env.get("DDZ_AUDIT_KEY_ID", "k1").strip() or "k1"
         if not audit_key_id.isascii() or not audit_key_id.isprintable():
             raise ValueError("DDZ_AUDIT_KEY_ID must be printable ASCII")
@@ -309,13 +252,13 @@ class Settings:
             database_url=normalize_database_url(database_url),
             nats_url=nats_url,
             nats_sync=nats_sync,
-            nats_creds_file=_path(env, "DDZ_NATS_CREDS"),
-            nats_nkey_seed_file=_path(env, "DDZ_NATS_NKEY_SEED"),
+            nats_creds_file=path_of(env, "DDZ_NATS_CREDS"),
+            nats_nkey_seed_file=path_of(env, "DDZ_NATS_NKEY_SEED"),
             nats_user=env.get("DDZ_NATS_USER", "").strip(),
             nats_password=env.get("DDZ_NATS_PASSWORD", ""),
-            nats_ca_file=_path(env, "DDZ_NATS_CA"),
-            nats_cert_file=_path(env, "DDZ_NATS_CERT"),
-            nats_key_file=_path(env, "DDZ_NATS_KEY"),
+            nats_ca_file=path_of(env, "DDZ_NATS_CA"),
+            nats_cert_file=path_of(env, "DDZ_NATS_CERT"),
+            nats_key_file=path_of(env, "DDZ_NATS_KEY"),
             host=env.get("DDZ_HOST", "").strip() or "127.0.0.1",
             ports=MappingProxyType(ports),
             addresses=MappingProxyType(addresses),
@@ -324,57 +267,59 @@ class Settings:
             probe_ports=MappingProxyType(probe_ports),
             log_level=log_level,
             log_format=log_format,  # checked against LOG_FORMATS above
-            log_to_file=_bool(env, "DDZ_LOG_TO_FILE", False),
-            traces_exporter="" if traces_exporter == "none" else traces_exporter,
+            log_to_file=bool_of(env, "DDZ_LOG_TO_FILE", False),
+            traces_exporter=traces_exporter,
             traces_protocol=traces_protocol,
             audit_key=env.get("DDZ_AUDIT_KEY", "").encode("utf-8"),
             audit_key_id=audit_key_id,
-            audit_signing_key_file=_path(env, "DDZ_AUDIT_SIGNING_KEY"),
-            audit_public_keys_file=_path(env, "DDZ_AUDIT_PUBLIC_KEYS"),
-            rpc_timeout=_float(env, "DDZ_RPC_TIMEOUT", 5.0),
-            turn_timeout=_float(env, "DDZ_TURN_TIMEOUT", 20.0),
-            timeouts_to_autoplay=_int(env, "DDZ_TIMEOUTS_TO_AUTOPLAY", 2, low=0, high=100),
-            autoplay_turn_timeout=_float(env, "DDZ_AUTOPLAY_TURN_TIMEOUT", 3.0),
-            reconnect_grace=_float(env, "DDZ_RECONNECT_GRACE", 30.0),
-            stall_margin=_float(env, "DDZ_STALL_MARGIN", 5.0),
-            max_message_bytes=_int(
+            audit_signing_key_file=path_of(env, "DDZ_AUDIT_SIGNING_KEY"),
+            audit_public_keys_file=path_of(env, "DDZ_AUDIT_PUBLIC_KEYS"),
+            rpc_timeout=float_of(env, "DDZ_RPC_TIMEOUT", 5.0),
+            turn_timeout=float_of(env, "DDZ_TURN_TIMEOUT", 20.0),
+            timeouts_to_autoplay=int_of(env, "DDZ_TIMEOUTS_TO_AUTOPLAY", 2, low=0, high=100),
+            autoplay_turn_timeout=float_of(env, "DDZ_AUTOPLAY_TURN_TIMEOUT", 3.0),
+            reconnect_grace=float_of(env, "DDZ_RECONNECT_GRACE", 30.0),
+            stall_margin=float_of(env, "DDZ_STALL_MARGIN", 5.0),
+            max_message_bytes=int_of(
                 env, "DDZ_MAX_MESSAGE_BYTES", 1024 * 1024, low=1024, high=64 * 1024 * 1024
             ),
-            rooms_file=_path(env, "DDZ_ROOMS_FILE"),
+            rooms_file=path_of(env, "DDZ_ROOMS_FILE"),
             table_token_key=env.get("DDZ_TABLE_TOKEN_KEY", "").encode("utf-8"),
-            login_key_file=_path(env, "DDZ_LOGIN_KEY"),
-            login_jwks_file=_path(env, "DDZ_LOGIN_JWKS"),
+            login_key_file=path_of(env, "DDZ_LOGIN_KEY"),
+            login_jwks_file=path_of(env, "DDZ_LOGIN_JWKS"),
             bot_player=bot_player,
-            bot_max_ms=_float(env, "DDZ_BOT_MAX_MS", 250.0),
-            atomic_decisions=_bool(env, "DDZ_ATOMIC_DECISIONS", True),
-            restart_limit=_int(env, "DDZ_RESTART_LIMIT", 5, low=0, high=1000),
-            restart_window=_float(env, "DDZ_RESTART_WINDOW", 60.0),
-            stream_replicas=_int(env, "DDZ_STREAM_REPLICAS", 1, low=1, high=MAX_STREAM_REPLICAS),
-            stream_max_age=_limit(env, "DDZ_STREAM_MAX_AGE", DEFAULT_STREAM_MAX_AGE, float),
-            stream_max_bytes=_limit(env, "DDZ_STREAM_MAX_BYTES", None, int),
-            lease_ttl=_float(env, "DDZ_LEASE_TTL", 20.0),
-            bot_partitions=_int(env, "DDZ_BOT_PARTITIONS", 1, low=1, high=BOT_PARTITIONS_MAX),
-            table_advertise=_host_port(env, "DDZ_TABLE_ADVERTISE"),
-            tls_ca_file=_path(env, "DDZ_TLS_CA"),
-            tls_cert_file=_path(env, "DDZ_TLS_CERT"),
-            tls_key_file=_path(env, "DDZ_TLS_KEY"),
-            insecure=_bool(env, "DDZ_INSECURE", False),
-            max_concurrent_rpcs=_int(
+            bot_max_ms=float_of(env, "DDZ_BOT_MAX_MS", 250.0),
+            atomic_decisions=bool_of(env, "DDZ_ATOMIC_DECISIONS", True),
+            restart_limit=int_of(env, "DDZ_RESTART_LIMIT", 5, low=0, high=1000),
+            restart_window=float_of(env, "DDZ_RESTART_WINDOW", 60.0),
+            stream_replicas=int_of(env, "DDZ_STREAM_REPLICAS", 1, low=1, high=MAX_STREAM_REPLICAS),
+            stream_max_age=limit_of(env, "DDZ_STREAM_MAX_AGE", DEFAULT_STREAM_MAX_AGE, float),
+            stream_max_bytes=limit_of(env, "DDZ_STREAM_MAX_BYTES", None, int),
+            lease_ttl=float_of(env, "DDZ_LEASE_TTL", 20.0),
+            bot_partitions=int_of(env, "DDZ_BOT_PARTITIONS", 1, low=1, high=BOT_PARTITIONS_MAX),
+            table_advertise=host_port_of(env, "DDZ_TABLE_ADVERTISE"),
+            tls_ca_file=path_of(env, "DDZ_TLS_CA"),
+            tls_cert_file=path_of(env, "DDZ_TLS_CERT"),
+            tls_key_file=path_of(env, "DDZ_TLS_KEY"),
+            insecure=bool_of(env, "DDZ_INSECURE", False),
+            max_concurrent_rpcs=int_of(
                 env, "DDZ_MAX_CONCURRENT_RPCS", DEFAULT_MAX_CONCURRENT_RPCS, low=1, high=1_000_000
             ),
-            seat_token_ttl=_float(env, "DDZ_SEAT_TOKEN_TTL", 15 * 60.0),
-            join_rate=_float(env, "DDZ_JOIN_RATE", 1.0),
-            join_burst=_int(env, "DDZ_JOIN_BURST", 10, low=1, high=1_000_000),
-            move_rate=_float(env, "DDZ_MOVE_RATE", 20.0),
-            move_burst=_int(env, "DDZ_MOVE_BURST", 100, low=1, high=1_000_000),
-            seat_streams=_int(env, "DDZ_SEAT_STREAMS", 4, low=1, high=1000),
-            event_signing_key_file=_path(env, "DDZ_EVENT_SIGNING_KEY"),
-            event_keyring_file=_path(env, "DDZ_EVENT_KEYRING"),
-            console_web_port=_int(
+            seat_token_ttl=float_of(env, "DDZ_SEAT_TOKEN_TTL", 15 * 60.0),
+            join_rate=float_of(env, "DDZ_JOIN_RATE", 1.0),
+            join_burst=int_of(env, "DDZ_JOIN_BURST", 10, low=1, high=1_000_000),
+            move_rate=float_of(env, "DDZ_MOVE_RATE", 20.0),
+            move_burst=int_of(env, "DDZ_MOVE_BURST", 100, low=1, high=1_000_000),
+            seat_streams=int_of(env, "DDZ_SEAT_STREAMS", 4, low=1, high=1000),
+            event_signing_key_file=path_of(env, "DDZ_EVENT_SIGNING_KEY"),
+            event_keyring_file=path_of(env, "DDZ_EVENT_KEYRING"),
+            console_web_port=int_of(
                 env, "DDZ_CONSOLE_WEB_PORT", DEFAULT_CONSOLE_WEB_PORT, low=0, high=65535
             ),
-            console_session_ttl=_float(env, "DDZ_CONSOLE_SESSION_TTL", DEFAULT_CONSOLE_SESSION_TTL),
-            trace_url=_trace_url(env),
+            console_session_ttl=float_of(
+                env, "DDZ_CONSOLE_SESSION_TTL", DEFAULT_CONSOLE_SESSION_TTL
+            ),
+            trace_url=trace_url_of(env),
         )
 
     def __repr__(self) -> str:
@@ -531,7 +476,7 @@ class Settings:
         return key
 
 
-def _targets(env: Mapping[str, str], suffix: str, *, several: bool = False) -> dict[str, str]:
+def targets_of(env: Mapping[str, str], suffix: str, *, several: bool = False) -> dict[str, str]:
     """``DDZ_<NAME>_<suffix>`` of every service that has one; ``several``: a comma list
     of targets is allowed (the instances of a service, ``Settings.targets``)."""
     found = {}
@@ -550,93 +495,3 @@ def _targets(env: Mapping[str, str], suffix: str, *, several: bool = False) -> d
                 )
         found[service] = ",".join(parts)
     return found
-
-
-def _host_port(env: Mapping[str, str], name: str) -> str:
-    """One ``host:port`` (``[::1]:50055`` for IPv6), or "" when unset."""
-    raw = env.get(name, "").strip()
-    if not raw:
-        return ""
-    host, _, port = raw.rpartition(":")
-    if (
-        not host
-        or not port.isdigit()
-        or not 1 <= int(port) <= 65535
-        or any(c.isspace() or c in "@,/" for c in raw)
-    ):
-        raise ValueError(f"{name} must be host:port (e.g. 10.0.0.5:50055), got {raw!r}")
-    return raw
-
-
-def _trace_url(env: Mapping[str, str]) -> str:
-    url = env.get("DDZ_TRACE_URL", "").strip()
-    if url and (not url.startswith(("https://", "http://")) or "{trace_id}" not in url):
-        raise ValueError(
-            "DDZ_TRACE_URL is an http(s) address with {trace_id} in it, such as "
-            "https://grafana.example/explore?traceId={trace_id}"
-        )
-    return url
-
-
-def _path(env: Mapping[str, str], name: str) -> Path | None:
-    raw = env.get(name, "").strip()
-    return Path(raw).expanduser().resolve() if raw else None
-
-
-def _float(env: Mapping[str, str], name: str, default: float) -> float:
-    raw = env.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ValueError(f"{name} must be a number of seconds, got {raw!r}") from None
-    if not value > 0 or value == float("inf"):
-        raise ValueError(f"{name} must be a positive number of seconds, got {raw!r}")
-    return value
-
-
-def _int(env: Mapping[str, str], name: str, default: int, *, low: int, high: int) -> int:
-    raw = env.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ValueError(f"{name} must be an integer, got {raw!r}") from None
-    if not low <= value <= high:
-        raise ValueError(f"{name} must be between {low} and {high}, got {value}")
-    return value
-
-
-def _limit(
-    env: Mapping[str, str], name: str, default: N | None, kind: Callable[[str], N]
-) -> N | None:
-    """A positive limit; ``0`` (or ``none``) for no limit at all."""
-    raw = env.get(name, "").strip().lower()
-    if not raw:
-        return default
-    if raw in ("none", "unlimited"):
-        return None
-    try:
-        value = kind(raw)
-    except ValueError:
-        raise ValueError(
-            f"{name} must be a positive number, or 0 for no limit, got {raw!r}"
-        ) from None
-    if value == 0:
-        return None
-    if not 0 < value < float("inf"):
-        raise ValueError(f"{name} must be a positive number, or 0 for no limit, got {raw!r}")
-    return value
-
-
-def _bool(env: Mapping[str, str], name: str, default: bool) -> bool:
-    raw = env.get(name, "").strip().lower()
-    if not raw:
-        return default
-    if raw in ("1", "true", "yes", "on"):
-        return True
-    if raw in ("0", "false", "no", "off"):
-        return False
-    raise ValueError(f"{name} must be true or false, got {raw!r}")

@@ -21,7 +21,7 @@ from pathlib import Path
 from ddz.adapters.event_signing import ENVELOPE_VERSION
 from ddz.adapters.stack import settings_env, with_free_ports
 from ddz.config import Settings
-from test_supervision import Up, processes_of, wait_until
+from supervision_kit import Up, processes_of, wait_until
 
 CLI = [sys.executable, "-m", "ddz.entrypoints.cli"]
 PROGRESS = re.compile(r"^ddz simulate: .+, \d+ s(, done)?$")

@@ -13,7 +13,7 @@ from ddz.adapters.store import StoredEvent, StreamSignature, chain, create_store
 from ddz.adapters.store.keys import Keyring, signer_of
 from ddz.audit import audit_hand
 from ddz.audit.bulk import audit_all
-from ddz.audit.report import PRODUCER_SIGNATURE
+from ddz.audit.results import PRODUCER_SIGNATURE
 from ddz.audit.sample import Mischief, SampleKeys, record_hand
 from ddz.domain.ruleset import VARIANTS
 from ddz.v1 import envelope_pb2

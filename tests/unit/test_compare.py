@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 from ddz.domain.cards import Rank, parse_ranks
-from ddz.domain.classify import classify
-from ddz.domain.compare import beats, choose_reading
+from ddz.domain.classify import choose_reading, classify
+from ddz.domain.compare import beats
 from ddz.domain.readings import ComboType, Reading
 from ddz.domain.ruleset import CLASSIC, CT, LAIZI, TIANDI, RuleSet
 

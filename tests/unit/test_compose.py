@@ -13,7 +13,7 @@ import json
 import re
 import subprocess
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,7 @@ from ddz.adapters import nats_auth, stack
 from ddz.adapters.bus import MIN_SERVER_VERSION
 from ddz.config import RETIRED, SERVICE_PORTS, Settings
 from ddz.entrypoints import serve_cmd
+from settings_kit import settings_variables
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = ROOT / "docker-compose.yml"
@@ -30,35 +31,6 @@ DOCKERFILE = ROOT / "deploy" / "Dockerfile"
 CLUSTER_ENV = ROOT / "deploy" / "compose-cluster.env"
 PREPARE = ROOT / "deploy" / "prepare.py"
 ATOMIC_BATCHES = (2, 12)  # the issue's floor for the images: the services use atomic batches
-
-
-class Recording(Mapping[str, str]):
-    """An environment that remembers every variable asked for."""
-
-    def __init__(self, values: Mapping[str, str] | None = None) -> None:
-        self.values = dict(values or {})
-        self.asked: set[str] = set()
-
-    def __getitem__(self, key: str) -> str:
-        self.asked.add(key)
-        return self.values[key]
-
-    def get(self, key: str, default: Any = None) -> Any:
-        self.asked.add(key)
-        return self.values.get(key, default)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.values)
-
-    def __len__(self) -> int:
-        return len(self.values)
-
-
-def settings_variables() -> set[str]:
-    """Every ``DDZ_*`` variable ``Settings.from_env`` reads."""
-    env = Recording()
-    Settings.from_env(env)
-    return env.asked
 
 
 def env_file(path: Path) -> dict[str, str]:

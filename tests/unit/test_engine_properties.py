@@ -16,8 +16,8 @@ from dataclasses import replace
 from itertools import combinations_with_replacement, product
 
 from ddz.domain.cards import RANK_SYMBOLS, Rank, RankCounts, contains, format_counts, parse_ranks
-from ddz.domain.classify import classify
-from ddz.domain.compare import beats, choose_reading
+from ddz.domain.classify import choose_reading, classify
+from ddz.domain.compare import beats
 from ddz.domain.moves import legal_moves
 from ddz.domain.readings import BombClass, ComboType, Reading
 from ddz.domain.ruleset import CLASSIC, CT, LAIZI, TIANDI, KickerRules, RuleSet

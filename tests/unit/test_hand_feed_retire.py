@@ -7,8 +7,7 @@ from __future__ import annotations
 import pytest
 from ddz.adapters import codec
 from ddz.adapters.hand_feed import HandFeed
-from signing_kit import KEYRING
-from test_recorder_handlers import hand_envelopes
+from signing_kit import KEYRING, hand_envelopes
 
 
 async def finish(feed: HandFeed, hand_id: str) -> bytes:

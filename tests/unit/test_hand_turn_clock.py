@@ -10,7 +10,7 @@ import dataclasses
 from ddz.adapters import codec
 from ddz.audit.context import Audit
 from ddz.audit.decisions import check_decisions
-from ddz.audit.report import AuditedEvent
+from ddz.audit.results import AuditedEvent
 from ddz.domain.cards import parse_ranks
 from ddz.domain.hand import (
     AutoPlayEnd,

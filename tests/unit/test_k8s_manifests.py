@@ -24,7 +24,7 @@ from ddz.adapters.rights import RIGHTS
 from ddz.config import OPERATOR, RETIRED, SERVICE_PORTS, Settings
 from ddz.entrypoints import serve_cmd
 from prometheus_client.metrics import MetricWrapperBase
-from test_compose import Recording
+from settings_kit import Recording
 
 ROOT = Path(__file__).resolve().parents[2]
 K8S = ROOT / "deploy" / "k8s"

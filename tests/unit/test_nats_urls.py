@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from ddz.adapters.bus import server_list
 from ddz.adapters.stack import settings_env
-from ddz.config import DEFAULT_STREAM_MAX_AGE, Settings, nats_servers, redacted_servers
+from ddz.config import DEFAULT_STREAM_MAX_AGE, Settings
+from ddz.urls import nats_servers, redacted_servers
 
 
 def test_one_url_is_one_server() -> None:

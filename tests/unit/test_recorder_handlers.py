@@ -4,12 +4,10 @@ can never be stored), reading streams and pages back, and auditing a recorded ha
 
 from __future__ import annotations
 
-import random
 from collections.abc import Sequence
 
 import pytest
 from ddz.adapters import metrics
-from ddz.adapters.codec import envelope_for
 from ddz.adapters.store import (
     DuplicateEventId,
     EventStore,
@@ -23,12 +21,8 @@ from ddz.adapters.store import (
 from ddz.adapters.store.keys import Keyring
 from ddz.application.errors import Kind, Reason, Refusal
 from ddz.audit import Verdict as AuditVerdict
-from ddz.domain.players import GreedyPlayer
-from ddz.domain.ruleset import CLASSIC
-from ddz.domain.selfplay import play_hand
-from ddz.domain.settlement import RoomSettings
 from ddz.v1 import envelope_pb2
-from signing_kit import KEYRING, RULES, sealed
+from signing_kit import KEYRING, RULES, hand_envelopes, sealed
 
 from services.recorder.handlers import (
     DEFAULT_PAGE,
@@ -135,17 +129,6 @@ class FakeStore(EventStore):
 
     def close(self) -> None:
         pass
-
-
-def hand_envelopes(hand_id: str = "h1", seed: int = 5) -> list[bytes]:
-    """Every event of a self-played hand, enveloped as the services publish them."""
-    players = [GreedyPlayer(random.Random(seat)) for seat in range(3)]
-    events, _ = play_hand(CLASSIC, RoomSettings(), players, bytes([seed]) * 32, hand_id=hand_id)
-    return [
-        sealed(envelope_for(f"hand-{hand_id}", version, event, "cause", "corr", "test",
-                            event_id=f"{hand_id}-{version}"))
-        for version, event in enumerate(events, start=1)
-    ]  # fmt: skip
 
 
 def one(stream_id: str, version: int, event_id: str) -> bytes:

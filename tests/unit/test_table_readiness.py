@@ -29,7 +29,7 @@ from ddz.domain.table import (
     TableOpened,
     replay,
 )
-from test_table_handlers import (
+from table_fakes import (
     FakeBot,
     FakeDealer,
     FakeHands,

@@ -9,15 +9,8 @@ What each check proves: docs/AUDIT.md.
 """
 
 from ddz.audit.checks import REPLAYABLE_ENGINE_VERSIONS, audit_hand, audited_report
-from ddz.audit.report import (
-    CHECKS,
-    FAILURE_NAMES,
-    INCOMPLETE,
-    AuditedEvent,
-    AuditReport,
-    CheckResult,
-    Verdict,
-)
+from ddz.audit.report import AuditReport
+from ddz.audit.results import CHECKS, FAILURE_NAMES, INCOMPLETE, AuditedEvent, CheckResult, Verdict
 from ddz.audit.snapshot import HandAt, NoSuchEvent
 
 __all__ = [

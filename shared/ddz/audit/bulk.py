@@ -26,7 +26,8 @@ from ddz.adapters.store.contract import StreamSignature
 from ddz.adapters.store.keys import Keyring, PlainKeys
 from ddz.audit.checks import audit_hand
 from ddz.audit.context import StoredRow
-from ddz.audit.report import FAILURE_NAMES, HASH_CHAIN, INCOMPLETE, AuditReport, Verdict
+from ddz.audit.report import AuditReport
+from ddz.audit.results import FAILURE_NAMES, HASH_CHAIN, INCOMPLETE, Verdict
 from ddz.audit.source import hand_stream_ids, read_hands
 
 BATCH = 200  # hands per read and per task, at most

@@ -48,7 +48,8 @@ from ddz.audit.decisions import (
 from ddz.audit.fairness import check_commitment, check_deal
 from ddz.audit.integrity import check_hash_chain, check_signature
 from ddz.audit.provenance import check_producer_signatures
-from ddz.audit.report import (
+from ddz.audit.report import AuditReport
+from ddz.audit.results import (
     COMMITMENT,
     DEAL,
     DECISIONS,
@@ -59,7 +60,6 @@ from ddz.audit.report import (
     SETTLEMENT,
     SIGNATURE,
     AuditedEvent,
-    AuditReport,
     CheckResult,
 )
 from ddz.domain.hand import Recorded

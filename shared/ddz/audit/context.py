@@ -9,7 +9,7 @@ from typing import Protocol
 
 from ddz.adapters.store.contract import StreamSignature
 from ddz.adapters.store.keys import Keyring
-from ddz.audit.report import AuditedEvent, CheckResult
+from ddz.audit.results import AuditedEvent, CheckResult
 from ddz.domain.hand import Event, HandState
 from ddz.domain.hand.events import HandSettled, HandStarted, PlayerEscaped
 from ddz.v1 import envelope_pb2

@@ -10,7 +10,7 @@ from typing import Any
 from ddz.audit import describe
 from ddz.audit.context import Audit, CheckFailed
 from ddz.audit.replay import settlement_outcome, start_command
-from ddz.audit.report import DECISIONS, MULTIPLIER, SETTLEMENT
+from ddz.audit.results import DECISIONS, MULTIPLIER, SETTLEMENT
 from ddz.domain.cards import card_counts
 from ddz.domain.hand import (
     Bid,

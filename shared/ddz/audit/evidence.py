@@ -45,7 +45,8 @@ from ddz.audit.published import (
     published_keys,
     strict_b64,
 )
-from ddz.audit.report import AuditReport, CheckResult
+from ddz.audit.report import AuditReport
+from ddz.audit.results import CheckResult
 from ddz.audit.source import HAND_PREFIX, HandRecord, Row, load_hand
 from ddz.v1.envelope_pb2 import EventEnvelope
 

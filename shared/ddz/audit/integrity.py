@@ -11,7 +11,7 @@ from google.protobuf.message import DecodeError
 
 from ddz.adapters.store import chain
 from ddz.audit.context import Audit, CheckFailed
-from ddz.audit.report import HASH_CHAIN, INCOMPLETE, SIGNATURE
+from ddz.audit.results import HASH_CHAIN, INCOMPLETE, SIGNATURE
 from ddz.domain.hand import CommandRejected
 from ddz.domain.hand.events import HandEnded, HandSettled, SeedRevealed
 from ddz.v1.envelope_pb2 import EventEnvelope

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ddz.adapters.event_signing import BadEvent
 from ddz.audit.context import Audit, CheckFailed
-from ddz.audit.report import PRODUCER_SIGNATURE
+from ddz.audit.results import PRODUCER_SIGNATURE
 
 NO_KEYRING = (
     "no event keyring given: the producers' public keys (DDZ_EVENT_KEYRING, else "

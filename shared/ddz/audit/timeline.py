@@ -14,7 +14,7 @@ from typing import Any
 
 from ddz.audit.arithmetic import Arithmetic
 from ddz.audit.marks import Actor
-from ddz.audit.report import CheckResult
+from ddz.audit.results import CheckResult
 from ddz.audit.sight import EVERY_SEAT, Sight
 
 INDENT = "      "

@@ -44,7 +44,8 @@ from ddz.domain.ruleset import Scoring
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from ddz.audit.report import AuditedEvent, AuditReport
+    from ddz.audit.report import AuditReport
+    from ddz.audit.results import AuditedEvent
 
 
 def _room(started: HandStarted) -> str:

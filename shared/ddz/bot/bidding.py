@@ -19,7 +19,8 @@ from ddz.domain.hand.commands import Bid, BidAction
 from ddz.domain.hand.view import PlayerView
 from ddz.domain.ruleset import Bidding, RuleSet
 
-from .plan import Planner, split_wild
+from .parts import split_wild
+from .plan import Planner
 
 
 @dataclass(frozen=True, slots=True)

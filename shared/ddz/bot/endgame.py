@@ -28,7 +28,6 @@ from ddz.domain.readings import Reading
 from .situation import Situation
 
 if TYPE_CHECKING:
-    from .player import Budget
     from .policy import Policy
 
 _Hands = tuple[RankCounts, RankCounts, RankCounts]
@@ -52,6 +51,21 @@ work, not only the tree."""
 
 MIN_SAMPLES = 3
 """A search that cannot finish this many sampled deals within budget gives up."""
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    """How hard the endgame search may work on one decision.
+
+    ``iterations`` (sampled deals x searched nodes) keeps decisions deterministic;
+    ``max_ms`` is a safety cap on wall-clock time (None: no cap). A cap that fires
+    makes the decision depend on the machine's speed, so keep it generous.
+    """
+
+    iterations: int = 4000
+    samples: int = 12
+    max_cards: int = 18  # search only when the bot and its enemies hold this few cards
+    max_ms: float | None = 250.0
 
 
 class _OutOfBudget(Exception):

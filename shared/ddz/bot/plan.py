@@ -19,14 +19,11 @@ and asks the rules engine for the reading.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from ddz.domain.cards import Rank, RankCounts
 from ddz.domain.readings import BombClass, ComboType
 from ddz.domain.ruleset import RuleSet
 
-TURN_COST = 7.0
-"""What one more play costs a plan, in rank-value units (see ``rank_value``)."""
+from .parts import TURN_COST, Chain, Part, Plan, bomb_value, chain_part, kept_parts, rank_value
 
 _TOP_CHAIN = int(Rank.ACE)
 _TWO = int(Rank.TWO)
@@ -44,54 +41,10 @@ WILDS_PER_CHAIN = 2
 are a bomb) and the search grows fast with them."""
 
 
-def rank_value(rank: int) -> float:
-    """Worth of a single/pair/triple by its rank: ``3`` is -7, ``A`` 4, ``R`` 7."""
-    return float(rank - 7)
-
-
-@dataclass(frozen=True, slots=True)
-class Part:
-    """One planned play.
-
-    ``ranks``: (rank, count) pairs of the main part as read (wildcards counted at
-    the rank they stand for); ``subs``: the ranks wildcards stand for, one entry
-    per wildcard; ``kickers``: (rank, count) pairs hung on a triple or plane.
-    ``natural_wild``: the part is wildcards played as their own rank.
-    """
-
-    type: ComboType
-    main: int
-    length: int
-    ranks: tuple[tuple[int, int], ...]
-    subs: tuple[int, ...] = ()
-    kickers: tuple[tuple[int, int], ...] = ()
-    value: float = 0.0
-    natural_wild: bool = False
-
-    @property
-    def size(self) -> int:
-        return sum(n for _, n in self.ranks) + sum(n for _, n in self.kickers)
-
-    @property
-    def is_bomb(self) -> bool:
-        return self.type in (ComboType.BOMB, ComboType.SKY_BOMB, ComboType.ROCKET)
-
-
-@dataclass(frozen=True, slots=True)
-class Plan:
-    score: float
-    parts: tuple[Part, ...]
-
-    @property
-    def turns(self) -> int:
-        return len(self.parts)
-
-
-_Chain = tuple[int, int, int, tuple[int, ...]]  # width, lowest rank, top rank, cards taken
-_Planes = tuple[_Chain, ...]
+_Planes = tuple[Chain, ...]
 _Lend = tuple[tuple[int, int], ...]  # (rank, wildcards lent to that rank's group)
 _Key = tuple[RankCounts, int, int, _Planes]  # counts, wildcards, next rank, planes taken
-_Choice = tuple[_Chain | None, _Key] | None  # chain taken (None: skip a rank), next state
+_Choice = tuple[Chain | None, _Key] | None  # chain taken (None: skip a rank), next state
 
 
 class Planner:
@@ -156,7 +109,7 @@ class Planner:
                 break
             chain, key = choice
             if chain is not None and chain[0] != 3:
-                parts.append(self._chain_part(chain))  # planes come with the leaf's wings
+                parts.append(chain_part(chain))  # planes come with the leaf's wings
         return Plan(score, tuple(parts))
 
     def score(self, natural: RankCounts, wilds: int = 0) -> float:
@@ -164,9 +117,6 @@ class Planner:
             self._memo.clear()
             self._leaf_memo.clear()
         return self._search(natural, wilds, 0, ())
-
-    def bomb_value(self, tier: int, main: int) -> float:
-        return 10.0 + 3.0 * tier + 0.5 * main
 
     # -- chains ------------------------------------------------------------------
 
@@ -202,7 +152,7 @@ class Planner:
                 taken.append(use)
                 if top - j + 1 >= min_len and natural > deficit:
                     rest = c[:j] + tuple(c[j + k] - t for k, t in enumerate(taken)) + c[top + 1 :]
-                    chain: _Chain = (width, j, top, tuple(taken))
+                    chain: Chain = (width, j, top, tuple(taken))
                     if width == 3:
                         nxt: _Key = (rest, w - deficit, j, (*planes, chain))
                         score = self._search(*nxt)  # planes are scored with their wings
@@ -215,18 +165,6 @@ class Planner:
                 top += 1
         self._memo[key] = (best, choice)
         return best
-
-    @staticmethod
-    def _chain_part(chain: _Chain) -> Part:
-        """The part a chain choice of the search stands for (built only for the plan
-        returned: the search's memo holds plain tuples, which the garbage collector
-        need not track)."""
-        width, lo, hi, taken = chain
-        ranks = tuple((r, width) for r in range(lo, hi + 1))
-        subs = tuple(
-            r for r, t in zip(range(lo, hi + 1), taken, strict=True) for _ in range(width - t)
-        )
-        return Part(_CHAIN_KIND[width], hi, hi - lo + 1, ranks, subs, value=rank_value(hi) + 1.0)
 
     # -- leftovers ----------------------------------------------------------------
 
@@ -257,7 +195,7 @@ class Planner:
                 total += self._bomb_part_value(r, n, 0) - TURN_COST
         b, rj = c[_B], c[_R]
         if self.rocket_each and b >= self.rocket_each and rj >= self.rocket_each:
-            total += self.bomb_value(self.rocket_tier, _R) - TURN_COST
+            total += bomb_value(self.rocket_tier, _R) - TURN_COST
             b -= self.rocket_each
             rj -= self.rocket_each
         for r, n in ((_B, b), (_R, rj)):
@@ -324,11 +262,11 @@ class Planner:
         """A group of ``size`` cards of one rank played as a bomb (split if too big)."""
         if size in self.bomb_sizes:
             tier = (self.soft_tier if subs else self.hard_tier).get(size, 0)
-            return self.bomb_value(tier, rank)
+            return bomb_value(tier, rank)
         top = max((s for s in self.bomb_sizes if s < size), default=0)
         if top == 0:
             return rank_value(rank)
-        return self.bomb_value(self.hard_tier.get(top, 0), rank) + rank_value(rank) - TURN_COST
+        return bomb_value(self.hard_tier.get(top, 0), rank) + rank_value(rank) - TURN_COST
 
     def _lend(
         self,
@@ -361,12 +299,12 @@ class Planner:
             return 0.0
 
         options: list[list[tuple[int, float, int]]] = []  # per group: (cost, gain, rank)
-        soft4 = self.bomb_value(self.soft_tier.get(4, 0), 0)
+        soft4 = bomb_value(self.soft_tier.get(4, 0), 0)
         for r in triples:
             lost = TURN_COST - rank_value(carried[r]) if r in carried else 0.0
             if 4 in self.bomb_sizes:
                 options.append(
-                    [(1, self.bomb_value(self.soft_tier.get(4, 0), r) - rank_value(r) - lost, r)]
+                    [(1, bomb_value(self.soft_tier.get(4, 0), r) - rank_value(r) - lost, r)]
                 )
         for r in pairs[:3]:
             opts = [(1, rank_value(r) + carry_gain(r) - TURN_COST - contrib(r), r)]
@@ -416,7 +354,7 @@ class Planner:
         wild = self.wild_ranks[-1] if self.wild_ranks else _TWO
         value = 0.0
         if kept >= 4 and 4 in self.bomb_sizes:
-            value += self.bomb_value(self.pure_tier, wild) - TURN_COST
+            value += bomb_value(self.pure_tier, wild) - TURN_COST
             kept -= 4
         if kept:
             value += rank_value(wild) + 1.0 - TURN_COST
@@ -465,7 +403,7 @@ class Planner:
                     _R,
                     1,
                     ((_B, e), (_R, e)),
-                    value=self.bomb_value(self.rocket_tier, _R),
+                    value=bomb_value(self.rocket_tier, _R),
                 )
             )
             b -= e
@@ -477,7 +415,7 @@ class Planner:
         natural_items = [r for r in singles + pairs if subs[r] == 0]
         absorbed: dict[int, int] = {}
         for chain in planes:
-            plane = self._chain_part(chain)
+            plane = chain_part(chain)
             inside = {r for r, _ in plane.ranks}
             done = plane
             for items, allowed, kind in (
@@ -532,44 +470,6 @@ class Planner:
             )
             kind = ComboType.SINGLE if n == 1 else ComboType.PAIR
             parts.append(Part(kind, r, 1, ((r, n),), (r,) * subs[r], value=rank_value(r)))
-        parts.extend(self._kept_parts(kept))
-        return parts
-
-    def _kept_parts(self, kept: int) -> list[Part]:
         wild = self.wild_ranks[-1] if self.wild_ranks else _TWO
-        parts = []
-        if kept >= 4 and 4 in self.bomb_sizes:
-            parts.append(
-                Part(
-                    ComboType.BOMB,
-                    wild,
-                    1,
-                    ((wild, 4),),
-                    value=self.bomb_value(self.pure_tier, wild),
-                    natural_wild=True,
-                )
-            )
-            kept -= 4
-        if kept:
-            kind = {1: ComboType.SINGLE, 2: ComboType.PAIR, 3: ComboType.TRIPLE}[min(kept, 3)]
-            parts.append(
-                Part(
-                    kind, wild, 1, ((wild, kept),), value=rank_value(wild) + 1.0, natural_wild=True
-                )
-            )
+        parts.extend(kept_parts(kept, wild, self.pure_tier if 4 in self.bomb_sizes else None))
         return parts
-
-
-_CHAIN_KIND = {1: ComboType.SOLO_CHAIN, 2: ComboType.PAIR_CHAIN, 3: ComboType.TRIPLE_CHAIN}
-
-
-def split_wild(hand: RankCounts, wild_ranks: tuple[int, ...]) -> tuple[RankCounts, int]:
-    """Physical counts to (natural counts with wild ranks zeroed, number of wildcards)."""
-    if not wild_ranks:
-        return hand, 0
-    natural = list(hand)
-    wilds = 0
-    for r in wild_ranks:
-        wilds += natural[r]
-        natural[r] = 0
-    return tuple(natural), wilds

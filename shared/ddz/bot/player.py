@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import random
 import time
-from dataclasses import dataclass
 
 from ddz.domain.hand.commands import Command, Pass, ShowCards
 from ddz.domain.hand.state import Phase
@@ -22,25 +21,10 @@ from ddz.domain.players import play_of
 from ddz.domain.ruleset import RuleSet
 
 from .bidding import BidCurve, Bidder
-from .endgame import Endgame
+from .endgame import Budget, Endgame
 from .plan import Planner
 from .policy import Policy, Weights
 from .situation import situation_of
-
-
-@dataclass(frozen=True, slots=True)
-class Budget:
-    """How hard the endgame search may work on one decision.
-
-    ``iterations`` (sampled deals x searched nodes) keeps decisions deterministic;
-    ``max_ms`` is a safety cap on wall-clock time (None: no cap). A cap that fires
-    makes the decision depend on the machine's speed, so keep it generous.
-    """
-
-    iterations: int = 4000
-    samples: int = 12
-    max_cards: int = 18  # search only when the bot and its enemies hold this few cards
-    max_ms: float | None = 250.0
 
 
 class Bot:

@@ -23,7 +23,8 @@ from ddz.domain.classify import classify
 from ddz.domain.move import Move
 from ddz.domain.readings import ComboType, Reading
 
-from .plan import TURN_COST, Part, Planner, split_wild
+from .parts import TURN_COST, Part, split_wild
+from .plan import Planner
 from .situation import Situation
 from .threats import Counter, Holder
 

@@ -1,10 +1,12 @@
-"""Every legal reading of a multiset of cards (RULES.md §3-§5)."""
+"""Every legal reading of a multiset of cards, and which one a play is taken as
+(RULES.md §3-§5)."""
 
 from __future__ import annotations
 
 from functools import lru_cache
 
 from ddz.domain.cards import Rank, RankCounts
+from ddz.domain.compare import beats
 from ddz.domain.lookup import TWO, lookup_for, sort_key
 from ddz.domain.natural import natural_readings
 from ddz.domain.readings import ComboType, Reading
@@ -49,6 +51,32 @@ def declared_reading(
     wanted = declared.key()
     for reading in readings:
         if reading.key() == wanted:
+            return reading
+    return None
+
+
+def choose_reading(
+    play: RankCounts,
+    rules: RuleSet,
+    wild: frozenset[Rank],
+    over: Reading | None,
+    declared: Reading | None = None,
+) -> Reading | None:
+    """The reading a play is taken as (§3 Readings).
+
+    With a declared reading: that reading, if it is a legal reading of the cards (matched
+    by ``Reading.key()``) and beats ``over``; else None. Without one: the highest legal
+    reading that beats ``over`` (any bomb class above any non-bomb, then the higher main
+    rank); None if there is none.
+    """
+    if declared is not None:
+        chosen = declared_reading(play, rules, wild, declared)
+        if chosen is None:
+            return None
+        return chosen if over is None or beats(chosen, over) else None
+    readings = readings_of(play, rules, wild)
+    for reading in readings:  # highest first
+        if over is None or beats(reading, over):
             return reading
     return None
 

@@ -1,10 +1,8 @@
-"""Whether a play beats the play on the table, and which reading a play is taken as (§3, §4)."""
+"""Whether a play beats the play on the table (§3, §4)."""
 
 from __future__ import annotations
 
-from ddz.domain.cards import Rank, RankCounts
 from ddz.domain.readings import Reading
-from ddz.domain.ruleset import RuleSet
 
 
 def beats(play: Reading, prev: Reading) -> bool:
@@ -28,31 +26,3 @@ def beats(play: Reading, prev: Reading) -> bool:
         and play.length == prev.length
         and play.main > prev.main
     )
-
-
-def choose_reading(
-    play: RankCounts,
-    rules: RuleSet,
-    wild: frozenset[Rank],
-    over: Reading | None,
-    declared: Reading | None = None,
-) -> Reading | None:
-    """The reading a play is taken as (§3 Readings).
-
-    With a declared reading: that reading, if it is a legal reading of the cards (matched
-    by ``Reading.key()``) and beats ``over``; else None. Without one: the highest legal
-    reading that beats ``over`` (any bomb class above any non-bomb, then the higher main
-    rank); None if there is none.
-    """
-    from ddz.domain.classify import declared_reading, readings_of
-
-    if declared is not None:
-        chosen = declared_reading(play, rules, wild, declared)
-        if chosen is None:
-            return None
-        return chosen if over is None or beats(chosen, over) else None
-    readings = readings_of(play, rules, wild)
-    for reading in readings:  # highest first
-        if over is None or beats(reading, over):
-            return reading
-    return None

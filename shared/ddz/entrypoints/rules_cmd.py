@@ -20,8 +20,7 @@ from ddz.domain.cards import (
     format_counts,
     parse_ranks,
 )
-from ddz.domain.classify import classify
-from ddz.domain.compare import choose_reading
+from ddz.domain.classify import choose_reading, classify
 from ddz.domain.moves import legal_moves
 from ddz.domain.readings import Reading
 from ddz.domain.ruleset import VARIANTS, RuleSet, ruleset_for

@@ -23,9 +23,11 @@ from .commands import (
     StartHand,
     TimeOut,
 )
-from .decide import Rejection, RejectReason, SeedRequired, decide, unplayed_bombs
+from .decide import decide
 from .events import EVENT_TYPES, AutoPlayEnd, Event, MoveBy
+from .people import unplayed_bombs
 from .recorded import CommandRejected, Recorded, SeatCommand, hand_events
+from .rejection import Rejection, RejectReason, SeedRequired
 from .state import HandState, Phase, evolve, next_first_bidder, replay
 from .view import PlayerView, view_for
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from .commands import Command, StartHand
-from .decide import Decision, Rejection, decide
+from .decide import decide
 from .events import Event
+from .rejection import Decision, Rejection
 from .state import HandState, evolve, replay
 
 

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import TypeAlias
 
 from .commands import Bid, Disconnect, Escape, Pass, Play, Reconnect, Resume, ShowCards, TimeOut
-from .decide import RejectReason
 from .events import Event
+from .rejection import RejectReason
 
 SeatCommand: TypeAlias = (
     Bid | ShowCards | Play | Pass | Disconnect | Reconnect | Escape | TimeOut | Resume

@@ -1,0 +1,145 @@
+"""The shape of the code a newcomer reads: no hand-written module over 500 lines, no
+import circles, no test module importing another, and the package map that opens
+docs/ARCHITECTURE.md drawn from the code as it is.
+
+The lists of known exceptions only shrink: each names a module or circle left for the
+split of ``shared/ddz/adapters`` into packages by concern (docs/DECISIONS.md "Code
+layout"); once it is gone the test says to strike it from the list."""
+
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+import grimp
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tools"))
+import package_map  # noqa: E402
+
+MAX_LINES = 500
+HAND_WRITTEN = ("shared/ddz", "services", "tools", "scripts")
+GENERATED = ("shared/ddz/v1/",)  # protobuf stubs (tools/gen_protos.py)
+
+# Modules over MAX_LINES left for the adapters' split, with their lines when listed.
+LONG_MODULES = {
+    "shared/ddz/adapters/bus.py": 1118,
+    "shared/ddz/adapters/stack.py": 884,
+    "shared/ddz/adapters/hand_feed.py": 588,
+}
+
+# Import circles left for the adapters' split (imports inside functions count,
+# TYPE_CHECKING ones do not), each as its sorted modules.
+CIRCLES: list[tuple[str, ...]] = []
+
+
+def hand_written_modules() -> dict[str, int]:
+    found = {}
+    for top in HAND_WRITTEN:
+        for path in sorted((ROOT / top).rglob("*.py")):
+            name = path.relative_to(ROOT).as_posix()
+            if not name.startswith(GENERATED):
+                found[name] = len(path.read_text(encoding="utf-8").splitlines())
+    return found
+
+
+def test_no_module_is_over_500_lines_but_the_listed_ones() -> None:
+    lines = hand_written_modules()
+    assert len(lines) > 200, "the walk found the code"
+    long = {name: n for name, n in lines.items() if n > MAX_LINES}
+    unlisted = sorted(set(long) - set(LONG_MODULES))
+    assert unlisted == [], f"split these into modules of one job each: {unlisted}"
+    done = sorted(name for name in LONG_MODULES if name not in long)
+    assert done == [], f"strike these from LONG_MODULES, they are short now: {done}"
+
+
+def circles(graph: grimp.ImportGraph) -> list[tuple[str, ...]]:
+    """Every strongly connected group of two or more modules (Tarjan)."""
+    modules = sorted(graph.modules)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[tuple[str, ...]] = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        on_stack.add(module)
+        for imported in sorted(graph.find_modules_directly_imported_by(module)):
+            if imported not in index:
+                visit(imported)
+                low[module] = min(low[module], low[imported])
+            elif imported in on_stack:
+                low[module] = min(low[module], index[imported])
+        if low[module] == index[module]:
+            group = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                group.append(member)
+                if member == module:
+                    break
+            if len(group) > 1:
+                found.append(tuple(sorted(group)))
+
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
+    for module in modules:
+        if module not in index:
+            visit(module)
+    return sorted(found)
+
+
+@pytest.fixture(scope="module")
+def graph() -> grimp.ImportGraph:
+    return package_map.import_graph()
+
+
+def test_the_circle_finder_finds_a_circle() -> None:
+    made = grimp.ImportGraph()
+    for importer, imported in (("a", "b"), ("b", "c"), ("c", "a"), ("d", "a")):
+        made.add_import(importer=importer, imported=imported)
+    assert circles(made) == [("a", "b", "c")]
+
+
+def test_no_import_circles_but_the_listed_ones(graph: grimp.ImportGraph) -> None:
+    found = circles(graph)
+    assert [c for c in found if c not in CIRCLES] == [], "move the shared types down"
+    assert [c for c in CIRCLES if c not in found] == [], "strike these from CIRCLES"
+
+
+def imported_names(path: Path) -> set[str]:
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.add(node.module.split(".")[0])
+        elif isinstance(node, ast.ImportFrom) and node.level:
+            names |= {alias.name for alias in node.names}
+            if node.module:
+                names.add(node.module.split(".")[0])
+    return names
+
+
+def test_no_test_module_imports_another() -> None:
+    tests = sorted((ROOT / "tests").rglob("test_*.py"))
+    test_names = {path.stem for path in tests}
+    assert "test_structure" in test_names
+    importing = {
+        path.relative_to(ROOT).as_posix(): sorted(imported_names(path) & test_names)
+        for path in tests
+    }
+    importing = {name: found for name, found in importing.items() if found}
+    assert importing == {}, "shared helpers go to a *_kit.py module or a conftest.py fixture"
+
+
+def test_the_package_map_of_the_architecture_document_is_the_code_s() -> None:
+    document = package_map.DOCUMENT.read_text(encoding="utf-8")
+    drawn = package_map.render(package_map.package_edges(package_map.import_graph()))
+    assert package_map.BEGIN in document
+    assert package_map.with_picture(document, drawn) == document, (
+        "run python tools/package_map.py --write"
+    )
