@@ -247,17 +247,27 @@ def play_cut_and_rejoin(hosts: Hosts, base: Path, layout: Layout) -> None:
     seed = f"[{SEED_VARIABLE}={SEED}]"
     victim = random.Random(SEED).choice(layout.victims)
     run = Run(hosts, base, layout, SEED)
+    began = time.monotonic()
+
+    def took(phase: str) -> None:  # where a run's time goes (printed with -s)
+        print(f"{phase}: done at {time.monotonic() - began:.1f} s")
+
     try:
         run.prepare()
+        took("ddz init")
         run.start_nats()
+        took("the NATS cluster")
         run.start_services()
+        took("the services")
         run.simulate("before the cut")
         hosts.cut(victim)
         run.simulate(f"while host {victim} is cut off")
         hosts.join(victim)
         time.sleep(5)  # its node catches up with the stream; its services reconnect
         run.simulate(f"after host {victim} rejoined")
+        took("three rounds of play")
         run.audit()
+        took("the audit")
     except Exception as exc:
         raise AssertionError(f"{seed} host {victim} cut: {exc!r}\n{run.logs()}") from exc
     problems = [f"{seed} host {victim} cut: {p}" for p in run.problems]
