@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 from chaos_kit import audit_problems, check_store
-from cluster_kit import report_figures
+from cluster_kit import LOCAL_STACK, report_figures
 from ddz.adapters import nats_auth
 from ddz.adapters.nats_server import cluster_config, find_nats_server
 from ddz.adapters.stack import migrate
@@ -40,7 +40,6 @@ SEED_VARIABLE = "DDZ_HOSTS_SEED"
 SEED = int(os.environ.get(SEED_VARIABLE, "20261204"))
 NATS_PORT, ROUTE_PORT = 4222, 6222
 SERVICES = ("dealer", "rules", "recorder", "settlement", "bot", "table")
-LOCAL_STACK = "starting a local stack"
 
 
 @dataclass(frozen=True)
