@@ -182,12 +182,15 @@ class Hosts:
             stdin=subprocess.DEVNULL,
         )  # fmt: skip
 
-    def close(self) -> None:
+    def close(self, grace: float = 3.0) -> None:
+        """Stop every process started here (SIGTERM, SIGKILL after ``grace`` s: how the
+        services stop is not what the hosts test looks at, and each second counts), then
+        remove the namespaces with whatever still runs in them."""
         for _host, process in self.processes:
             if process.poll() is None:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(process.pid, signal.SIGTERM)
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + grace
         for _host, process in self.processes:
             try:
                 process.wait(timeout=max(0.1, deadline - time.monotonic()))
