@@ -9,8 +9,11 @@ nodes' (``DDZ_NATS_URL``), and the NATS nodes route to each other across the bri
         hosts.cut(2); hosts.join(2)    # link down / up on host 2's cable
 
 Needs root and ``ip netns``; ``netns_unavailable()`` says why not. Everything (processes,
-links, namespaces) is removed on exit, also after a failure; the names carry ``tag``, so
-two runs at once do not meet. The test's own process stays in the root namespace and
+links, namespaces) is removed on exit, also after a failure: every process left in a
+host's namespace is killed before the namespace goes. The names carry ``tag``
+(``new_tag()``: ``ddz<pid>x<random>``), so two runs at once do not meet, and a run
+killed before it could clean up (SIGKILL) is swept by the next one (``sweep``: the
+namespaces of a pid that no longer runs). The test's own process stays in the root namespace and
 reaches the hosts only through the processes it starts in them, and the shared files
 (data dirs, the SQLite store) on disk.
 """
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -43,6 +47,49 @@ def netns_unavailable() -> str | None:
         return f"ip netns add failed: {made.stderr.strip()}"
     subprocess.run(["ip", "netns", "del", name], capture_output=True)
     return None
+
+
+_TAGGED = re.compile(r"^ddz(\d+)x[0-9a-f]+-(sw|h\d+)$")
+
+
+def new_tag() -> str:
+    """A tag no other run uses, naming this process (``sweep`` knows whose it was)."""
+    return f"ddz{os.getpid()}x{uuid.uuid4().hex[:4]}"
+
+
+def sweep() -> list[str]:
+    """Remove the namespaces (and kill the processes in them) of earlier runs whose
+    process no longer runs: a run killed outright leaves nothing behind for long."""
+    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True)
+    swept = []
+    for line in listed.stdout.splitlines():
+        name = line.split()[0] if line.split() else ""
+        found = _TAGGED.match(name)
+        if found is None or _alive(int(found.group(1))):
+            continue
+        remove_namespace(name)
+        swept.append(name)
+    return swept
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def remove_namespace(name: str) -> None:
+    """Kill whatever still runs in namespace ``name``, then delete it (its links go
+    with it). A namespace is only freed once no process holds it."""
+    pids = subprocess.run(["ip", "netns", "pids", name], capture_output=True, text=True)
+    for pid in pids.stdout.split():
+        with contextlib.suppress(ProcessLookupError, ValueError):
+            os.kill(int(pid), signal.SIGKILL)
+    subprocess.run(["ip", "netns", "del", name], capture_output=True)
 
 
 def ip(*args: str) -> None:
@@ -73,6 +120,7 @@ class Hosts:
         return f"{self.subnet}.{10 + host}"
 
     def __enter__(self) -> Hosts:
+        sweep()
         try:
             self._build()
         except BaseException:
@@ -134,12 +182,15 @@ class Hosts:
             stdin=subprocess.DEVNULL,
         )  # fmt: skip
 
-    def close(self) -> None:
+    def close(self, grace: float = 3.0) -> None:
+        """Stop every process started here (SIGTERM, SIGKILL after ``grace`` s: how the
+        services stop is not what the hosts test looks at, and each second counts), then
+        remove the namespaces with whatever still runs in them."""
         for _host, process in self.processes:
             if process.poll() is None:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(process.pid, signal.SIGTERM)
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + grace
         for _host, process in self.processes:
             try:
                 process.wait(timeout=max(0.1, deadline - time.monotonic()))
@@ -148,6 +199,6 @@ class Hosts:
                     os.killpg(process.pid, signal.SIGKILL)
                 process.wait()
         self.processes.clear()
-        for ns in reversed(self.made):  # a namespace's links go with it
-            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+        for ns in reversed(self.made):  # and whatever still runs there (not ours: killed)
+            remove_namespace(ns)
         self.made.clear()

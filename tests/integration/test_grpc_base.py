@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import grpc
+import nats.js.errors
 import pytest
 import structlog
 from ddz.adapters.certs import ensure_certificates
@@ -37,8 +38,9 @@ RECORDER = full_service_name(recorder_pb2, "RecorderService")
 
 
 class TinyRecorder(recorder_pb2_grpc.RecorderServiceServicer):
-    """Just enough of a recorder to exercise the helpers; ``slow`` and ``boom`` stream
-    ids make it sleep or fail unexpectedly."""
+    """Just enough of a recorder to exercise the helpers; ``slow``, ``boom`` and
+    ``election`` stream ids make it sleep, fail unexpectedly, or fail as a call to a
+    stream without a leader does."""
 
     def __init__(self, store: SqlEventStore) -> None:
         self.store = store
@@ -48,6 +50,8 @@ class TinyRecorder(recorder_pb2_grpc.RecorderServiceServicer):
             await asyncio.sleep(1.0)
         if request.stream_id == "boom":
             raise RuntimeError("secret internals")
+        if request.stream_id == "election":  # what a publish meets while a stream has no leader
+            raise nats.js.errors.NoStreamResponseError()
         events = await asyncio.to_thread(
             self.store.read_stream, request.stream_id, request.after_version
         )
@@ -184,6 +188,16 @@ async def test_unexpected_error_is_internal_without_leaking_details(
     assert "secret" not in (caught.value.details() or "")
     assert error_reason(caught.value) is None
     assert (await stub.ReadStream(recorder_pb2.ReadStreamRequest(stream_id="hand-1"))).events
+
+
+async def test_a_bus_that_did_not_answer_is_unavailable_not_internal(
+    channel: grpc.aio.Channel,
+) -> None:
+    stub = recorder_pb2_grpc.RecorderServiceStub(channel)
+    with pytest.raises(grpc.aio.AioRpcError) as caught:
+        await stub.ReadStream(recorder_pb2.ReadStreamRequest(stream_id="election"))
+    assert caught.value.code() == grpc.StatusCode.UNAVAILABLE
+    assert "the event bus did not answer" in (caught.value.details() or "")
 
 
 async def test_every_call_gets_the_default_deadline(

@@ -6,6 +6,8 @@
   connected to is killed (SIGKILL).
 - The core services (``DDZ_NATS_URL`` = the three nodes, ``DDZ_STREAM_REPLICAS=3``)
   play hands to their end and settle them.
+- A table's write made as the node leading its stream dies waits for the new leader
+  and lands once.
 """
 
 from __future__ import annotations
@@ -23,11 +25,17 @@ import nats.errors
 import nats.js.errors
 import pytest
 from audit_kit import play_hands, settled
-from ddz.adapters.bus import ALL_SUBJECTS, EventBus, subject_for
+from ddz.adapters.bus import ALL_SUBJECTS, MSG_ID, EventBus, stream_filter, subject_for
 from ddz.adapters.lease import BUCKET, Lease
 from ddz.adapters.nats_server import NatsCluster, start_nats_cluster
+from ddz.adapters.table_stream import JetStreamTableLog, TableCursor, table_stream_id
 from ddz.audit.sample import Mischief
+from ddz.domain.hand import SeatInfo
+from ddz.domain.ruleset import CLASSIC
+from ddz.domain.settlement import RoomSettings
+from ddz.domain.table import SeatReady, TableOpened
 from nats.js.api import StreamConfig
+from signing_kit import KEYRING, TABLE
 from suite_kit import CORE, eventually, running_suite, suite_settings
 from table_kit import settled_ledger
 
@@ -229,3 +237,50 @@ async def started(lease: Lease) -> bool:
     except (nats.errors.Error, TimeoutError):
         return False
     return True
+
+
+def leader_of(cluster: NatsCluster, server_name: str) -> int:
+    """The index of the node named ``server_name`` (a stream's leader, as its info says)."""
+    return next(i for i, config in enumerate(cluster.configs)
+                if f'server_name: "{server_name}"' in config.read_text())  # fmt: skip
+
+
+async def test_a_table_write_waits_out_the_election_of_its_streams_leader_and_lands_once(
+    cluster: NatsCluster, cluster_bus: EventBus
+) -> None:
+    """The node leading the stream is killed and at once the table writes: the stream
+    has no leader for 4-9 s (its followers wait that long before they campaign), every
+    attempt meanwhile goes unanswered; the write is asked again until the new leader
+    takes it, and the table's stream holds each event once, in order."""
+    assert await eventually(lambda: ensured(cluster_bus, replicas=3), timeout=CLUSTER_WAIT)
+    writer = await EventBus.connect(cluster.url, name="table", stream=cluster_bus.stream)
+    table_log = JetStreamTableLog(writer, keyring=KEYRING, signer=TABLE, timeout=2.0)
+    seats = (SeatInfo("ann"), SeatInfo("bea"), SeatInfo("cai"))
+    try:
+        opened = TableOpened("t-election", CLASSIC, RoomSettings(), seats)
+        cursor = await table_log.append("t-election", TableCursor(), [opened])
+
+        info = await cluster_bus.js.stream_info(cluster_bus.stream)
+        assert info.cluster is not None and info.cluster.leader
+        victim = cluster.nodes[leader_of(cluster, info.cluster.leader)]
+        os.kill(victim.process.pid, signal.SIGKILL)
+        killed = time.monotonic()
+        ready = SeatReady(1, 1, 0.0)
+        after = await table_log.append("t-election", cursor, [ready])
+        waited = time.monotonic() - killed
+        victim.process.wait()
+        print(f"the table's write landed {waited:.1f} s after the stream's leader died")
+
+        assert after == TableCursor(2, after.seq) and after.seq > cursor.seq
+        history = await table_log.read("t-election")
+        assert history is not None and history.cursor == after
+        assert history.state.seats == seats
+        stored = [await writer.js.get_msg(writer.stream, seq) for seq in (cursor.seq, after.seq)]
+        ids = [(m.headers or {}).get(MSG_ID) for m in stored]
+        assert len(set(ids)) == 2
+        subjects = await writer.js.stream_info(
+            writer.stream, subjects_filter=stream_filter(table_stream_id("t-election"))
+        )
+        assert sum((subjects.state.subjects or {}).values()) == 2
+    finally:
+        await writer.close()

@@ -20,7 +20,9 @@ This is the one place a ``Refusal`` (``ddz.application.errors``) becomes a gRPC 
 the interceptor ends any call whose handler raised one with a rich status whose
 ``google.rpc.ErrorInfo`` carries the ``ddz.v1.Reason`` name (``STATUS_OF`` maps each
 kind to its code); ``status_of`` is the same mapping for answers that carry a status
-as data (one command of a ``DecideBatch``).
+as data (one command of a ``DecideBatch``). A handler that failed because NATS did
+not answer (``election.UNANSWERED``: a stream electing a leader) ends UNAVAILABLE, which
+its caller may ask again; any other error ends INTERNAL, with its request id.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from grpc_status import rpc_status
 
 from ddz.adapters import metrics
 from ddz.adapters.certs import SPIFFE_PREFIX, read_tls_file
+from ddz.adapters.election import UNANSWERED
 from ddz.adapters.health import Check, HealthWatch
 from ddz.adapters.rights import PLAYER_FACING, Right, right_of
 from ddz.adapters.tracing import server_interceptors
@@ -268,6 +271,15 @@ async def _internal(context: grpc.aio.ServicerContext[Any, Any]) -> NoReturn:
     raise AssertionError("unreachable")  # pragma: no cover
 
 
+def _unanswered(exc: Exception) -> Refusal:
+    """A call that failed because NATS did not answer (a stream electing a leader, a node
+    out of reach) is UNAVAILABLE, as the bus is: its caller may ask again (the channel
+    does, for the calls that are safe to repeat), never an internal error."""
+    why = str(exc) or type(exc).__name__
+    log.warning("rpc_bus_unanswered", error=why)
+    return Refusal.unavailable(f"the event bus did not answer ({why}); try again")
+
+
 def _wrap_unary(behaviour: Any, call: Call, request_id: str | None) -> Any:
     async def unary(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
         started = _begin(call, request_id, request)
@@ -279,6 +291,8 @@ def _wrap_unary(behaviour: Any, call: Call, request_id: str | None) -> Any:
             raise
         except Refusal as refusal:
             await refuse(context, refusal)
+        except UNANSWERED as exc:
+            await refuse(context, _unanswered(exc))
         except Exception:
             await _internal(context)
         finally:
@@ -301,6 +315,8 @@ def _wrap_stream(behaviour: Any, call: Call, request_id: str | None) -> Any:
                 raise
             except Refusal as refusal:
                 await refuse(context, refusal)
+            except UNANSWERED as exc:
+                await refuse(context, _unanswered(exc))
             except Exception:
                 await _internal(context)
             finally:

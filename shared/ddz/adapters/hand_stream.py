@@ -38,6 +38,7 @@ its head missing.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import NamedTuple, Protocol, TypeVar
@@ -56,6 +57,7 @@ from ddz.adapters.bus import (
     stream_id_for,
     subject_for,
 )
+from ddz.adapters.election import RIDE_OUT, UNANSWERED, until_answered
 from ddz.adapters.event_signing import BadEvent, EventKeyring, EventSigner, sealed_envelope
 from ddz.adapters.store.contract import EventStore
 from ddz.application.errors import Kind, Reason, Refusal
@@ -239,15 +241,14 @@ async def _publish_atomic(
     # ways; then the batch's last event is the last message of its side.
     last_filter = stream_filter(stream_id, internal=outgoing[-1].event.HIDDEN)
 
-    async def ours() -> list[int] | None:
-        seq = await _last_if_ours(bus, last_filter, outgoing[-1].event_id)
+    async def send(seconds: float) -> list[int]:
+        return await bus.publish_batch(batch, timeout=seconds)
+
+    async def ours(seconds: float) -> list[int] | None:
+        seq = await _last_if_ours(bus, last_filter, outgoing[-1].event_id, seconds)
         return None if seq is None else list(range(seq - len(batch) + 1, seq + 1))
 
-    return await _retried(
-        lambda: bus.publish_batch(batch, timeout=timeout),
-        ours,
-        (WrongLastSequence, BatchDuplicate),
-    )
+    return await _retried(send, ours, (WrongLastSequence, BatchDuplicate), timeout)
 
 
 async def _publish_checked(
@@ -258,50 +259,60 @@ async def _publish_checked(
     expected: int,
     subject_filter: str,
     timeout: float,
+    *,
+    ride_out: bool = False,
 ) -> int:
-    async def send() -> int:
+    async def send(seconds: float) -> int:
         ack = await bus.publish(
-            subject, data, event_id, expected, expected_subject=subject_filter, timeout=timeout
+            subject, data, event_id, expected, expected_subject=subject_filter, timeout=seconds
         )
         return ack.seq
 
-    return await _retried(
-        send, lambda: _last_if_ours(bus, subject_filter, event_id), (WrongLastSequence,)
-    )
+    async def ours(seconds: float) -> int | None:
+        return await _last_if_ours(bus, subject_filter, event_id, seconds)
 
-
-_UNANSWERED = (TimeoutError, nats.errors.TimeoutError, nats.js.errors.NoStreamResponseError)
+    return await _retried(send, ours, (WrongLastSequence,), timeout, ride_out=ride_out)
 
 
 async def _retried(
-    send: Callable[[], Awaitable[T]],
-    ours: Callable[[], Awaitable[T | None]],
+    send: Callable[[float], Awaitable[T]],
+    ours: Callable[[float], Awaitable[T | None]],
     refused: tuple[type[Exception], ...],
+    timeout: float,
+    *,
+    ride_out: bool = False,
 ) -> T:
-    """``send()``, again after a timeout (up to ``PUBLISH_ATTEMPTS``). A refusal is a
-    success when ``ours()`` finds what was sent already stored, else ``HandConflict``.
-    Still no answer: UNAVAILABLE (the stream has no leader yet, e.g. just after a node
-    came back), which callers ask again, never an internal error."""
-    for attempt in range(1, PUBLISH_ATTEMPTS + 1):
+    """``send()``, again while it gets no answer (``election.until_answered``): up to
+    ``PUBLISH_ATTEMPTS`` times, or with ``ride_out`` until ``election.RIDE_OUT`` seconds
+    have passed, long enough for the stream to elect a new leader. A refusal is a
+    success when ``ours()`` finds what was sent already stored (an earlier attempt was
+    stored and its answer lost), else ``HandConflict``. Still no answer: UNAVAILABLE
+    (the stream has no leader yet, e.g. just after a node came back), which callers ask
+    again, never an internal error."""
+    if ride_out:
+        until, attempts = time.monotonic() + RIDE_OUT, None
+    else:
+        until, attempts = time.monotonic() + PUBLISH_ATTEMPTS * timeout, PUBLISH_ATTEMPTS
+    try:
         try:
-            return await send()
+            return await until_answered(send, until=until, timeout=timeout, attempts=attempts)
         except refused as exc:
-            found = await ours()
+            found = await until_answered(ours, until=until, timeout=timeout, attempts=attempts)
             if found is not None:
                 return found
             raise HandConflict(str(exc)) from exc
-        except _UNANSWERED as exc:
-            if attempt == PUBLISH_ATTEMPTS:
-                why = str(exc) or type(exc).__name__
-                raise Refusal.unavailable(f"the bus did not take the events: {why}") from exc
-            await asyncio.sleep(0.05 * attempt)
-    raise AssertionError("unreachable")  # pragma: no cover
+    except UNANSWERED as exc:
+        why = str(exc) or type(exc).__name__
+        raise Refusal.unavailable(f"the bus did not take the events: {why}") from exc
 
 
-async def _last_if_ours(bus: EventBus, subject_filter: str, event_id: str) -> int | None:
+async def _last_if_ours(
+    bus: EventBus, subject_filter: str, event_id: str, timeout: float
+) -> int | None:
     """The sequence of the last message on ``subject_filter`` if it is ``event_id``."""
     try:
-        msg = await bus.js.get_last_msg(bus.stream, subject_filter)
+        async with asyncio.timeout(timeout):
+            msg = await bus.js.get_last_msg(bus.stream, subject_filter)
     except nats.js.errors.NotFoundError:
         return None
     if (msg.headers or {}).get(MSG_ID) == event_id:

@@ -15,7 +15,8 @@ if nobody wrote since), every ``ttl / 8``. So:
   ``UNANSWERED_RETRY``, and in any case ``held`` turns false, and the lease is lost,
   ``(1 - SAFETY) * ttl`` after the start of its last successful renewal, by its own
   clock, before any standby can have taken over; at the default TTL that is later
-  than the longest election of a new leader for the bucket's stream (``ELECTION``);
+  than the longest election of a new leader for the bucket's stream (``ELECTION``,
+  ``ddz.adapters.election``: the one policy of every write that rides an election out);
 - a holder that stops cleanly deletes its entry (with its revision), so a standby takes
   over within ``STANDBY_POLL`` instead of one TTL;
 - a holder that died on this host (its holder id names this host and a pid that no
@@ -47,15 +48,12 @@ from nats.js.kv import KeyValue
 
 from ddz.adapters import metrics
 from ddz.adapters.bus import EventBus
+from ddz.adapters.election import ELECTION, UNANSWERED_RETRY
 from ddz.application.tasks import cancel_and_wait
 
 log = structlog.get_logger("ddz.lease")
 
 BUCKET = "ddz_leases"
-ELECTION = 10.0
-"""Seconds a JetStream stream may go without a leader after its leader's node died: a
-follower waits 4 to 9 s for a lost leader before it campaigns, and a campaign takes up
-to 0.8 s more (nats-server ``server/raft.go``). A held lease must outlive that."""
 DEFAULT_TTL = 20.0
 """Seconds a lease lives after its last renewal (``DDZ_LEASE_TTL``): how long a standby
 waits for a holder that died on another host. Long enough that a holder, renewing every
@@ -63,9 +61,6 @@ TTL/8 and giving up a quarter of it (``SAFETY``), still holds the lease 12.5 s a
 last renewal: more than an ``ELECTION``."""
 RENEWALS_PER_TTL = 8
 """Renewals per TTL."""
-UNANSWERED_RETRY = 0.5
-"""Seconds at most between a holder's renewals while they get no answer: the first
-renewal a new stream leader can answer is tried at once, not one interval later."""
 STANDBY_POLL = 1.0
 """Seconds at most between a standby's attempts to take the lease (one refused write
 each): a released lease is taken within this, an expired one within this of its end."""

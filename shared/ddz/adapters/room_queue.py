@@ -10,7 +10,9 @@ ticket is taken out with a purge of its key (``Nats-Rollup: sub``: the entry goe
 purge marker itself living a minute, so a seated player leaves nothing behind.
 
 The lobby changes its queues in synchronous steps: ``keep`` and ``drop`` only schedule
-the write, and the writes of one key go out in the order they were asked for.
+the write, and the writes of one key go out in the order they were asked for. A write
+the bucket's stream does not answer (a leader being elected) is asked again, under the
+same message id, until ``election.RIDE_OUT`` has passed.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import time
+import uuid
 from collections.abc import Coroutine
 from dataclasses import dataclass
 from typing import Any
@@ -28,7 +32,8 @@ import structlog
 from nats.js.api import Header
 from nats.js.kv import KeyValue
 
-from ddz.adapters.bus import EventBus
+from ddz.adapters.bus import MSG_ID, EventBus
+from ddz.adapters.election import RIDE_OUT, until_answered
 
 log = structlog.get_logger("ddz.room_queue")
 
@@ -135,9 +140,16 @@ class RoomQueueKV:
             del self._last[key]
 
     async def _publish(self, subject: str, value: bytes, headers: dict[str, str], ttl: int) -> None:
-        await self.bus.js.publish(
-            subject, value, headers=headers or None, timeout=self.timeout, msg_ttl=ttl
-        )
+        """One write, asked again while the bucket's stream elects a leader; each attempt
+        carries the same message id, so a repeat of one stored (its answer lost) is
+        dropped as a duplicate rather than written twice."""
+        headers = {**headers, MSG_ID: uuid.uuid4().hex}
+
+        async def send(seconds: float) -> None:
+            await self.bus.js.publish(subject, value, headers=headers, timeout=seconds, msg_ttl=ttl)
+
+        until = time.monotonic() + RIDE_OUT
+        await until_answered(send, until=until, timeout=self.timeout)
 
     async def settle(self) -> None:
         """Wait for the writes under way."""

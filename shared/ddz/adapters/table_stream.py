@@ -9,7 +9,10 @@ A table is the stream ``table-<table_id>``; its events go to
 ``Nats-Expected-Last-Subject-Sequence`` over the table's filter
 (``ddz.v1.table.<bucket>.<id>.*``), the check of ``hand_stream``: a second writer starting from
 the same table gets a CONFLICT ``Refusal`` and has published nothing; a retry after a
-lost acknowledgement is recognised by its event id.
+lost acknowledgement is recognised by its event id. A write the bus does not answer (the
+stream electing a new leader after a node died or was cut off) is asked again until
+``election.RIDE_OUT`` has passed, so an election costs the table a wait, not a failed
+call (``ddz.adapters.election``).
 
 The open tables are found without reading every table ever opened: the stream's
 subject counts (``table_opened`` minus ``table_closed`` subjects), then each open
@@ -212,7 +215,7 @@ class JetStreamTableLog:
                 seq = await _publish_checked(
                     self.bus, subject_for(stream_id, event.TYPE),
                     self.signer.seal(envelope), envelope.event_id, cursor.seq,
-                    stream_filter(stream_id), self.timeout,
+                    stream_filter(stream_id), self.timeout, ride_out=True,
                 )  # fmt: skip
             except HandConflict as exc:
                 if cursor.version == 0:  # the id is taken: by a table open or closed
