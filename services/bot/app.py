@@ -42,6 +42,7 @@ from ddz.player_kinds import make_player
 from ddz.v1 import bot_pb2, bot_pb2_grpc
 
 from .autoplay import AutoPlay, in_partition
+from .batcher import in_flight_of
 from .clients import RulesClient
 from .handlers import GetStats, Suggest
 from .hands import FeedLookup, resume_hands
@@ -127,6 +128,7 @@ class BotApp:
             self.bus, self.holder, self.settings.bot_partitions,
             ttl=self.settings.lease_ttl, replicas=self.settings.stream_replicas,
             on_taken=self._partition_taken, on_lost=self._partition_lost,
+            on_members=self._members_counted,
         )  # fmt: skip
         await self.partitions.start()
 
@@ -155,6 +157,11 @@ class BotApp:
         task = asyncio.create_task(resume_hands(self.feed, accept=accept), name="bot:take")
         self._taking.add(task)
         task.add_done_callback(self._taking.discard)
+
+    def _members_counted(self, members: int) -> None:
+        """The bot's calls in flight to the rules, its share of the suite's."""
+        if self.autoplay is not None:
+            self.autoplay.moves.max_in_flight = in_flight_of(members)
 
     async def _partition_lost(self, partition: int) -> None:
         """Another instance's now: its hands' folds dropped (``_owns`` already says no)."""

@@ -24,8 +24,20 @@ from .ports import Move, Rules
 MAX_BATCH = 64
 """Moves per call at most (far below the message size limit)."""
 MAX_IN_FLIGHT = 2
-"""Calls in flight at once: a second one starts while the first is being decided, so
-a move never waits for more than one call ahead of it."""
+"""Calls in flight at once, the suite's bot instances together: a second one starts
+while the first is being decided, so a move never waits for more than one call ahead of
+it."""
+
+
+def in_flight_of(members: int) -> int:
+    """The calls in flight of one of ``members`` bot instances: ``MAX_IN_FLIGHT``
+    shared, one at least. Moves gather while calls are in flight, so the suite's calls
+    a second follow the calls in flight of all its instances together: two instances
+    keeping two each would make about twice the calls, each half as full (docs/
+    BENCHMARKS.md, "Batches kept whole").
+    """
+    return max(1, MAX_IN_FLIGHT // max(1, members))
+
 
 _Waiting = tuple[Move, "asyncio.Future[rules_pb2.DecideResponse]"]
 

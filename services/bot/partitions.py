@@ -1,16 +1,20 @@
 """The hands shared among bot instances: ``DDZ_BOT_PARTITIONS`` partitions by hand id,
 each one a lease (``ddz.adapters.lease``, key ``bot.partition.<k>``), each instance
-holding about its share.
+holding its share.
 
 A hand belongs to partition ``bucket % count``, its subject bucket
 (``ddz.adapters.bus.bucket_of``) modulo the partitions (``partition_of``); the
 instance holding that partition's lease is the only one that plays the hand's bot seats,
 so one bot turn gets one decision. The instances count one another by their member
 keys (``bot.member.<holder>``, written every renewal interval with the lease TTL, so a
-dead instance's key goes with its leases); each wants ``ceil(count / members)``
-partitions, takes free ones while it has fewer, and lets its highest go while it has
-more. An instance that joins or leaves therefore moves only partitions, never history:
-the new holder of a partition reads the unfinished hands of that partition from the bus
+dead instance's key goes with its leases). Of M live instances, the ``i``-th by member
+key wants partition ``k`` when ``k mod M == i``: every instance computes the same
+share from the same keys, and each takes its own partitions when they are free and lets
+go of the others. The rules clients route partition ``k`` to the ``k mod N``-th of N
+rules instances (``ddz.adapters.routing``), so with as many of each, one bot instance's
+hands all go to one rules instance and its batches of moves stay whole. An instance
+that joins or leaves therefore moves only partitions, never history: the new holder of
+a partition reads the unfinished hands of that partition from the bus
 (``hands.resume_hands``), as a restarted bot does.
 
 A partition is whole buckets (``buckets_of``), so an instance's consumer filters on the
@@ -26,7 +30,7 @@ from collections.abc import Awaitable, Callable, Iterable
 
 import nats.errors
 import structlog
-from ddz.adapters.bus import BUCKETS, EventBus, bucket_of
+from ddz.adapters.bus import BUCKETS, EventBus, partition_of
 from ddz.adapters.lease import BUCKET, Lease, lease_bucket
 from ddz.application.tasks import cancel_and_wait
 
@@ -34,6 +38,7 @@ log = structlog.get_logger("ddz.bot.partitions")
 
 PREFIX = "bot"
 PartitionHook = Callable[[int], Awaitable[None]]
+__all__ = ["Partitions", "buckets_of", "partition_of", "subject_token"]
 
 
 class Partitions:
@@ -49,6 +54,7 @@ class Partitions:
         replicas: int = 1,
         on_taken: PartitionHook,
         on_lost: PartitionHook,
+        on_members: Callable[[int], None] = lambda _members: None,
     ) -> None:
         self.bus = bus
         self.holder = holder
@@ -56,7 +62,9 @@ class Partitions:
         self.ttl = ttl
         self.replicas = replicas
         self.members = 1  # live instances, this one included (as last counted)
+        self.index = 0  # this instance's place among them, by member key
         self._on_taken = on_taken
+        self._on_members = on_members
         self._on_lost = on_lost
         self.leases = [self._lease(k) for k in range(count)]
         self._task: asyncio.Task[None] | None = None
@@ -106,10 +114,7 @@ class Partitions:
 
     def _wanted(self, partition: int) -> Callable[[], bool]:
         def wanted() -> bool:
-            held = sorted(self.held)
-            if partition in held:
-                return held.index(partition) < self.share  # the lowest ones are kept
-            return len(held) < self.share
+            return partition % self.members == self.index
 
         return wanted
 
@@ -126,15 +131,16 @@ class Partitions:
         info = await self.bus.js.stream_info(
             f"KV_{BUCKET}", subjects_filter=f"$KV.{BUCKET}.{PREFIX}.member.>"
         )
-        members = len(info.state.subjects or {}) or 1
-        if members != self.members:
-            log.info("bot_members", members=members, share=math.ceil(self.count / members))
-        self.members = members
-
-
-def partition_of(hand_id: str, count: int) -> int:
-    """The partition of ``count`` that ``hand_id`` belongs to."""
-    return bucket_of(hand_id) % count
+        keys = set(info.state.subjects or {}) | {self._member_subject}
+        ordered = sorted(keys)
+        members, index = len(ordered), ordered.index(self._member_subject)
+        if (members, index) != (self.members, self.index):
+            log.info("bot_members", members=members, index=index,
+                     share=math.ceil(self.count / members))  # fmt: skip
+        changed = members != self.members
+        self.members, self.index = members, index
+        if changed:
+            self._on_members(members)
 
 
 def buckets_of(partitions: Iterable[int], count: int) -> list[int]:

@@ -149,6 +149,12 @@ def bucket_of(entity_id: str) -> int:
     return zlib.crc32(entity_id.encode()) % BUCKETS
 
 
+def partition_of(hand_id: str, count: int) -> int:
+    """The partition of ``count`` that ``hand_id`` belongs to: its subject bucket modulo
+    ``count`` (the bot's partitions, ``DDZ_BOT_PARTITIONS``; the rules routing's key)."""
+    return bucket_of(hand_id) % count
+
+
 def subject_for(stream_id: str, event_type: str, internal: bool = False) -> str:
     """The subject an event of ``stream_id`` is published on."""
     if not _TOKEN.match(event_type):

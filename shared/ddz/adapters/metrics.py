@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -29,6 +30,7 @@ from prometheus_client import (
     ProcessCollector,
     start_http_server,
 )
+from prometheus_client.parser import text_string_to_metric_families
 
 if TYPE_CHECKING:  # the bus records into these metrics
     from ddz.adapters.bus import DeliveryTokens
@@ -281,3 +283,17 @@ def serve_metrics(service: str, address: str) -> MetricsServer:
     shown = f"[{host}]" if ":" in host else host
     log.info("metrics", service=service, address=f"{shown}:{bound.port}")
     return bound
+
+
+def calls_handled(address: str) -> dict[str, float]:
+    """gRPC calls the process serving metrics at ``address`` (``host:port``) has
+    finished so far, by method, every status code summed (``ddz_rpc_handled``)."""
+    with urllib.request.urlopen(f"http://{address}/metrics", timeout=10) as answer:
+        text = answer.read().decode("utf-8")
+    calls: dict[str, float] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == "ddz_rpc_handled_total":
+                method = sample.labels.get("method", "")
+                calls[method] = calls.get(method, 0.0) + sample.value
+    return calls

@@ -14,6 +14,16 @@ server's certificate still checked as the rules' own, whatever its address):
 - **rendezvous hashing** (highest random weight) of the hand id over the live instances:
   clients that know the same instances choose the same one for a hand; when one goes,
   only its hands move (each to the next of its own ranking), and they return with it.
+- **by the bot's partition**, when the bot's instances share the hands
+  (``DDZ_BOT_PARTITIONS`` = P > 1, set alike for the table and the bot): a hand goes
+  with its partition (``partition_of``), partition ``k`` to the ``k mod N``-th of the N
+  instances in the order of their addresses (its home), while that one is live, else to
+  the first live one of the partition's own rendezvous ranking. The bot's instances
+  share the partitions the same way (``k mod M``-th of M instances,
+  ``services/bot/partitions.py``), so with as many bot instances as rules instances,
+  all the hands of one bot instance go to one rules instance, and its batch of moves
+  (``DecideBatch``) goes whole instead of split in one call per rules instance. One
+  rule for both clients: the table's calls for a hand meet the bot's on one instance.
 - **liveness**: an instance is live while its health stream (``Health/Watch`` of
   ``ddz.v1.RulesService``) says SERVING. The stream breaking (the process died, the
   connection went), NOT_SERVING (it lost NATS, it is stopping), or a call to it failing
@@ -48,6 +58,7 @@ import grpc
 import structlog
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from ddz.adapters.bus import partition_of
 from ddz.adapters.grpc_client import CUT, REPEATS, error_reason, make_channel
 from ddz.application.tasks import cancel_and_wait
 from ddz.config import Settings
@@ -118,7 +129,9 @@ class HandRouter:
         self.settings = settings
         self.service = service
         self.full_name = full_name
+        self.partitions = settings.bot_partitions  # > 1: hands routed by partition
         self._stub = stub
+        self._ordered: list[str] = []  # the instances' targets, sorted (homes by index)
         entries = settings.targets(service)
         self._names = {entry: name for entry in entries if (name := dns_name(entry))}
         self._static = [entry for entry in entries if entry not in self._names]
@@ -142,7 +155,21 @@ class HandRouter:
         live = [i for i in self.instances.values() if i.live and i not in skip]
         if not live and not skip:
             live = list(self.instances.values())
-        return sorted(live, key=lambda i: weight(i.target, hand_id), reverse=True)
+        if self.partitions <= 1:
+            return sorted(live, key=lambda i: weight(i.target, hand_id), reverse=True)
+        partition = partition_of(hand_id, self.partitions)
+        key = f"partition:{partition}"
+        ranked = sorted(live, key=lambda i: weight(i.target, key), reverse=True)
+        home = self.instances[self.home(partition)]
+        if home in ranked:
+            ranked.remove(home)
+            ranked.insert(0, home)
+        return ranked
+
+    def home(self, partition: int) -> str:
+        """The target of the instance that decides the hands of the bot's ``partition``
+        while it is live: the ``partition mod N``-th of the N instances by address."""
+        return self._ordered[partition % len(self._ordered)]
 
     def choose(self, hand_id: str, skip: Sequence[Instance] = ()) -> Instance | None:
         """The instance that decides ``hand_id`` now (None: every one was skipped)."""
@@ -172,6 +199,7 @@ class HandRouter:
         channel = make_channel(self.settings, self.service, target=target)
         instance = Instance(target, channel, self._stub(channel))
         self.instances[target] = instance
+        self._ordered = sorted(self.instances)
         if self.watched:
             instance.watching = asyncio.get_running_loop().create_task(
                 self._watch(instance), name=f"routing:{target}"
@@ -179,6 +207,7 @@ class HandRouter:
 
     async def _remove(self, target: str) -> None:
         instance = self.instances.pop(target)
+        self._ordered = sorted(self.instances)
         log.info("instance_gone", service=self.service, target=target)
         if instance.watching is not None:
             instance.watching.cancel()

@@ -39,6 +39,7 @@ from typing import Any
 from ddz.adapters import stack_file
 from ddz.adapters.driver import Driver
 from ddz.adapters.grpc_client import ask, make_channel
+from ddz.adapters.metrics import calls_handled
 from ddz.adapters.stack import Stack, StackError, stack_answers
 from ddz.config import Settings
 from ddz.domain.ruleset import ruleset_for
@@ -106,6 +107,7 @@ class E2EResult:
     refused: int = 0
     selfplay_hands_per_s: float = 0.0
     cpu_ms_per_hand: dict[str, float] = field(default_factory=dict)
+    rules_calls_per_hand: dict[str, float] = field(default_factory=dict)
 
     @property
     def hands_per_s(self) -> float:
@@ -143,6 +145,7 @@ class E2EResult:
             if self.selfplay_hands_per_s
             else None,
             "cpu_ms_per_hand": self.cpu_ms_per_hand,
+            "rules_calls_per_hand": self.rules_calls_per_hand,
         }
 
 
@@ -195,6 +198,18 @@ def stack_cpu(stack: Stack | None) -> dict[str, float]:
     return out
 
 
+def rules_calls(stack: Stack | None) -> dict[str, float]:
+    """``RulesService`` calls finished so far by method, every rules instance's summed
+    (its ``ddz_rpc_handled_total``; nothing for a stack not started here)."""
+    if stack is None:
+        return {}
+    calls: dict[str, float] = {}
+    for child in stack.instances("rules"):
+        for method, count in calls_handled(stack.metrics_address(child)).items():
+            calls[method] = calls.get(method, 0.0) + count
+    return calls
+
+
 async def _bot_stats(settings: Settings, stack: Stack | None) -> bot_pb2.GetStatsResponse:
     """The bot service's counters; of a stack started here, every instance's summed."""
     targets = [c.address for c in stack.instances("bot")] if stack is not None else [None]
@@ -240,6 +255,7 @@ async def e2e(settings: Settings, stack: Stack | None, variant: str, hands: int,
             before = await _bot_stats(settings, stack)
             start_position = await _store_position(recorder)
             cpu_before = stack_cpu(stack)
+            calls_before = rules_calls(stack)
             started = time.perf_counter()
             if progress is not None:
                 progress.stage(f"{variant}: playing", total=hands)
@@ -257,6 +273,7 @@ async def e2e(settings: Settings, stack: Stack | None, variant: str, hands: int,
                 await asyncio.sleep(0.01)
             result.seconds = time.perf_counter() - started
             cpu_after = stack_cpu(stack)
+            calls_after = rules_calls(stack)
             after = await _bot_stats(settings, stack)
             result.hands = len(results)
             result.stored_events = await driver.stored_events(results)
@@ -277,6 +294,11 @@ async def e2e(settings: Settings, stack: Stack | None, variant: str, hands: int,
     result.cpu_ms_per_hand = {
         name: round((cpu_after[name] - cpu_before.get(name, 0.0)) * 1000 / max(1, result.hands), 1)
         for name in cpu_after
+    }
+    result.rules_calls_per_hand = {
+        method: round((calls - calls_before.get(method, 0.0)) / max(1, result.hands), 2)
+        for method, calls in sorted(calls_after.items())
+        if calls > calls_before.get(method, 0.0)
     }
     return result
 
@@ -341,4 +363,8 @@ def print_result(result: E2EResult) -> None:
         ("end to end / in-process", f"{data['ratio']}"),
     ]
     rows += [(f"CPU ms/hand: {name}", f"{ms:.1f}") for name, ms in result.cpu_ms_per_hand.items()]
+    rows += [
+        (f"rules calls/hand: {method}", f"{calls:.2f}")
+        for method, calls in result.rules_calls_per_hand.items()
+    ]
     print_figures(title, rows)
