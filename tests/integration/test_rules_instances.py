@@ -8,6 +8,10 @@ process, one instance in a process of its own where it is killed).
   share, each hand on one instance only, and no move meets a conflict.
 - one of three, a process of its own, killed (SIGKILL) mid-run: every hand finishes, the
   dead instance's hands are decided by the others.
+- two bot instances sharing the hands by partition, two rules instances: each bot
+  instance's hands go to one rules instance, so each of its ``DecideBatch`` calls is one
+  call on the rules side (none split), and the calls per hand stay within 10% of those
+  of one bot instance and one rules instance playing the same hands.
 """
 
 from __future__ import annotations
@@ -22,15 +26,16 @@ import urllib.request
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ddz.adapters import codec, hand_stream
-from ddz.adapters.bus import EventBus
+from ddz.adapters.bus import EventBus, partition_of
 from ddz.adapters.driver import Driver, HandResult
 from ddz.adapters.event_signing import event_keyring
 from ddz.adapters.grpc_client import make_channel
-from ddz.adapters.nats_server import NatsServer
+from ddz.adapters.metrics import REGISTRY
+from ddz.adapters.nats_server import NatsServer, start_nats_server
 from ddz.adapters.routing import rules_service, weight
 from ddz.adapters.service_runner import RunningService, start_service, start_services
 from ddz.adapters.stack import SERVING, free_port, health_status, settings_env
@@ -55,6 +60,7 @@ class Instances:
     targets: list[str]
     process: subprocess.Popen[bytes] | None = None
     metrics_port: int = 0
+    bots: list[Any] = field(default_factory=list)  # the bot apps, with ``front``
 
     def counts(self) -> list[Any]:
         return [instance.service.servicer.rules.counts for instance in self.rules]  # type: ignore[attr-defined]
@@ -86,6 +92,7 @@ async def instances(
         if front:
             fronts, suite.settings = await start_services(("bot", "table"), suite.settings)
             stopped += fronts.values()
+            suite.bots.append(fronts["bot"].service)
         yield suite
 
 
@@ -288,3 +295,92 @@ async def test_a_dns_name_stands_for_every_address_it_resolves_to(
             assert state.version > 0
         finally:
             await rules.close()
+
+
+# -- bot partitions and rules instances --------------------------------------------------
+
+PARTITIONS = 8
+
+
+def batch_calls() -> float:
+    """``DecideBatch`` calls the rules instances of this process have answered so far."""
+    return sum(
+        sample.value
+        for family in REGISTRY.collect()
+        for sample in family.samples
+        if sample.name == "ddz_rpc_handled_total"
+        and sample.labels.get("service") == "rules"
+        and sample.labels.get("method") == "DecideBatch"
+    )
+
+
+async def calls_per_hand(
+    settings: Settings, *, scaled: bool, hands: int, tables: int
+) -> tuple[float, list[Any], Instances]:
+    """``DecideBatch`` calls per hand with one bot and one rules instance, or two of each
+    (``scaled``): what the rules answered, per hand; the bot apps; the suite."""
+    async with instances(settings, rules=2 if scaled else 1) as suite:
+        bots = list(suite.bots)
+        if scaled:
+            other = await start_service("bot", suite.settings, port=0)
+            try:
+                bots.append(other.service)
+                await eventually(lambda: shared(bots), timeout=30.0)
+                return await _played(suite, bots, hands, tables)
+            finally:
+                await other.stop(0.2)
+        return await _played(suite, bots, hands, tables)
+
+
+async def shared(bots: list[Any]) -> bool:
+    """Each bot instance holds the partitions ``k mod 2`` gives it, and only those."""
+    held = sorted((app.partitions.held for app in bots), key=lambda h: min(h, default=-1))
+    return held == [frozenset(range(i, PARTITIONS, 2)) for i in range(2)]
+
+
+async def _played(
+    suite: Instances, bots: list[Any], hands: int, tables: int
+) -> tuple[float, list[Any], Instances]:
+    async with Driver(suite.settings) as driver:
+        await driver.play("classic", hands=tables, tables=tables)  # every table's path warm
+        made = sum(app.autoplay.moves.calls for app in bots)
+        answered = batch_calls()
+        loaded = [c.loaded for c in suite.counts()]
+        results = await driver.play("classic", hands=hands, tables=tables)
+    assert len(results) == hands and all(r.landlord is not None for r in results)
+    calls = batch_calls() - answered
+    # Every call a bot instance made was one call on the rules side: none split.
+    assert calls == sum(app.autoplay.moves.calls for app in bots) - made
+    # Each rules instance read exactly the hands of its partitions (k mod 2 by address).
+    by_home = sorted(suite.targets)
+    for instance, count, before in zip(suite.rules, suite.counts(), loaded, strict=True):
+        target = f"{HOST}:{instance.port}"
+        own = [
+            r for r in results
+            if by_home[partition_of(r.hand_id, PARTITIONS) % len(by_home)] == target
+        ]  # fmt: skip
+        assert count.loaded - before == len(own)
+    return calls / hands, bots, suite
+
+
+async def test_two_bot_and_two_rules_instances_keep_the_calls_per_hand_of_one_of_each(
+    bus: EventBus, nats_server: NatsServer, tmp_path: Any
+) -> None:
+    def settings_in(name: str, nats_url: str) -> Settings:
+        (tmp_path / name).mkdir()
+        settings = suite_settings(tmp_path / name, nats_url)
+        return replace(settings, lease_ttl=2.0, bot_partitions=PARTITIONS, bot_player="greedy")
+
+    one, _, _ = await calls_per_hand(
+        settings_in("one", nats_server.url), scaled=False, hands=48, tables=8
+    )
+    # The second suite on a server of its own: nothing of the first to read back.
+    second = start_nats_server(tmp_path / "nats", port=0)
+    try:
+        two, bots, _ = await calls_per_hand(
+            settings_in("two", second.url), scaled=True, hands=48, tables=8
+        )
+    finally:
+        second.stop()
+    assert [app.autoplay.moves.max_in_flight for app in bots] == [1, 1]  # two, shared
+    assert two <= 1.1 * one, (one, two)
