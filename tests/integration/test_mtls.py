@@ -33,13 +33,13 @@ import pytest
 from ddz import v1
 from ddz.adapters.certs import IDENTITIES, ensure_certificates
 from ddz.adapters.grpc_client import channel_credentials, error_reason, make_channel
-from ddz.adapters.grpc_server import start_server
+from ddz.adapters.grpc_server import RunningServer, peer_identity, start_server
 from ddz.adapters.nats_server import NatsServer
-from ddz.adapters.rights import PLAYER_FACING, RIGHTS
+from ddz.adapters.rights import CONSOLE, PLAYER_FACING, RIGHTS
 from ddz.adapters.stack import SERVING, free_port, health_status
 from ddz.adapters.tokens import bearer_channel, player_token
-from ddz.config import Settings
-from ddz.v1 import recorder_pb2, recorder_pb2_grpc, table_pb2, table_pb2_grpc
+from ddz.config import OPERATOR, Settings
+from ddz.v1 import envelope_pb2, recorder_pb2, recorder_pb2_grpc, table_pb2, table_pb2_grpc
 from google.protobuf import message_factory
 from google.protobuf.descriptor import MethodDescriptor
 from grpc_health.v1 import health_pb2, health_pb2_grpc
@@ -301,6 +301,17 @@ async def test_without_its_certificate_a_service_does_not_start(
     assert channel_credentials(Settings.from_env({**env, "DDZ_INSECURE": "1"})) is None
 
 
+async def recorder_server(servicer: Any, settings: Settings) -> RunningServer:
+    """A recorder server of the suite's (TLS, rights) serving ``servicer``, on a free port."""
+    return await start_server(
+        "recorder",
+        lambda server: recorder_pb2_grpc.add_RecorderServiceServicer_to_server(servicer, server),
+        ["ddz.v1.RecorderService"],
+        settings,
+        port=0,
+    )
+
+
 class Held(recorder_pb2_grpc.RecorderServiceServicer):
     """Holds every ReadStream until released, saying when one has arrived."""
 
@@ -318,13 +329,7 @@ async def test_calls_beyond_the_servers_concurrency_limit_are_refused(tmp_path: 
     ensure_certificates(tmp_path)
     settings = Settings(data_dir=tmp_path, max_concurrent_rpcs=1)
     held = Held()
-    running = await start_server(
-        "recorder",
-        lambda server: recorder_pb2_grpc.add_RecorderServiceServicer_to_server(held, server),
-        ["ddz.v1.RecorderService"],
-        settings,
-        port=0,
-    )
+    running = await recorder_server(held, settings)
     try:
         async with make_channel(settings, target=f"127.0.0.1:{running.port}") as channel:
             stub = recorder_pb2_grpc.RecorderServiceStub(channel)  # type: ignore[no-untyped-call]
@@ -338,6 +343,62 @@ async def test_calls_beyond_the_servers_concurrency_limit_are_refused(tmp_path: 
             await stub.ReadStream(recorder_pb2.ReadStreamRequest())  # and the next one is
     finally:
         await running.stop(0)
+
+
+class Callers(recorder_pb2_grpc.RecorderServiceServicer):
+    """Says who each ReadStream and ReadAll caller is, as the server's rights saw it."""
+
+    def __init__(self) -> None:
+        self.seen: list[str | None] = []
+
+    async def ReadStream(self, request: Any, context: Any) -> recorder_pb2.ReadStreamResponse:
+        self.seen.append(peer_identity(context))
+        await asyncio.sleep(0)  # the other connection's calls run in between
+        named = (peer_identity(context) or "").encode()  # the caller, back in the answer
+        return recorder_pb2.ReadStreamResponse(events=[envelope_pb2.StoredEvent(envelope=named)])
+
+    async def ReadAll(self, request: Any, context: Any) -> recorder_pb2.ReadAllResponse:
+        return recorder_pb2.ReadAllResponse()
+
+
+async def test_two_callers_on_one_server_keep_their_own_identities_and_rights(
+    tmp_path: Path,
+) -> None:
+    """The identity is read per call from the call's own connection (its parse kept per
+    certificate): the console and the operator calling one server at once, each on its
+    own connection and on fresh ones, each is itself, and the console is still refused
+    what only the operator may call (``RecorderService.ReadAll``)."""
+    ensure_certificates(tmp_path)
+    settings = Settings(data_dir=tmp_path)
+    callers = Callers()
+    running = await recorder_server(callers, settings)
+    target = f"127.0.0.1:{running.port}"
+
+    async def calls(identity: str) -> list[str]:
+        async with make_channel(settings.as_identity(identity), target=target) as channel:
+            stub = recorder_pb2_grpc.RecorderServiceStub(channel)  # type: ignore[no-untyped-call]
+            named = []
+            for _ in range(20):
+                answer = await stub.ReadStream(recorder_pb2.ReadStreamRequest(stream_id="x"))
+                named.append(answer.events[0].envelope.decode())
+                try:
+                    await stub.ReadAll(recorder_pb2.ReadAllRequest())
+                except grpc.aio.AioRpcError as refused:
+                    assert refused.code() is grpc.StatusCode.PERMISSION_DENIED
+                    assert error_reason(refused) == "PERMISSION_DENIED"
+                    named.append("refused ReadAll")
+                else:
+                    named.append("ReadAll")
+            return named
+
+    try:
+        for _ in range(2):  # again on new connections, perhaps from the same ports
+            console, operator = await asyncio.gather(calls(CONSOLE), calls(OPERATOR))
+            assert console == [CONSOLE, "refused ReadAll"] * 20
+            assert operator == [OPERATOR, "ReadAll"] * 20
+    finally:
+        await running.stop(0)
+    assert sorted(set(callers.seen), key=str) == sorted([CONSOLE, OPERATOR])
 
 
 async def test_a_probe_port_answers_health_in_plaintext_and_nothing_else(tmp_path: Path) -> None:
