@@ -25,7 +25,7 @@ events of 200 bytes, like the rules service: each hand its own stream id, subjec
 sets it), each publish ack awaited before the next; ``--concurrency`` hands in flight at
 once per publisher (tables). ``--consumers`` processes each follow every hand event with
 their own durable pull consumer and a handler that does nothing but count; every message
-is acked. By default both sides go through ``ddz.adapters.bus.EventBus`` (``publish``,
+is acked. By default both sides go through ``ddz.adapters.messaging.bus.EventBus`` (``publish``,
 ``subscribe_durable``), so the figure is that of our bus code; ``--raw`` does the same
 with bare nats-py (``js.publish`` with the same headers, ``js.pull_subscribe`` +
 ``fetch`` + ``msg.ack()``) to show how much is the library and how much our adapter.
@@ -89,7 +89,7 @@ from typing import Any
 import grpc
 import nats
 import nats.errors
-from ddz.adapters.bus import (
+from ddz.adapters.messaging.bus import (
     Delivery,
     EventBus,
     category_filter,
@@ -97,11 +97,11 @@ from ddz.adapters.bus import (
     stream_id_for,
     subject_for,
 )
-from ddz.adapters.nats_server import start_nats_server
+from ddz.adapters.runtime.nats_server import start_nats_server
 from ddz.entrypoints.bench_cmd import cpu_seconds  # user + system, all threads, /proc
 from nats.js.api import ConsumerConfig, DeliverPolicy
 
-STREAM = "DDZ"  # ddz.adapters.bus.STREAM_NAME
+STREAM = "DDZ"  # ddz.adapters.messaging.bus.STREAM_NAME
 HAND_FILTER = category_filter("hand")
 EVENT_TYPES = ("HandStarted", "BidPlaced", "CardsPlayed", "Passed", "HandSettled")
 PAYLOAD = bytes(range(200))  # an envelope's size; its content does not matter to NATS
@@ -355,8 +355,8 @@ def suite_hand() -> Callable[[int], list[tuple[str, bool]]]:
 
 
 async def suite_publisher(url: str, hand_ids: list[str], events: int, concurrency: int) -> None:
-    from ddz.adapters import hand_stream
     from ddz.adapters.codec import new_event_id
+    from ddz.adapters.messaging import hand_stream
 
     from services.settlement.consumer import FILTER as SETTLED_FILTER
 
@@ -388,7 +388,7 @@ async def suite_publisher(url: str, hand_ids: list[str], events: int, concurrenc
 
 async def suite_feed(url: str, durable: str, expected: int) -> None:
     """The table's or the bot's consumer: ``HandFeed.follow``, its handler counting."""
-    from ddz.adapters.hand_feed import HandFeed
+    from ddz.adapters.messaging.hand_feed import HandFeed
 
     finished = asyncio.Event()
 

@@ -25,9 +25,9 @@ from pathlib import Path
 import nats.js.errors
 import pytest
 import sqlalchemy as sa
-from ddz.adapters.bus import EventBus
-from ddz.adapters.nats_server import NatsServer, start_nats_server
-from ddz.adapters.room_queue import BUCKET as ROOM_QUEUE_BUCKET
+from ddz.adapters.messaging.bus import EventBus
+from ddz.adapters.messaging.room_queue import BUCKET as ROOM_QUEUE_BUCKET
+from ddz.adapters.runtime.nats_server import NatsServer, start_nats_server
 from ddz.adapters.store import SqlEventStore, create_store, make_engine
 from ddz.compiled import engine_build
 

@@ -11,7 +11,7 @@ import random
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from ddz.adapters.codec import envelope_for
-from ddz.adapters.event_signing import PRODUCERS, EventKeyring, EventSigner, may_sign
+from ddz.adapters.security.event_signing import PRODUCERS, EventKeyring, EventSigner, may_sign
 from ddz.domain.players import GreedyPlayer
 from ddz.domain.ruleset import CLASSIC
 from ddz.domain.selfplay import play_hand

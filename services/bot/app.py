@@ -27,15 +27,15 @@ from collections.abc import Mapping, Sequence
 
 import grpc
 import structlog
-from ddz.adapters.bus import EventBus, bucket_filters, category_filter
-from ddz.adapters.event_signing import event_keyring
-from ddz.adapters.grpc_server import full_service_name
-from ddz.adapters.hand_feed import Entry, HandFeed, HandFold
-from ddz.adapters.hand_stream import HAND
-from ddz.adapters.health import Check
-from ddz.adapters.lease import instance_id
-from ddz.adapters.routing import RoutedRules, rules_service
-from ddz.adapters.service_runner import connect_bus
+from ddz.adapters.messaging.bus import EventBus, bucket_filters, category_filter
+from ddz.adapters.messaging.hand_feed import Entry, HandFeed, HandFold
+from ddz.adapters.messaging.hand_stream import HAND
+from ddz.adapters.messaging.lease import instance_id
+from ddz.adapters.rpc.grpc_server import full_service_name
+from ddz.adapters.rpc.routing import RoutedRules, rules_service
+from ddz.adapters.runtime.service_runner import connect_bus
+from ddz.adapters.security.event_signing import event_keyring
+from ddz.adapters.telemetry.health import Check
 from ddz.application.tasks import cancel_and_wait
 from ddz.config import Settings
 from ddz.player_kinds import make_player

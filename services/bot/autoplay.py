@@ -30,8 +30,8 @@ from collections.abc import Callable
 from typing import Any
 
 import structlog
-from ddz.adapters import metrics
-from ddz.adapters.hand_feed import HandFold, deal_complete
+from ddz.adapters.messaging.hand_feed import HandFold, deal_complete
+from ddz.adapters.telemetry import metrics
 from ddz.application.errors import Kind, Refusal
 from ddz.application.tasks import cancel_and_wait
 from ddz.domain.hand import Bid, Command, HandState, Pass, Phase, Play, PlayerView, view_for

@@ -13,9 +13,10 @@ import functools
 from collections.abc import Sequence
 
 import grpc
-from ddz.adapters import codec, tracing
-from ddz.adapters.grpc_client import KIND_OF, ask, refusal_from
-from ddz.adapters.routing import RulesStub
+from ddz.adapters import codec
+from ddz.adapters.rpc.grpc_client import KIND_OF, ask, refusal_from
+from ddz.adapters.rpc.routing import RulesStub
+from ddz.adapters.telemetry import tracing
 from ddz.application.errors import Kind, Reason, Refusal
 from ddz.v1 import rules_pb2
 

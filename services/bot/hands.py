@@ -21,9 +21,15 @@ from collections.abc import Callable
 import nats.errors
 import nats.js.errors
 import structlog
-from ddz.adapters.bus import EventBus, category_filter, delivery_from, parse_subject, stream_parts
-from ddz.adapters.hand_feed import HandFeed, HandFold, read_fold
-from ddz.adapters.hand_stream import HAND
+from ddz.adapters.messaging.bus import (
+    EventBus,
+    category_filter,
+    delivery_from,
+    parse_subject,
+    stream_parts,
+)
+from ddz.adapters.messaging.hand_feed import HandFeed, HandFold, read_fold
+from ddz.adapters.messaging.hand_stream import HAND
 from ddz.domain.hand.events import HandEnded, HandStarted
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 

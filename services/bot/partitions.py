@@ -1,9 +1,9 @@
 """The hands shared among bot instances: ``DDZ_BOT_PARTITIONS`` partitions by hand id,
-each one a lease (``ddz.adapters.lease``, key ``bot.partition.<k>``), each instance
+each one a lease (``ddz.adapters.messaging.lease``, key ``bot.partition.<k>``), each instance
 holding its share.
 
 A hand belongs to partition ``bucket % count``, its subject bucket
-(``ddz.adapters.bus.bucket_of``) modulo the partitions (``partition_of``); the
+(``ddz.adapters.messaging.bus.bucket_of``) modulo the partitions (``partition_of``); the
 instance holding that partition's lease is the only one that plays the hand's bot seats,
 so one bot turn gets one decision. The instances count one another by their member
 keys (``bot.member.<holder>``, written every renewal interval with the lease TTL, so a
@@ -11,7 +11,7 @@ dead instance's key goes with its leases). Of M live instances, the ``i``-th by 
 key wants partition ``k`` when ``k mod M == i``: every instance computes the same
 share from the same keys, and each takes its own partitions when they are free and lets
 go of the others. The rules clients route partition ``k`` to the ``k mod N``-th of N
-rules instances (``ddz.adapters.routing``), so with as many of each, one bot instance's
+rules instances (``ddz.adapters.rpc.routing``), so with as many of each, one bot instance's
 hands all go to one rules instance and its batches of moves stay whole. An instance
 that joins or leaves therefore moves only partitions, never history: the new holder of
 a partition reads the unfinished hands of that partition from the bus
@@ -30,8 +30,8 @@ from collections.abc import Awaitable, Callable, Iterable
 
 import nats.errors
 import structlog
-from ddz.adapters.bus import BUCKETS, EventBus, partition_of
-from ddz.adapters.lease import BUCKET, Lease, lease_bucket
+from ddz.adapters.messaging.bus import BUCKETS, EventBus, partition_of
+from ddz.adapters.messaging.lease import BUCKET, Lease, lease_bucket
 from ddz.application.tasks import cancel_and_wait
 
 log = structlog.get_logger("ddz.bot.partitions")

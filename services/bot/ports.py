@@ -1,7 +1,7 @@
 """What the bot's application modules need from outside, as protocols.
 
 ``Rules`` is the rules service (``clients.RulesClient`` over gRPC), ``Hands`` the hands
-this instance follows (``ddz.adapters.hand_feed.HandFeed``), ``HandLookup`` any hand,
+this instance follows (``ddz.adapters.messaging.hand_feed.HandFeed``), ``HandLookup`` any hand,
 followed or not (``hands.FeedLookup``). The rules' answers stay in their protobuf
 vocabulary (``DecideResponse``): their events are the envelopes the feed folds.
 """
@@ -17,7 +17,7 @@ from ddz.domain.hand import Command
 from ddz.v1 import envelope_pb2, rules_pb2
 
 if TYPE_CHECKING:
-    from ddz.adapters.hand_feed import HandFold
+    from ddz.adapters.messaging.hand_feed import HandFold
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,5 +1,5 @@
-"""`python -m services.console`: settings, logging, serve (ddz.adapters.service_runner)."""
+"""`python -m services.console`: settings, logging, serve (ddz.adapters.runtime.service_runner)."""
 
-from ddz.adapters.service_runner import main
+from ddz.adapters.runtime.service_runner import main
 
 raise SystemExit(main("console"))

@@ -1,6 +1,6 @@
 """The console service, wired: the desk's pages over HTTPS (uvicorn, the stack's TLS
 certificate of the ``console`` identity) and its clients of the recorder and the
-settlement, as ``console`` (mTLS, least rights: ``ddz.adapters.rights``).
+settlement, as ``console`` (mTLS, least rights: ``ddz.adapters.security.rights``).
 
 Started like every service (``service_runner``): its gRPC port answers health only (the
 stack, Docker and Kubernetes probe it as they probe the others), and it is SERVING
@@ -17,8 +17,8 @@ from collections.abc import Generator, Mapping, Sequence
 import grpc
 import structlog
 import uvicorn
-from ddz.adapters.health import Check
-from ddz.adapters.token_keys import LoginKeys, login_jwks_path
+from ddz.adapters.security.token_keys import LoginKeys, login_jwks_path
+from ddz.adapters.telemetry.health import Check
 from ddz.config import WILDCARD_HOSTS, Settings
 
 from .clients import RecorderClient, SettlementClient, connect

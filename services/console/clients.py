@@ -1,5 +1,5 @@
 """The desk's ports over gRPC, as the ``console`` identity (mTLS; rights in
-``ddz.adapters.rights``): the recorder's reads, audits and index, the settlement's
+``ddz.adapters.security.rights``): the recorder's reads, audits and index, the settlement's
 balances and ledgers."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import grpc
-from ddz.adapters.grpc_client import ask, make_channel
+from ddz.adapters.rpc.grpc_client import ask, make_channel
 from ddz.config import Settings
 from ddz.v1 import (
     audit_pb2,

@@ -20,8 +20,8 @@ from urllib.parse import urlencode
 
 import jinja2
 import structlog
-from ddz.adapters.staff_tokens import TokenError, verify_staff
-from ddz.adapters.token_keys import LoginKeys
+from ddz.adapters.security.staff_tokens import TokenError, verify_staff
+from ddz.adapters.security.token_keys import LoginKeys
 from ddz.application.errors import Kind, Refusal
 from starlette.applications import Starlette
 from starlette.datastructures import QueryParams

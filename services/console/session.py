@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ddz.adapters.staff_tokens import ROLES, Role
+from ddz.adapters.security.staff_tokens import ROLES, Role
 
 COOKIE = "ddz_desk"
 KEY_FILE = "console-session.key"

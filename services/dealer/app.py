@@ -7,14 +7,14 @@ import asyncio
 from collections.abc import Mapping, Sequence
 
 import grpc
-from ddz.adapters.bus import EventBus
-from ddz.adapters.event_signing import ensure_signer, event_keyring
-from ddz.adapters.grpc_server import full_service_name
-from ddz.adapters.hand_stream import JetStreamHandLog
-from ddz.adapters.health import Check, database_reachable
+from ddz.adapters.messaging.bus import EventBus
+from ddz.adapters.messaging.hand_stream import JetStreamHandLog
+from ddz.adapters.rpc.grpc_server import full_service_name
+from ddz.adapters.runtime.service_runner import connect_bus, producer_name
+from ddz.adapters.security.event_signing import ensure_signer, event_keyring
 from ddz.adapters.service_db import upgrade_service_db
-from ddz.adapters.service_runner import connect_bus, producer_name
 from ddz.adapters.store import make_engine
+from ddz.adapters.telemetry.health import Check, database_reachable
 from ddz.config import Settings
 from ddz.v1 import dealer_pb2, dealer_pb2_grpc
 

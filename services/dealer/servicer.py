@@ -13,8 +13,8 @@ from typing import Any, TypeAlias
 
 import grpc
 import structlog
-from ddz.adapters import hand_stream
-from ddz.adapters.table_stream import table_stream_id
+from ddz.adapters.messaging import hand_stream
+from ddz.adapters.messaging.table_stream import table_stream_id
 from ddz.application.errors import Refusal
 from ddz.v1 import dealer_pb2, dealer_pb2_grpc
 from google.protobuf.unknown_fields import UnknownFieldSet

@@ -3,7 +3,7 @@
 (``ddz.v1.table.<bucket>.<id>.<type>``), two reads whatever the table's age.
 
 Read with ``STREAM.MSG.GET``, which the dealer's NATS user may call; nobody but the
-table service's user may publish on ``ddz.v1.table.>`` (``ddz.adapters.nats_auth``).
+table service's user may publish on ``ddz.v1.table.>`` (``ddz.adapters.messaging.nats_auth``).
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from typing import TypeVar
 
 import nats.errors
 import nats.js.errors
-from ddz.adapters.bus import EventBus, subject_for
-from ddz.adapters.event_signing import BadEvent, EventKeyring
-from ddz.adapters.table_stream import decode, table_stream_id
+from ddz.adapters.messaging.bus import EventBus, subject_for
+from ddz.adapters.messaging.table_stream import decode, table_stream_id
+from ddz.adapters.security.event_signing import BadEvent, EventKeyring
 from ddz.application.errors import Refusal
 from ddz.domain.table import HandAssigned, TableEvent, TableOpened
 

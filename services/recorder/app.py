@@ -2,7 +2,7 @@
 (``Reads``, ``Audits``).
 
 One writer per store: every instance serves reads and audits, but only the holder of
-the store's lease (``ddz.adapters.lease``, key ``recorder.<store>``) runs the consumer;
+the store's lease (``ddz.adapters.messaging.lease``, key ``recorder.<store>``) runs the consumer;
 the others stand by, SERVING, and the first to take the lease when its holder goes
 starts consuming (``StoreConsumer.start(take_over=True)``). A lone instance takes the
 lease as it starts (or, after a holder was killed, one ``DDZ_LEASE_TTL`` later).
@@ -17,16 +17,16 @@ from collections.abc import Mapping, Sequence
 
 import grpc
 import structlog
-from ddz.adapters.bus import EventBus
-from ddz.adapters.event_signing import event_keyring
-from ddz.adapters.grpc_server import full_service_name
-from ddz.adapters.health import Check, database_reachable
-from ddz.adapters.lease import Lease, instance_id
+from ddz.adapters.messaging.bus import EventBus
+from ddz.adapters.messaging.lease import Lease, instance_id
+from ddz.adapters.rpc.grpc_server import full_service_name
+from ddz.adapters.runtime.service_runner import connect_bus
+from ddz.adapters.security.event_signing import event_keyring
 from ddz.adapters.service_db import upgrade_service_db
 from ddz.adapters.service_db.hand_index import HandIndex
-from ddz.adapters.service_runner import connect_bus
 from ddz.adapters.store import SqlEventStore, create_store
 from ddz.adapters.store.keys import Ed25519Signer, Keyring, ensure_signing_key
+from ddz.adapters.telemetry.health import Check, database_reachable
 from ddz.audit.evidence import Evidence, build_evidence
 from ddz.audit.keys import NoAuditKeys, auditor_keyring
 from ddz.audit.source import load_hand

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 import nats.errors
 import nats.js.errors
 import structlog
-from ddz.adapters import metrics, tracing
-from ddz.adapters.bus import ALL_SUBJECTS, DurablePull, EventBus, delivery_of
+from ddz.adapters.messaging.bus import ALL_SUBJECTS, DurablePull, EventBus, delivery_of
+from ddz.adapters.telemetry import metrics, tracing
 from nats.aio.msg import Msg
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 

@@ -23,9 +23,8 @@ from dataclasses import dataclass
 from enum import Enum
 
 import structlog
-from ddz.adapters import metrics
 from ddz.adapters.codec import CodecError
-from ddz.adapters.event_signing import BadEvent, EventKeyring
+from ddz.adapters.security.event_signing import BadEvent, EventKeyring
 from ddz.adapters.store import (
     DuplicateEventId,
     EventStore,
@@ -34,6 +33,7 @@ from ddz.adapters.store import (
     VersionConflict,
 )
 from ddz.adapters.store.keys import Keyring
+from ddz.adapters.telemetry import metrics
 from ddz.application.errors import Reason, Refusal
 from ddz.audit import AuditReport, audit_hand
 from ddz.audit.bulk import AllReport, audit_all

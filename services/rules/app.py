@@ -6,13 +6,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import grpc
-from ddz.adapters.bus import EventBus
-from ddz.adapters.event_signing import ensure_signer, event_keyring
-from ddz.adapters.grpc_client import make_channel
-from ddz.adapters.grpc_server import full_service_name
-from ddz.adapters.hand_stream import JetStreamHandLog
-from ddz.adapters.health import Check
-from ddz.adapters.service_runner import connect_bus, producer_name
+from ddz.adapters.messaging.bus import EventBus
+from ddz.adapters.messaging.hand_stream import JetStreamHandLog
+from ddz.adapters.rpc.grpc_client import make_channel
+from ddz.adapters.rpc.grpc_server import full_service_name
+from ddz.adapters.runtime.service_runner import connect_bus, producer_name
+from ddz.adapters.security.event_signing import ensure_signer, event_keyring
+from ddz.adapters.telemetry.health import Check
 from ddz.config import Settings
 from ddz.v1 import dealer_pb2_grpc, rules_pb2, rules_pb2_grpc
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ddz.adapters.grpc_client import ask
+from ddz.adapters.rpc.grpc_client import ask
 from ddz.v1 import dealer_pb2, dealer_pb2_grpc
 
 

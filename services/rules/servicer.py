@@ -16,8 +16,8 @@ from typing import Any, TypeAlias
 import grpc
 import structlog
 from ddz.adapters import codec
-from ddz.adapters.grpc_server import status_of
-from ddz.adapters.hand_stream import HandCursor
+from ddz.adapters.messaging.hand_stream import HandCursor
+from ddz.adapters.rpc.grpc_server import status_of
 from ddz.application.errors import Refusal
 from ddz.v1 import rules_pb2, rules_pb2_grpc
 

@@ -14,9 +14,9 @@ import asyncio
 from typing import TYPE_CHECKING
 
 import structlog
-from ddz.adapters.bus import stream_parts
 from ddz.adapters.codec import CodecError
-from ddz.adapters.event_signing import BadEvent, EventKeyring
+from ddz.adapters.messaging.bus import stream_parts
+from ddz.adapters.security.event_signing import BadEvent, EventKeyring
 from ddz.application.errors import Reason, Refusal
 from ddz.domain.hand.events import HandSettled, HandStarted
 
@@ -34,7 +34,7 @@ MAX_PAGE = 1000
 class ApplySettled:
     """Credits only what its producer signed: the ``hand_settled`` and the
     ``hand_started`` naming the players are both verified with ``keyring``
-    (``ddz.adapters.event_signing``); a forged one is refused (terminated), never
+    (``ddz.adapters.security.event_signing``); a forged one is refused (terminated), never
     applied."""
 
     def __init__(

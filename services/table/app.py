@@ -34,18 +34,18 @@ from collections.abc import Callable, Mapping, Sequence
 import grpc
 import nats.errors
 import structlog
-from ddz.adapters import metrics
-from ddz.adapters.bus import EventBus
-from ddz.adapters.event_signing import ensure_signer, event_keyring
-from ddz.adapters.grpc_client import make_channel
-from ddz.adapters.grpc_server import full_service_name
-from ddz.adapters.hand_feed import HandFeed, HandFold
-from ddz.adapters.health import ACTIVE_TABLE, Check
-from ddz.adapters.lease import Lease, instance_id
-from ddz.adapters.routing import RoutedRules, rules_service
-from ddz.adapters.service_runner import connect_bus
-from ddz.adapters.table_stream import JetStreamTableLog
-from ddz.adapters.tokens import table_token_key, verification_keys
+from ddz.adapters.messaging.bus import EventBus
+from ddz.adapters.messaging.hand_feed import HandFeed, HandFold
+from ddz.adapters.messaging.lease import Lease, instance_id
+from ddz.adapters.messaging.table_stream import JetStreamTableLog
+from ddz.adapters.rpc.grpc_client import make_channel
+from ddz.adapters.rpc.grpc_server import full_service_name
+from ddz.adapters.rpc.routing import RoutedRules, rules_service
+from ddz.adapters.runtime.service_runner import connect_bus
+from ddz.adapters.security.event_signing import ensure_signer, event_keyring
+from ddz.adapters.security.tokens import table_token_key, verification_keys
+from ddz.adapters.telemetry import metrics
+from ddz.adapters.telemetry.health import ACTIVE_TABLE, Check
 from ddz.application.tasks import cancel_and_wait
 from ddz.config import Settings
 from ddz.domain.table import HandAssigned

@@ -4,8 +4,8 @@ failed call arrives at the use cases as a ``Refusal`` of the same kind and reaso
 from __future__ import annotations
 
 from ddz.adapters import codec
-from ddz.adapters.grpc_client import ask
-from ddz.adapters.routing import RulesStub
+from ddz.adapters.rpc.grpc_client import ask
+from ddz.adapters.rpc.routing import RulesStub
 from ddz.application.errors import Kind, Reason, Refusal
 from ddz.domain.hand import SeatCommand
 from ddz.v1 import (

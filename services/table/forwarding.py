@@ -30,10 +30,10 @@ from typing import Any, NoReturn, TypeAlias
 
 import grpc
 import structlog
-from ddz.adapters import metrics
-from ddz.adapters.certs import read_tls_file
-from ddz.adapters.grpc_client import KEEPALIVE, RECONNECT_BACKOFF_MS, error_info
-from ddz.adapters.tracing import client_interceptors
+from ddz.adapters.rpc.grpc_client import KEEPALIVE, RECONNECT_BACKOFF_MS, error_info
+from ddz.adapters.security.certs import read_tls_file
+from ddz.adapters.telemetry import metrics
+from ddz.adapters.telemetry.tracing import client_interceptors
 from ddz.application.errors import Refusal
 from ddz.config import Settings
 

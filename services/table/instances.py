@@ -1,6 +1,6 @@
 """Which table instance is the active one: the holder of the lease ``table``.
 
-The lease's value (``ddz.adapters.lease``: the holder's id) is the holder's instance id
+The lease's value (``ddz.adapters.messaging.lease``: the holder's id) is the holder's instance id
 and the address the other instances dial it at, ``<instance id>@<host:port>``. It is
 written again with every renewal, so what a standby reads is always the current
 holder's address: no second key that could outlive its holder or name another one.
@@ -16,8 +16,8 @@ from dataclasses import dataclass
 import nats.errors
 import nats.js.errors
 import structlog
-from ddz.adapters.bus import EventBus
-from ddz.adapters.lease import STANDBY_POLL, lease_bucket
+from ddz.adapters.messaging.bus import EventBus
+from ddz.adapters.messaging.lease import STANDBY_POLL, lease_bucket
 from ddz.application.tasks import cancel_and_wait
 from ddz.config import WILDCARD_HOSTS, Settings
 from nats.js.kv import KeyValue

@@ -13,9 +13,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from ddz.adapters.hand_feed import HandFold
-from ddz.adapters.room_queue import QueuedTicket
-from ddz.adapters.table_stream import TableCursor
+from ddz.adapters.messaging.hand_feed import HandFold
+from ddz.adapters.messaging.room_queue import QueuedTicket
+from ddz.adapters.messaging.table_stream import TableCursor
 from ddz.domain.hand import SeatCommand, SeatInfo
 from ddz.domain.ruleset import RuleSet
 from ddz.domain.settlement import RoomSettings
@@ -123,7 +123,7 @@ class Tokens(Protocol):
 
 
 class TableLog(Protocol):
-    """The tables' streams (``ddz.adapters.table_stream.JetStreamTableLog``): each
+    """The tables' streams (``ddz.adapters.messaging.table_stream.JetStreamTableLog``): each
     table's events written after the position its writer last saw (a CONFLICT
     ``Refusal`` when another writer got there first)."""
 
@@ -134,7 +134,7 @@ class TableLog(Protocol):
 
 class RoomQueueLog(Protocol):
     """The rooms' queued tickets where a restart finds them
-    (``ddz.adapters.room_queue.RoomQueueKV``). ``keep`` and ``drop`` only schedule their
+    (``ddz.adapters.messaging.room_queue.RoomQueueKV``). ``keep`` and ``drop`` only schedule their
     write (the lobby's steps do not wait), each key's writes in the order asked."""
 
     def keep(self, ticket: QueuedTicket, ttl: float) -> None: ...
@@ -149,7 +149,7 @@ class RoomQueueLog(Protocol):
 
 
 class Hands(Protocol):
-    """The hands followed from the bus (``ddz.adapters.hand_feed.HandFeed``)."""
+    """The hands followed from the bus (``ddz.adapters.messaging.hand_feed.HandFeed``)."""
 
     def get(self, hand_id: str) -> HandFold | None: ...
 

@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import structlog
-from ddz.adapters.table_stream import TableCursor, TableHistory
+from ddz.adapters.messaging.table_stream import TableCursor, TableHistory
 from ddz.application.errors import Kind, Reason, Refusal
 from ddz.domain.hand import SeatInfo, next_first_bidder
 from ddz.domain.ruleset import RuleSet

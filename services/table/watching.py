@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass
 
-from ddz.adapters.hand_feed import Entry, HandFold
-from ddz.adapters.table_stream import occurred_at
+from ddz.adapters.messaging.hand_feed import Entry, HandFold
+from ddz.adapters.messaging.table_stream import occurred_at
 from ddz.application.errors import Reason, Refusal
 from ddz.domain.hand import CommandRejected, HandState, evolve, view_for
 from ddz.v1 import table_pb2

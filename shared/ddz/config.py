@@ -59,7 +59,7 @@ DEFAULT_CONSOLE_SESSION_TTL = 30 * 60.0
 METRICS_PORT_OFFSET = 1000
 """A service's default metrics port is its gRPC port plus this (rules: 51052)."""
 BOT_PARTITIONS_MAX = 64
-"""A bot partition is whole subject buckets (``ddz.adapters.bus.BUCKETS``, 64): no more
+"""A bot partition is whole subject buckets (``ddz.adapters.messaging.bus.BUCKETS``, 64): no more
 partitions than buckets."""
 
 RETIRED: Mapping[str, str] = MappingProxyType(
@@ -84,7 +84,7 @@ older hand go to the recorder's store."""
 MAX_STREAM_REPLICAS = 5  # JetStream's own limit
 OPERATOR = "operator"
 """The identity of the project's own tools (``ddz audit``, ``simulate``, ``bench``...)
-to the services: their certificate's name (``ddz.adapters.certs``)."""
+to the services: their certificate's name (``ddz.adapters.security.certs``)."""
 TLS_DIR = "tls"
 """Where under the data dir each identity's certificate and key are by default."""
 DEFAULT_MAX_CONCURRENT_RPCS = 2000
@@ -104,7 +104,7 @@ class Settings:
     # duration such as "1s" (docs/OPERATIONS.md, "What a crash can lose").
     nats_sync: str = ""
     # Who this process is to NATS (none set: no credentials, or the service's own seed
-    # under ``<data dir>/nats/``, see ``ddz.adapters.nats_auth``) and TLS to NATS.
+    # under ``<data dir>/nats/``, see ``ddz.adapters.messaging.nats_auth``) and TLS to NATS.
     nats_creds_file: Path | None = None
     nats_nkey_seed_file: Path | None = None
     nats_user: str = ""
@@ -150,13 +150,13 @@ class Settings:
     stream_replicas: int = 1  # 3 on a cluster of three
     stream_max_age: float | None = DEFAULT_STREAM_MAX_AGE  # seconds; None: no limit
     stream_max_bytes: int | None = None  # None: no limit
-    # Instances (ddz.adapters.lease; docs/ARCHITECTURE.md "Instances").
+    # Instances (ddz.adapters.messaging.lease; docs/ARCHITECTURE.md "Instances").
     lease_ttl: float = 20.0  # DDZ_LEASE_TTL: seconds a dead holder's lease outlives it
     bot_partitions: int = 1  # DDZ_BOT_PARTITIONS: >1 shares the hands among bot instances
     # DDZ_TABLE_ADVERTISE: host:port the other table instances dial this one at while it
     # is the active one; "": where it listens (loopback for a wildcard host).
     table_advertise: str = ""
-    # gRPC over TLS (ddz.adapters.certs; docs/SECURITY.md "gRPC"). Unset paths are under
+    # gRPC over TLS (ddz.adapters.security.certs; docs/SECURITY.md "gRPC"). Unset paths are under
     # <data dir>/tls/: ca.crt, <identity>.crt, <identity>.key.
     tls_ca_file: Path | None = None  # DDZ_TLS_CA: the CA bundle this process trusts
     tls_cert_file: Path | None = None  # DDZ_TLS_CERT: this process's own certificate
@@ -173,7 +173,7 @@ class Settings:
     move_rate: float = 20.0  # DDZ_MOVE_RATE: a player's moves and hints per second
     move_burst: int = 100  # DDZ_MOVE_BURST: ...and how many at once
     seat_streams: int = 4  # DDZ_SEAT_STREAMS: WatchHand streams open at once per seat
-    # Signed events (ddz.adapters.event_signing; docs/SECURITY.md "Signed events").
+    # Signed events (ddz.adapters.security.event_signing; docs/SECURITY.md "Signed events").
     event_signing_key_file: Path | None = None  # DDZ_EVENT_SIGNING_KEY: this producer's key
     event_keyring_file: Path | None = None  # DDZ_EVENT_KEYRING: the producers' public keys
     # The console (services/console; docs/OPERATIONS.md "The dispute desk").
@@ -182,7 +182,7 @@ class Settings:
     # DDZ_TRACE_URL: a trace's page in the operator's tracing UI, "{trace_id}" in it; the
     # desk links each event's trace id there (blank: the id is shown as text)
     trace_url: str = ""
-    # Traces (ddz.adapters.tracing; docs/OPERATIONS.md "Traces"): OpenTelemetry's own
+    # Traces (ddz.adapters.telemetry.tracing; docs/OPERATIONS.md "Traces"): OpenTelemetry's own
     # variables, not DDZ_*; the SDK reads the rest (endpoint, sampler, resource) itself.
     traces_exporter: str = ""  # OTEL_TRACES_EXPORTER: "" (unset or none: off), otlp, console
     traces_protocol: str = "http/protobuf"  # OTEL_EXPORTER_OTLP_[TRACES_]PROTOCOL, or grpc
@@ -353,7 +353,7 @@ class Settings:
     def targets(self, service: str) -> tuple[str, ...]:
         """The instances of ``service`` clients may dial: ``address`` split at its commas
         (``DDZ_RULES_ADDR=10.0.0.1:50052,10.0.0.2:50052``). An entry may itself name
-        several (``dns:///rules:50052``); ``ddz.adapters.routing`` resolves it."""
+        several (``dns:///rules:50052``); ``ddz.adapters.rpc.routing`` resolves it."""
         return tuple(self.address(service).split(","))
 
     def listen_address(self, service: str, port: int | None = None) -> str:

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import sqlalchemy as sa
-from ddz.adapters.stack import NATS, SERVICES, SERVING, Stack, health_status
+from ddz.adapters.runtime.stack import NATS, SERVICES, SERVING, Stack, health_status
 from ddz.adapters.store import make_engine
 from ddz.adapters.store.schema import events
 from ddz.config import Settings

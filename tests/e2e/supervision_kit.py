@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import pytest
-from ddz.adapters.stack import (
+from ddz.adapters.runtime.stack import (
     SERVING,
     health_status,
     settings_env,

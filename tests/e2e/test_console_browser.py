@@ -28,9 +28,9 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
-from ddz.adapters.driver import BotTable, Driver
-from ddz.adapters.grpc_client import ask
-from ddz.adapters.stack import Stack, settings_env
+from ddz.adapters.rpc.driver import BotTable, Driver
+from ddz.adapters.rpc.grpc_client import ask
+from ddz.adapters.runtime.stack import Stack, settings_env
 from ddz.config import Settings
 from ddz.entrypoints.up_cmd import console_url
 from ddz.v1 import table_pb2

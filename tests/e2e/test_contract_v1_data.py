@@ -16,10 +16,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from ddz.adapters import hand_stream
-from ddz.adapters.bus import EventBus
-from ddz.adapters.event_signing import EventKeyring
-from ddz.adapters.nats_server import start_nats_server
+from ddz.adapters.messaging import hand_stream
+from ddz.adapters.messaging.bus import EventBus
+from ddz.adapters.runtime.nats_server import start_nats_server
+from ddz.adapters.security.event_signing import EventKeyring
 from ddz.adapters.store import create_store
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "contract_v1"

@@ -30,9 +30,9 @@ from pathlib import Path
 import pytest
 from chaos_kit import audit_problems, check_store
 from cluster_kit import LOCAL_STACK, report_figures
-from ddz.adapters import nats_auth
-from ddz.adapters.nats_server import cluster_config, find_nats_server
-from ddz.adapters.stack import migrate
+from ddz.adapters.messaging import nats_auth
+from ddz.adapters.runtime.nats_server import cluster_config, find_nats_server
+from ddz.adapters.runtime.stack import migrate
 from ddz.config import SERVICE_PORTS, Settings
 from hosts_kit import Hosts, netns_unavailable, new_tag
 
@@ -274,7 +274,7 @@ def play_cut_and_rejoin(hosts: Hosts, base: Path, layout: Layout) -> None:
 
 
 # In the default run: a write that meets the stream's leader election after the cut host
-# rejoins waits for the new leader (``ddz.adapters.election``) instead of failing.
+# rejoins waits for the new leader (``ddz.adapters.messaging.election``) instead of failing.
 def test_services_on_three_hosts_play_on_when_one_is_cut_off_and_audit_clean_after(
     hosts: Hosts, tmp_path: Path
 ) -> None:

@@ -20,9 +20,10 @@ from typing import Any
 
 import metrics_kit
 import pytest
-from ddz.adapters import nats_auth, stack_file
-from ddz.adapters.driver import Driver
-from ddz.adapters.stack import SERVING, Stack, health_status
+from ddz.adapters.messaging import nats_auth
+from ddz.adapters.rpc.driver import Driver
+from ddz.adapters.runtime import stack_file
+from ddz.adapters.runtime.stack import SERVING, Stack, health_status
 from ddz.config import SERVICE_PORTS, Settings
 from ddz.domain.ruleset import VARIANTS
 from metrics_kit import value

@@ -24,8 +24,8 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from ddz.adapters.stack import SERVING, Stack, health_status
-from ddz.adapters.tokens import player_token
+from ddz.adapters.runtime.stack import SERVING, Stack, health_status
+from ddz.adapters.security.tokens import player_token
 from ddz.client.session import Session
 from ddz.config import Settings
 from ddz.v1 import rules_pb2, table_pb2

@@ -1,6 +1,6 @@
 """``ddz play`` driven as a person drives it: the real command in a
 pseudo-terminal (Python's ``pty``), keys typed, the screen read back, against a real
-stack (NATS and the six services as processes, ``ddz.adapters.stack.Stack``).
+stack (NATS and the six services as processes, ``ddz.adapters.runtime.stack.Stack``).
 
 The player joins a room, is matched with bots after the room's wait, bids and plays a
 whole hand by typing the moves the hint key suggests, sees a clear one-line refusal for
@@ -24,7 +24,7 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
-from ddz.adapters.stack import Stack
+from ddz.adapters.runtime.stack import Stack
 from ddz.config import Settings
 from ddz.entrypoints.cli import build_parser
 from ddz.entrypoints.play_cmd import check_address

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 import pytest
 from ddz.adapters import codec
-from ddz.adapters.stack import Stack, blocking_channel
+from ddz.adapters.runtime.stack import Stack, blocking_channel
 from ddz.adapters.store import create_store
 from ddz.client.screen import AWAY
 from ddz.config import Settings

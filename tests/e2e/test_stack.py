@@ -1,5 +1,5 @@
 """The whole suite as it runs on a machine: NATS and the six services as real
-processes (``ddz.adapters.stack.Stack``, the code behind ``ddz up``), on free ports,
+processes (``ddz.adapters.runtime.stack.Stack``, the code behind ``ddz up``), on free ports,
 with a temporary ``DDZ_DATA_DIR``; and ``ddz up``/``ddz simulate`` as a user runs them.
 """
 
@@ -17,12 +17,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from ddz.adapters import codec, hand_stream, nats_auth
-from ddz.adapters.bus import EventBus
-from ddz.adapters.driver import Driver
-from ddz.adapters.event_signing import event_keyring
-from ddz.adapters.nats_auth import connect_options
-from ddz.adapters.stack import Stack, settings_env, with_free_ports
+from ddz.adapters import codec
+from ddz.adapters.messaging import hand_stream, nats_auth
+from ddz.adapters.messaging.bus import EventBus
+from ddz.adapters.messaging.nats_auth import connect_options
+from ddz.adapters.rpc.driver import Driver
+from ddz.adapters.runtime.stack import Stack, settings_env, with_free_ports
+from ddz.adapters.security.event_signing import event_keyring
 from ddz.config import SERVICE_PORTS, Settings
 from ddz.domain.ruleset import VARIANTS
 

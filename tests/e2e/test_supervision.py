@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ddz.adapters import nats_auth
-from ddz.adapters.stack import (
+from ddz.adapters.messaging import nats_auth
+from ddz.adapters.runtime.stack import (
     CrashLoop,
     RestartPolicy,
     ServiceProcess,

@@ -30,8 +30,8 @@ from typing import Any
 
 import grpc
 import pytest
-from ddz.adapters.driver import Driver, HandResult
-from ddz.adapters.stack import Stack
+from ddz.adapters.rpc.driver import Driver, HandResult
+from ddz.adapters.runtime.stack import Stack
 from ddz.adapters.store import create_store
 from ddz.config import Settings
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ddz.adapters.bus import EventBus
-from ddz.adapters.nats_server import NatsServer
+from ddz.adapters.messaging.bus import EventBus
+from ddz.adapters.runtime.nats_server import NatsServer
 from suite_kit import CORE, EVERY_SERVICE, Suite, running_suite, suite_settings
 
 

@@ -13,9 +13,9 @@ import uuid
 from collections.abc import Iterable, Sequence
 
 from ddz.adapters import codec
-from ddz.adapters.bus import EventBus
-from ddz.adapters.event_signing import ensure_signer, event_keyring
-from ddz.adapters.table_stream import JetStreamTableLog, TableCursor
+from ddz.adapters.messaging.bus import EventBus
+from ddz.adapters.messaging.table_stream import JetStreamTableLog, TableCursor
+from ddz.adapters.security.event_signing import ensure_signer, event_keyring
 from ddz.config import Settings
 from ddz.domain.hand import SeatInfo
 from ddz.domain.ruleset import RuleSet, ruleset_for

@@ -15,10 +15,11 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import grpc
-from ddz.adapters import codec, hand_stream
-from ddz.adapters.event_signing import event_keyring
-from ddz.adapters.grpc_client import error_reason
-from ddz.adapters.hand_stream import hand_stream_id
+from ddz.adapters import codec
+from ddz.adapters.messaging import hand_stream
+from ddz.adapters.messaging.hand_stream import hand_stream_id
+from ddz.adapters.rpc.grpc_client import error_reason
+from ddz.adapters.security.event_signing import event_keyring
 from ddz.domain.cards import Card
 from ddz.domain.hand import CommandRejected, HandState, Phase, evolve
 from ddz.v1 import (

@@ -29,7 +29,7 @@ import pytest
 import sqlalchemy as sa
 from audit_kit import play_hand, play_hands, settled
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from ddz.adapters.event_signing import event_keyring
+from ddz.adapters.security.event_signing import event_keyring
 from ddz.adapters.store import (
     SignatureConflict,
     SqlEventStore,

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import nats
 import pytest
-from ddz.adapters.bus import (
+from ddz.adapters.messaging.bus import (
     BATCH_ID,
     BATCH_SEQUENCE,
     EXPECTED_LAST_SUBJECT_SEQUENCE,
@@ -35,7 +35,7 @@ from ddz.adapters.bus import (
     stream_filter,
     subject_for,
 )
-from ddz.adapters.nats_server import NatsServer, start_nats_server
+from ddz.adapters.runtime.nats_server import NatsServer, start_nats_server
 
 WAIT = 10.0  # seconds: generous upper bound for anything that should happen at once
 

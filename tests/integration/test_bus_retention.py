@@ -12,12 +12,12 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from ddz.adapters import hand_stream
-from ddz.adapters.bus import EventBus
 from ddz.adapters.codec import decode_envelope
-from ddz.adapters.hand_feed import HandFeed
-from ddz.adapters.hand_stream import HandAgedOut, HandCursor, StoreArchive
-from ddz.adapters.nats_server import start_nats_server
+from ddz.adapters.messaging import hand_stream
+from ddz.adapters.messaging.bus import EventBus
+from ddz.adapters.messaging.hand_feed import HandFeed
+from ddz.adapters.messaging.hand_stream import HandAgedOut, HandCursor, StoreArchive
+from ddz.adapters.runtime.nats_server import start_nats_server
 from ddz.adapters.store import SqlEventStore, create_store
 from ddz.application.errors import Kind, Reason
 from ddz.domain.hand import (

@@ -24,10 +24,10 @@ from typing import Any
 
 import grpc
 import pytest
-from ddz.adapters.bus import stream_filter
-from ddz.adapters.event_signing import event_keyring
-from ddz.adapters.hand_stream import read as read_hand
-from ddz.adapters.table_stream import JetStreamTableLog, decode, table_stream_id
+from ddz.adapters.messaging.bus import stream_filter
+from ddz.adapters.messaging.hand_stream import read as read_hand
+from ddz.adapters.messaging.table_stream import JetStreamTableLog, decode, table_stream_id
+from ddz.adapters.security.event_signing import event_keyring
 from ddz.application.errors import Kind, Refusal
 from ddz.domain.hand.events import HandStarted
 from ddz.domain.table import HandWithdrawn

@@ -18,11 +18,12 @@ import uuid
 from typing import Any
 
 import grpc
-from ddz.adapters import codec, hand_stream
-from ddz.adapters.event_signing import event_keyring
-from ddz.adapters.grpc_client import error_reason
+from ddz.adapters import codec
+from ddz.adapters.messaging import hand_stream
+from ddz.adapters.messaging.table_stream import JetStreamTableLog
+from ddz.adapters.rpc.grpc_client import error_reason
+from ddz.adapters.security.event_signing import event_keyring
 from ddz.adapters.store import make_engine
-from ddz.adapters.table_stream import JetStreamTableLog
 from ddz.domain.hand import HandState, Phase, SeatInfo, hand_events, replay, view_for
 from ddz.domain.hand.events import HandStarted
 from ddz.domain.players import RandomPlayer

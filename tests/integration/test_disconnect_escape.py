@@ -17,7 +17,7 @@ from typing import Any
 
 import grpc
 import pytest
-from ddz.adapters.bus import EventBus
+from ddz.adapters.messaging.bus import EventBus
 from ddz.domain.cards import Rank
 from ddz.domain.hand import HandState
 from ddz.domain.hand.events import PlayerDisconnected

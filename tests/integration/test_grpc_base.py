@@ -22,11 +22,11 @@ import grpc
 import nats.js.errors
 import pytest
 import structlog
-from ddz.adapters.certs import ensure_certificates
-from ddz.adapters.grpc_client import channel_credentials, error_info, error_reason, make_channel
-from ddz.adapters.grpc_server import RunningServer, full_service_name, serve, start_server
-from ddz.adapters.logging import configure_logging
+from ddz.adapters.rpc.grpc_client import channel_credentials, error_info, error_reason, make_channel
+from ddz.adapters.rpc.grpc_server import RunningServer, full_service_name, serve, start_server
+from ddz.adapters.security.certs import ensure_certificates
 from ddz.adapters.store import SqlEventStore, create_store
+from ddz.adapters.telemetry.logging import configure_logging
 from ddz.application.errors import Kind, Reason, Refusal
 from ddz.config import Settings
 from ddz.v1 import recorder_pb2, recorder_pb2_grpc
@@ -289,8 +289,8 @@ async def test_graceful_stop_finishes_calls_in_flight(
 SIGTERM_SCRIPT = textwrap.dedent(
     """
     import asyncio, sys
-    from ddz.adapters.grpc_server import serve
-    from ddz.adapters.logging import configure_logging
+    from ddz.adapters.rpc.grpc_server import serve
+    from ddz.adapters.telemetry.logging import configure_logging
     from ddz.config import Settings
 
     settings = Settings.from_env()

@@ -2,7 +2,7 @@
 
 A service's gRPC health (for "" and each of its service names) is NOT_SERVING while its
 NATS connection is down, its database does not answer or one of its consumer loops is
-down, and SERVING again once all of them work (``ddz.adapters.health``). The services
+down, and SERVING again once all of them work (``ddz.adapters.telemetry.health``). The services
 here run in this process on a nats-server of the test's own, which the test kills
 (SIGKILL) and starts again on the same port, with its store or without it; the
 database outage is a TCP proxy in front of the test's PostgreSQL that the test cuts and
@@ -23,13 +23,13 @@ import grpc
 import pytest
 import sqlalchemy as sa
 import structlog
-from ddz.adapters import metrics
-from ddz.adapters.bus import EventBus, subject_for
-from ddz.adapters.event_signing import EventSigner, ensure_signer
-from ddz.adapters.grpc_client import make_channel
-from ddz.adapters.health import HealthWatch
-from ddz.adapters.nats_server import NatsServer, start_nats_server
-from ddz.adapters.service_runner import RunningService, start_services
+from ddz.adapters.messaging.bus import EventBus, subject_for
+from ddz.adapters.rpc.grpc_client import make_channel
+from ddz.adapters.runtime.nats_server import NatsServer, start_nats_server
+from ddz.adapters.runtime.service_runner import RunningService, start_services
+from ddz.adapters.security.event_signing import EventSigner, ensure_signer
+from ddz.adapters.telemetry import metrics
+from ddz.adapters.telemetry.health import HealthWatch
 from ddz.config import OPERATOR, Settings
 from ddz.v1 import (
     dealer_pb2_grpc,

@@ -38,10 +38,9 @@ import grpc
 import jwt
 import pytest
 from cryptography.hazmat.primitives import serialization
-from ddz.adapters.grpc_client import error_reason
-from ddz.adapters.logging import configure_logging
-from ddz.adapters.token_keys import LoginKey, login_key
-from ddz.adapters.tokens import (
+from ddz.adapters.rpc.grpc_client import error_reason
+from ddz.adapters.security.token_keys import LoginKey, login_key
+from ddz.adapters.security.tokens import (
     AUDIENCE,
     AUTH_HEADER,
     ISSUER,
@@ -53,6 +52,7 @@ from ddz.adapters.tokens import (
     sign,
     table_token_key,
 )
+from ddz.adapters.telemetry.logging import configure_logging
 from ddz.application.errors import Kind, Refusal
 from ddz.domain.hand import SeedRequired
 from ddz.v1 import audit_pb2, dealer_pb2, hand_events_pb2, table_pb2

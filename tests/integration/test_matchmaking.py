@@ -13,7 +13,7 @@ from typing import Any
 
 import grpc
 import pytest
-from ddz.adapters.grpc_client import error_reason
+from ddz.adapters.rpc.grpc_client import error_reason
 from ddz.v1 import table_pb2
 from suite_kit import Suite
 from table_kit import ENDED, Watcher, act, hint, join, view_of

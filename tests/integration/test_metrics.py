@@ -19,12 +19,12 @@ import nats.js.errors
 import pytest
 from audit_kit import settled
 from ddz.adapters import codec
-from ddz.adapters.bus import subject_for
-from ddz.adapters.certs import ensure_certificates
-from ddz.adapters.grpc_client import make_channel
-from ddz.adapters.grpc_server import full_service_name, start_server
-from ddz.adapters.hand_stream import hand_stream_id
-from ddz.adapters.metrics import serve_metrics
+from ddz.adapters.messaging.bus import subject_for
+from ddz.adapters.messaging.hand_stream import hand_stream_id
+from ddz.adapters.rpc.grpc_client import make_channel
+from ddz.adapters.rpc.grpc_server import full_service_name, start_server
+from ddz.adapters.security.certs import ensure_certificates
+from ddz.adapters.telemetry.metrics import serve_metrics
 from ddz.application.errors import Reason, Refusal
 from ddz.config import OPERATOR, Settings
 from ddz.domain.hand import Pass, SeatInfo

@@ -25,10 +25,10 @@ import nats.errors
 import nats.js.errors
 import pytest
 from audit_kit import play_hands, settled
-from ddz.adapters.bus import ALL_SUBJECTS, MSG_ID, EventBus, stream_filter, subject_for
-from ddz.adapters.lease import BUCKET, Lease
-from ddz.adapters.nats_server import NatsCluster, start_nats_cluster
-from ddz.adapters.table_stream import JetStreamTableLog, TableCursor, table_stream_id
+from ddz.adapters.messaging.bus import ALL_SUBJECTS, MSG_ID, EventBus, stream_filter, subject_for
+from ddz.adapters.messaging.lease import BUCKET, Lease
+from ddz.adapters.messaging.table_stream import JetStreamTableLog, TableCursor, table_stream_id
+from ddz.adapters.runtime.nats_server import NatsCluster, start_nats_cluster
 from ddz.audit.sample import Mischief
 from ddz.domain.hand import SeatInfo
 from ddz.domain.ruleset import CLASSIC

@@ -20,8 +20,9 @@ import nats.errors
 import nats.js.errors
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from ddz.adapters import codec, nats_auth
-from ddz.adapters.bus import (
+from ddz.adapters import codec
+from ddz.adapters.messaging import nats_auth
+from ddz.adapters.messaging.bus import (
     INTERNAL,
     MSG_ID,
     SUBJECT_ROOT,
@@ -31,11 +32,11 @@ from ddz.adapters.bus import (
     stream_id_for,
     subject_for,
 )
-from ddz.adapters.event_signing import EventSigner, ensure_signer
-from ddz.adapters.nats_auth import connect_options
-from ddz.adapters.nats_server import NatsServer, start_nats_server
+from ddz.adapters.messaging.nats_auth import connect_options
+from ddz.adapters.runtime.nats_server import NatsServer, start_nats_server
+from ddz.adapters.runtime.stack import Stack, settings_env
+from ddz.adapters.security.event_signing import EventSigner, ensure_signer
 from ddz.adapters.service_db.balances import BalanceProjection
-from ddz.adapters.stack import Stack, settings_env
 from ddz.adapters.store import create_store, make_engine
 from ddz.config import Settings
 from ddz.domain.hand.events import CardsDealt, HandStarted

@@ -10,9 +10,9 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from ddz.adapters import nats_auth
-from ddz.adapters.nats_server import start_nats_server
-from ddz.adapters.stack import free_port
+from ddz.adapters.messaging import nats_auth
+from ddz.adapters.runtime.nats_server import start_nats_server
+from ddz.adapters.runtime.stack import free_port
 from ddz.config import Settings
 
 TWO_MINUTES_NS = 120 * 10**9

@@ -24,12 +24,13 @@ from pathlib import Path
 
 import nats.errors
 import pytest
-from ddz.adapters import codec, hand_stream
-from ddz.adapters.bus import ALL_SUBJECTS, EventBus
-from ddz.adapters.event_signing import event_keyring
-from ddz.adapters.hand_feed import HandFeed
-from ddz.adapters.hand_stream import HandCursor
-from ddz.adapters.nats_server import NatsServer, start_nats_server
+from ddz.adapters import codec
+from ddz.adapters.messaging import hand_stream
+from ddz.adapters.messaging.bus import ALL_SUBJECTS, EventBus
+from ddz.adapters.messaging.hand_feed import HandFeed
+from ddz.adapters.messaging.hand_stream import HandCursor
+from ddz.adapters.runtime.nats_server import NatsServer, start_nats_server
+from ddz.adapters.security.event_signing import event_keyring
 from ddz.domain.hand import (
     Disconnect,
     HandState,

@@ -4,7 +4,7 @@ process, one instance in a process of its own where it is killed).
 - a hand served by two instances in turn: every legal command is accepted, whichever
   instance's copy of the hand is stale; none answers VERSION_CONFLICT of its own making.
 - three instances behind the table and bot services (``DDZ_RULES_ADDR`` listing them,
-  ``ddz.adapters.routing``): bots play hands at several tables; every instance decides a
+  ``ddz.adapters.rpc.routing``): bots play hands at several tables; every instance decides a
   share, each hand on one instance only, and no move meets a conflict.
 - one of three, a process of its own, killed (SIGKILL) mid-run: every hand finishes, the
   dead instance's hands are decided by the others.
@@ -29,16 +29,17 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ddz.adapters import codec, hand_stream
-from ddz.adapters.bus import EventBus, partition_of
-from ddz.adapters.driver import Driver, HandResult
-from ddz.adapters.event_signing import event_keyring
-from ddz.adapters.grpc_client import make_channel
-from ddz.adapters.metrics import REGISTRY
-from ddz.adapters.nats_server import NatsServer, start_nats_server
-from ddz.adapters.routing import rules_service, weight
-from ddz.adapters.service_runner import RunningService, start_service, start_services
-from ddz.adapters.stack import SERVING, free_port, health_status, settings_env
+from ddz.adapters import codec
+from ddz.adapters.messaging import hand_stream
+from ddz.adapters.messaging.bus import EventBus, partition_of
+from ddz.adapters.rpc.driver import Driver, HandResult
+from ddz.adapters.rpc.grpc_client import make_channel
+from ddz.adapters.rpc.routing import rules_service, weight
+from ddz.adapters.runtime.nats_server import NatsServer, start_nats_server
+from ddz.adapters.runtime.service_runner import RunningService, start_service, start_services
+from ddz.adapters.runtime.stack import SERVING, free_port, health_status, settings_env
+from ddz.adapters.security.event_signing import event_keyring
+from ddz.adapters.telemetry.metrics import REGISTRY
 from ddz.config import Settings
 from ddz.domain.hand import CommandRejected, Phase, hand_events, replay, view_for
 from ddz.player_kinds import make_player

@@ -31,8 +31,9 @@ import grpc
 import nats
 import nats.errors
 import pytest
-from ddz.adapters import codec, hand_stream
-from ddz.adapters.bus import (
+from ddz.adapters import codec
+from ddz.adapters.messaging import hand_stream
+from ddz.adapters.messaging.bus import (
     MIN_SERVER_VERSION,
     EventBus,
     WrongLastSequence,
@@ -40,11 +41,11 @@ from ddz.adapters.bus import (
     stream_filter,
     subject_for,
 )
-from ddz.adapters.certs import ensure_certificates
-from ddz.adapters.event_signing import event_keyring
-from ddz.adapters.grpc_client import error_reason
-from ddz.adapters.nats_server import NatsServer
-from ddz.adapters.stack import health_status
+from ddz.adapters.rpc.grpc_client import error_reason
+from ddz.adapters.runtime.nats_server import NatsServer
+from ddz.adapters.runtime.stack import health_status
+from ddz.adapters.security.certs import ensure_certificates
+from ddz.adapters.security.event_signing import event_keyring
 from ddz.adapters.store import create_store
 from ddz.application.errors import Kind, Refusal
 from ddz.config import Settings

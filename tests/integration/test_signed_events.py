@@ -10,13 +10,14 @@ from pathlib import Path
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from ddz.adapters import codec, hand_stream
-from ddz.adapters.bus import EventBus, Reject, subject_for
-from ddz.adapters.event_signing import EventSigner
-from ddz.adapters.hand_feed import HandFeed
-from ddz.adapters.hand_stream import HandCursor
-from ddz.adapters.nats_server import start_nats_server
-from ddz.adapters.table_stream import JetStreamTableLog, TableCursor
+from ddz.adapters import codec
+from ddz.adapters.messaging import hand_stream
+from ddz.adapters.messaging.bus import EventBus, Reject, subject_for
+from ddz.adapters.messaging.hand_feed import HandFeed
+from ddz.adapters.messaging.hand_stream import HandCursor
+from ddz.adapters.messaging.table_stream import JetStreamTableLog, TableCursor
+from ddz.adapters.runtime.nats_server import start_nats_server
+from ddz.adapters.security.event_signing import EventSigner
 from ddz.domain.hand import Disconnect, HandState, SeatInfo, StartHand, decide, replay
 from ddz.domain.ruleset import CLASSIC
 from ddz.domain.settlement import RoomSettings

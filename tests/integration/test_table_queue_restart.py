@@ -29,14 +29,14 @@ from typing import Any
 import grpc
 import nats.js.errors
 import pytest
-from ddz.adapters.bus import stream_filter
-from ddz.adapters.event_signing import event_keyring
-from ddz.adapters.grpc_client import error_reason
-from ddz.adapters.lease import BUCKET as LEASE_BUCKET
-from ddz.adapters.room_queue import QueuedTicket, RoomQueueKV
-from ddz.adapters.stack import SERVING, free_port, health_status
-from ddz.adapters.table_stream import decode, occurred_at, table_stream_id
-from ddz.adapters.tokens import player_token
+from ddz.adapters.messaging.bus import stream_filter
+from ddz.adapters.messaging.lease import BUCKET as LEASE_BUCKET
+from ddz.adapters.messaging.room_queue import QueuedTicket, RoomQueueKV
+from ddz.adapters.messaging.table_stream import decode, occurred_at, table_stream_id
+from ddz.adapters.rpc.grpc_client import error_reason
+from ddz.adapters.runtime.stack import SERVING, free_port, health_status
+from ddz.adapters.security.event_signing import event_keyring
+from ddz.adapters.security.tokens import player_token
 from ddz.client.session import Session
 from ddz.domain.table import SeatReady, TableClosed, TableEvent
 from ddz.v1 import table_pb2

@@ -21,7 +21,7 @@ from typing import Any
 import grpc
 import pytest
 from ddz.adapters import codec
-from ddz.adapters.grpc_client import error_reason
+from ddz.adapters.rpc.grpc_client import error_reason
 from ddz.domain.ruleset import VARIANTS
 from ddz.v1 import bot_pb2, hand_events_pb2, table_pb2, table_pb2_grpc
 from suite_kit import Suite

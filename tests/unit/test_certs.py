@@ -1,4 +1,4 @@
-"""The local CA and the per-identity certificates (``ddz.adapters.certs``), and the TLS
+"""The local CA and the per-identity certificates (``ddz.adapters.security.certs``), and the TLS
 settings that point at them (``DDZ_TLS_*``, ``DDZ_INSECURE``, ``DDZ_MAX_CONCURRENT_RPCS``)."""
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID
-from ddz.adapters.certs import (
+from ddz.adapters.runtime.stack import settings_env
+from ddz.adapters.security.certs import (
     IDENTITIES,
     TlsSetupError,
     ensure_certificates,
@@ -19,7 +20,6 @@ from ddz.adapters.certs import (
     read_tls_file,
     suite_hosts,
 )
-from ddz.adapters.stack import settings_env
 from ddz.config import SERVICE_PORTS, Settings
 
 

@@ -19,8 +19,9 @@ from typing import Any
 
 import pytest
 import yaml
-from ddz.adapters import nats_auth, stack
-from ddz.adapters.bus import MIN_SERVER_VERSION
+from ddz.adapters.messaging import nats_auth
+from ddz.adapters.messaging.bus import MIN_SERVER_VERSION
+from ddz.adapters.runtime import stack
 from ddz.config import RETIRED, SERVICE_PORTS, Settings
 from ddz.entrypoints import serve_cmd
 from settings_kit import settings_variables
@@ -217,12 +218,12 @@ def test_health_checks_ask_the_containers_own_instance(compose: dict[str, Any]) 
     services = compose["services"]
     for name in ("nats", "postgres", *SERVICE_PORTS):
         assert services[name]["healthcheck"]["test"], f"{name} has no health check"
-    assert importlib.util.find_spec("ddz.adapters.stack") is not None
+    assert importlib.util.find_spec("ddz.adapters.runtime.stack") is not None
     for name, port in SERVICE_PORTS.items():
         test = services[name]["healthcheck"]["test"]
         assert test[:3] == ["CMD", "env", "-u"]
         unset, command = test[3], test[4:]
-        assert command == ["python", "-m", "ddz.adapters.stack", "health", name]
+        assert command == ["python", "-m", "ddz.adapters.runtime.stack", "health", name]
         env = {k: v for k, v in environment(services[name]).items() if k != unset}
         # without its DDZ_<NAME>_ADDR the service is dialled on loopback at its own port,
         # not at the name that resolves to every instance

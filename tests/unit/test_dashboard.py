@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 import yaml
-from ddz.adapters import metrics
+from ddz.adapters.telemetry import metrics
 from ddz.config import SERVICE_PORTS, Settings
 from promql_kit import (
     DASHBOARDS,

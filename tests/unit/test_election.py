@@ -9,7 +9,7 @@ import time
 
 import nats.js.errors
 import pytest
-from ddz.adapters.election import FIRST_RETRY, UNANSWERED_RETRY, until_answered
+from ddz.adapters.messaging.election import FIRST_RETRY, UNANSWERED_RETRY, until_answered
 
 
 class Stream:

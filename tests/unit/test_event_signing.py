@@ -1,4 +1,4 @@
-"""Signed events (``ddz.adapters.event_signing``): what a producer's seal makes, and every
+"""Signed events (``ddz.adapters.security.event_signing``): what a producer's seal makes, and every
 way an envelope fails to open -- tampered, another key, a producer not allowed the
 event, unsigned, truncated -- plus the key files a data dir gets."""
 
@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
-from ddz.adapters import codec, metrics
+from ddz.adapters import codec
 from ddz.adapters.codec import CodecError
-from ddz.adapters.event_signing import (
+from ddz.adapters.security.event_signing import (
     ENVELOPE_VERSION,
     TRAILER,
     BadEvent,
@@ -22,7 +22,8 @@ from ddz.adapters.event_signing import (
     ensure_signer,
     event_keyring,
 )
-from ddz.adapters.token_keys import ensure_keys
+from ddz.adapters.security.token_keys import ensure_keys
+from ddz.adapters.telemetry import metrics
 from ddz.config import Settings
 from ddz.domain.hand.events import SeedRevealed
 from ddz.v1 import envelope_pb2

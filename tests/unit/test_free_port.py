@@ -5,8 +5,8 @@ cluster's route ports, then its nodes' client ports)."""
 from __future__ import annotations
 
 import pytest
-from ddz.adapters import nats_server
-from ddz.adapters.nats_server import free_port
+from ddz.adapters.runtime import nats_server
+from ddz.adapters.runtime.nats_server import free_port
 
 
 def test_a_port_picked_and_not_yet_bound_is_not_picked_again(

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 from ddz.adapters import codec
-from ddz.adapters.hand_feed import HandFeed
+from ddz.adapters.messaging.hand_feed import HandFeed
 from signing_kit import KEYRING, hand_envelopes
 
 

@@ -9,7 +9,7 @@ import socket
 import subprocess
 import sys
 
-from ddz.adapters.lease import _HOLDERS_HERE, holder_is_gone, instance_id
+from ddz.adapters.messaging.lease import _HOLDERS_HERE, holder_is_gone, instance_id
 
 HOST = socket.gethostname()
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 import structlog
-from ddz.adapters.logging import configure_logging, defaults_without_locals
-from ddz.adapters.tokens import new_claims
+from ddz.adapters.security.tokens import new_claims
+from ddz.adapters.telemetry.logging import configure_logging, defaults_without_locals
 from ddz.config import Settings, redacted_url
 from ddz.domain.hand import HandState
 from ddz.domain.hand.commands import SeatInfo, StartHand

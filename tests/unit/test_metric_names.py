@@ -6,9 +6,9 @@ import re
 import urllib.request
 
 import pytest
-from ddz.adapters import metrics
-from ddz.adapters.bus import delivery_of, split_subject, subject_for
-from ddz.adapters.stack import settings_env
+from ddz.adapters.messaging.bus import delivery_of, split_subject, subject_for
+from ddz.adapters.runtime.stack import settings_env
+from ddz.adapters.telemetry import metrics
 from ddz.config import SERVICE_PORTS, Settings
 from prometheus_client import Counter, Histogram
 from prometheus_client.parser import text_string_to_metric_families

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import nkeys
 import pytest
-from ddz.adapters import nats_auth
-from ddz.adapters.nats_auth import PROVISION, ROLES, connect_options, permissions
-from ddz.adapters.stack import settings_env
+from ddz.adapters.messaging import nats_auth
+from ddz.adapters.messaging.nats_auth import PROVISION, ROLES, connect_options, permissions
+from ddz.adapters.runtime.stack import settings_env
 from ddz.config import Settings
 
 

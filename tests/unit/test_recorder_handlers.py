@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import pytest
-from ddz.adapters import metrics
 from ddz.adapters.store import (
     DuplicateEventId,
     EventStore,
@@ -19,6 +18,7 @@ from ddz.adapters.store import (
     chain,
 )
 from ddz.adapters.store.keys import Keyring
+from ddz.adapters.telemetry import metrics
 from ddz.application.errors import Kind, Reason, Refusal
 from ddz.audit import Verdict as AuditVerdict
 from ddz.v1 import envelope_pb2

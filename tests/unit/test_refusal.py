@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import grpc
 import pytest
-from ddz.adapters.grpc_client import KIND_OF, refusal_from
-from ddz.adapters.grpc_server import STATUS_OF, status_of
+from ddz.adapters.rpc.grpc_client import KIND_OF, refusal_from
+from ddz.adapters.rpc.grpc_server import STATUS_OF, status_of
 from ddz.application.errors import Kind, Reason, Refusal
 from ddz.v1 import errors_pb2
 from google.rpc import error_details_pb2

@@ -1,4 +1,4 @@
-"""The routing of a hand's calls to one rules instance (ddz.adapters.routing): the
+"""The routing of a hand's calls to one rules instance (ddz.adapters.rpc.routing): the
 rendezvous ranking, the DNS entries, and ``DDZ_RULES_ADDR`` listing several targets."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from ddz.adapters.routing import dns_name, weight
+from ddz.adapters.rpc.routing import dns_name, weight
 from ddz.config import Settings
 
 TARGETS = ["10.0.0.1:50052", "10.0.0.2:50052", "10.0.0.3:50052"]

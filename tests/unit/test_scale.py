@@ -11,11 +11,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from ddz.adapters import stack_file
-from ddz.adapters.data_files import BadFile
-from ddz.adapters.grpc_client import channel_target, health_name_for, service_config
-from ddz.adapters.health import ACTIVE_TABLE
-from ddz.adapters.stack import Stack
+from ddz.adapters.files.data_files import BadFile
+from ddz.adapters.rpc.grpc_client import channel_target, health_name_for, service_config
+from ddz.adapters.runtime import stack_file
+from ddz.adapters.runtime.stack import Stack
+from ddz.adapters.telemetry.health import ACTIVE_TABLE
 from ddz.config import Settings
 from ddz.entrypoints.up_cmd import parse_scale
 

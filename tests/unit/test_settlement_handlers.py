@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pytest
-from ddz.adapters.bus import Delivery, Reject, subject_for
 from ddz.adapters.codec import envelope_for, parse_envelope
+from ddz.adapters.messaging.bus import Delivery, Reject, subject_for
 from ddz.adapters.service_db.balances import Balance, SettledHand
 from ddz.application.errors import Kind, Reason, Refusal
 from ddz.domain.hand.events import Event, HandSettled, HandStarted

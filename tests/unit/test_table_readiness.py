@@ -11,9 +11,15 @@ import time
 from collections.abc import AsyncIterator, Sequence
 
 import pytest
-from ddz.adapters.hand_feed import HandFold
-from ddz.adapters.room_queue import QueuedTicket, decode_ticket, encode_ticket, ticket_key
-from ddz.adapters.table_stream import TableCursor, TableHistory, decode, encode, envelope_for
+from ddz.adapters.messaging.hand_feed import HandFold
+from ddz.adapters.messaging.room_queue import QueuedTicket, decode_ticket, encode_ticket, ticket_key
+from ddz.adapters.messaging.table_stream import (
+    TableCursor,
+    TableHistory,
+    decode,
+    encode,
+    envelope_for,
+)
 from ddz.application.errors import Kind, Refusal
 from ddz.domain.hand import Phase, SeatInfo
 from ddz.domain.ruleset import ruleset_for

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import pytest
 from ddz.adapters.codec import CodecError
-from ddz.adapters.table_stream import (
+from ddz.adapters.messaging.table_stream import (
     TableCursor,
     TableHistory,
     decode,

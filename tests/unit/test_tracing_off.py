@@ -19,8 +19,9 @@ PROBE = """
 import io, json, sys
 from opentelemetry import trace
 from opentelemetry.trace import ProxyTracerProvider
-from ddz.adapters import grpc_client, tracing
-from ddz.adapters.logging import configure_logging
+from ddz.adapters.rpc import grpc_client
+from ddz.adapters.telemetry import tracing
+from ddz.adapters.telemetry.logging import configure_logging
 from ddz.config import Settings
 
 settings = Settings.from_env()

@@ -7,7 +7,7 @@ import asyncio
 from collections.abc import Iterable, Sequence
 
 import pytest
-from ddz.adapters.hand_feed import HandFold
+from ddz.adapters.messaging.hand_feed import HandFold
 from ddz.application.errors import Refusal
 from ddz.domain.hand import Disconnect, Hand, Phase, Rejection, SeatInfo, StartHand, TimeOut
 from ddz.domain.ruleset import CLASSIC
@@ -196,7 +196,7 @@ def test_the_stalled_count_keeps_a_remedied_hand_until_an_event_comes() -> None:
 
 
 def test_a_running_watchdog_is_what_the_metric_reads() -> None:
-    from ddz.adapters import metrics
+    from ddz.adapters.telemetry import metrics
 
     def exported() -> float | None:
         return metrics.REGISTRY.get_sample_value("ddz_hands_stalled")

@@ -6,5 +6,5 @@ pyproject.toml lists), with the ports they need in ``services/<name>/ports.py``;
 take those ports (the event bus, the store, other services' clients, the clock) as
 arguments and import no gRPC. Only what the services share is here: ``errors``, the one
 error type a refused call raises, mapped to a gRPC status only in
-``ddz.adapters.grpc_server``, and ``tasks``, background tasks that are not lost.
+``ddz.adapters.rpc.grpc_server``, and ``tasks``, background tasks that are not lost.
 """

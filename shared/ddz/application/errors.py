@@ -1,8 +1,8 @@
 """The one error type of a refused call: ``Refusal(kind, reason, message)``.
 
-Use cases and adapters raise it; ``ddz.adapters.grpc_server`` turns it into a gRPC
+Use cases and adapters raise it; ``ddz.adapters.rpc.grpc_server`` turns it into a gRPC
 status with a ``google.rpc.ErrorInfo`` (reason, domain ``ddz.v1``) at the one boundary,
-and ``ddz.adapters.grpc_client`` turns such a status back into a ``Refusal`` when one
+and ``ddz.adapters.rpc.grpc_client`` turns such a status back into a ``Refusal`` when one
 service relays another's answer. Nothing here knows gRPC.
 
 ``kind`` says what class of failure it is (the status code follows from it); ``reason``

@@ -9,7 +9,7 @@ defaults. The hand is replayed under the rule set and engine version recorded in
    ``prev_hash`` is the previous row's ``hash``, each ``hash`` recomputed over the exact
    stored envelope bytes, no event id twice.
    ``producer_signature``: every event is signed by a producer allowed to sign it, under
-   a key of the event keyring (``ddz.adapters.event_signing``); keys holding no event
+   a key of the event keyring (``ddz.adapters.security.event_signing``); keys holding no event
    keyring fail it (nothing proves who made the events).
 2. ``signature``: the head signatures under keys the auditor holds (Ed25519 public
    keys; the HMAC key of older hands) verify and pin the last event of the hand; only

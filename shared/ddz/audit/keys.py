@@ -11,7 +11,7 @@ created here: a made-up key would only make every signature fail.
 
 from __future__ import annotations
 
-from ddz.adapters.event_signing import EventKeyring
+from ddz.adapters.security.event_signing import EventKeyring
 from ddz.adapters.store.keys import Keyring, read_public_keys
 from ddz.config import AUDIT_KEY_FILE, Settings
 

@@ -1,5 +1,5 @@
 """``producer_signature``: every stored event was signed by a producer allowed to sign
-it (``ddz.adapters.event_signing``), under a key of the auditor's event keyring.
+it (``ddz.adapters.security.event_signing``), under a key of the auditor's event keyring.
 
 A hand recorded before producers signed (envelope version 0) fails: an unsigned event is
 no proof of who made it. So does any hand audited without an event keyring: a check that
@@ -10,7 +10,7 @@ stored bytes themselves.
 
 from __future__ import annotations
 
-from ddz.adapters.event_signing import BadEvent
+from ddz.adapters.security.event_signing import BadEvent
 from ddz.audit.context import Audit, CheckFailed
 from ddz.audit.results import PRODUCER_SIGNATURE
 

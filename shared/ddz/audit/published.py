@@ -34,7 +34,7 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from ddz.adapters import event_signing
+from ddz.adapters.security import event_signing
 from ddz.adapters.store import chain
 from ddz.adapters.store.keys import Keyring, key_id_for, raw_public_key
 

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from ddz.adapters.event_signing import (
+from ddz.adapters.security.event_signing import (
     PRODUCERS,
     EventKeyring,
     EventSigner,

@@ -29,7 +29,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from ddz.adapters import stack_file
+from ddz.adapters.runtime import stack_file
 from ddz.adapters.store import SqlEventStore, create_store
 from ddz.adapters.store.keys import Keyring
 from ddz.audit import NoSuchEvent, audit_hand

@@ -36,11 +36,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ddz.adapters import stack_file
-from ddz.adapters.driver import Driver
-from ddz.adapters.grpc_client import ask, make_channel
-from ddz.adapters.metrics import calls_handled
-from ddz.adapters.stack import Stack, StackError, stack_answers
+from ddz.adapters.rpc.driver import Driver
+from ddz.adapters.rpc.grpc_client import ask, make_channel
+from ddz.adapters.runtime import stack_file
+from ddz.adapters.runtime.stack import Stack, StackError, stack_answers
+from ddz.adapters.telemetry.metrics import calls_handled
 from ddz.config import Settings
 from ddz.domain.ruleset import ruleset_for
 from ddz.domain.selfplay import hand_seed, play_hand, run_seed

@@ -15,8 +15,8 @@ import os
 import sys
 from collections.abc import Sequence
 
-from ddz.adapters.data_files import file_error
-from ddz.adapters.tracing import shutdown_tracing
+from ddz.adapters.files.data_files import file_error
+from ddz.adapters.telemetry.tracing import shutdown_tracing
 from ddz.compiled import engine_build
 
 # The subcommands each module adds: ``ddz rules ...`` imports only ``rules_cmd``, so a
@@ -58,7 +58,7 @@ class _Version(argparse.Action):
     def __call__(self, parser: argparse.ArgumentParser, *args: object) -> None:
         from importlib.metadata import PackageNotFoundError, version
 
-        from ddz.adapters.event_signing import ENVELOPE_VERSION
+        from ddz.adapters.security.event_signing import ENVELOPE_VERSION
 
         try:
             package = version("ddz")

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import argparse
 
-from ddz.adapters.certs import grpcurl_flags
-from ddz.adapters.hand_stream import hand_stream_id
+from ddz.adapters.messaging.hand_stream import hand_stream_id
+from ddz.adapters.security.certs import grpcurl_flags
 from ddz.config import Settings, redacted_url
 from ddz.domain.ruleset import VARIANTS
 from ddz.entrypoints.arguments import whole

@@ -17,7 +17,7 @@ import json
 import sys
 from pathlib import Path
 
-from ddz.adapters import stack_file
+from ddz.adapters.runtime import stack_file
 from ddz.audit.keys import NoAuditKeys, auditor_keyring
 from ddz.audit.published import EVENT, HEAD, published_keys
 from ddz.config import Settings

@@ -23,9 +23,9 @@ import re
 import sys
 from collections.abc import Iterator
 
-from ddz.adapters import stack_file
-from ddz.adapters.stack import stack_answers
-from ddz.adapters.tokens import player_token
+from ddz.adapters.runtime import stack_file
+from ddz.adapters.runtime.stack import stack_answers
+from ddz.adapters.security.tokens import player_token
 from ddz.config import Settings
 
 NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")

@@ -1,5 +1,5 @@
 """``ddz serve NAME``: run one service in the foreground, exactly as
-``python -m services.NAME`` does (``ddz.adapters.service_runner.main``)."""
+``python -m services.NAME`` does (``ddz.adapters.runtime.service_runner.main``)."""
 
 from __future__ import annotations
 
@@ -21,6 +21,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run(args: argparse.Namespace) -> int:
-    from ddz.adapters.service_runner import main  # grpc/nats only when serving
+    from ddz.adapters.runtime.service_runner import main  # grpc/nats only when serving
 
     return main(args.name)

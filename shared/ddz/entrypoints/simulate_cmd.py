@@ -12,7 +12,7 @@ landlord win rate and the settlement totals (read from the settlement service);
 where ``events`` counts every event of those hands (internal ones included) and
 ``stored_events`` how many of them the recorder has stored.
 
-A service that restarts during the run is waited for (``adapters/driver.py``); one that
+A service that restarts during the run is waited for (``adapters/rpc/driver.py``); one that
 does not come back ends the run with one line, ``ddz: error: <service>: ...``, exit 1
 (``failing_suite``, shared by ``demo``, ``bench`` and ``play``).
 """
@@ -32,10 +32,10 @@ from typing import Any
 
 import grpc
 
-from ddz.adapters import stack_file
-from ddz.adapters.driver import Driver, HandResult, SettlementTotals
-from ddz.adapters.grpc_client import refusal_from
-from ddz.adapters.stack import Stack, StackError, stack_answers
+from ddz.adapters.rpc.driver import Driver, HandResult, SettlementTotals
+from ddz.adapters.rpc.grpc_client import refusal_from
+from ddz.adapters.runtime import stack_file
+from ddz.adapters.runtime.stack import Stack, StackError, stack_answers
 from ddz.application.errors import Refusal
 from ddz.config import Settings
 from ddz.domain.ruleset import VARIANTS

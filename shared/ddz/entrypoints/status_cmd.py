@@ -5,7 +5,7 @@
 
 Every service instance and NATS node with its pid, address, health, uptime and
 restarts; the ``DDZ`` stream and each consumer's lag; the event store's size and last
-event (``ddz.adapters.suite_status``). Exit code 0 when everything serves, 1 when
+event (``ddz.adapters.runtime.suite_status``). Exit code 0 when everything serves, 1 when
 anything does not (each named on a line of its own), 3 when no suite runs there.
 """
 
@@ -36,7 +36,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run(args: argparse.Namespace) -> int:
-    from ddz.adapters import suite_status
+    from ddz.adapters.runtime import suite_status
 
     settings = Settings.from_env()
     status = suite_status.read(settings)
@@ -82,7 +82,7 @@ def size(count: int | None) -> str:
 
 
 def render(status: object) -> str:
-    from ddz.adapters.suite_status import Status, age
+    from ddz.adapters.runtime.suite_status import Status, age
 
     assert isinstance(status, Status)
     lines = [f"suite in {status.data_dir} (ddz up: pid {status.pid})", ""]

@@ -33,8 +33,7 @@ import sys
 from pathlib import Path
 from types import FrameType
 
-from ddz.adapters.certs import grpcurl_flags
-from ddz.adapters.stack import (
+from ddz.adapters.runtime.stack import (
     CrashLoop,
     SetupRefused,
     SignalStop,
@@ -42,6 +41,7 @@ from ddz.adapters.stack import (
     StackError,
     Supervisor,
 )
+from ddz.adapters.security.certs import grpcurl_flags
 from ddz.config import SERVICE_PORTS, WILDCARD_HOSTS, Settings, redacted_url
 
 MAX_INSTANCES = 16

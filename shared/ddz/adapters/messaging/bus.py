@@ -48,7 +48,7 @@ from nats.js.api import (
 )
 from nats.js.kv import KeyValue
 
-from ddz.adapters import metrics, tracing
+from ddz.adapters.telemetry import metrics, tracing
 from ddz.application.tasks import cancel_and_wait
 
 STREAM_NAME = "DDZ"
@@ -382,7 +382,7 @@ class EventBus:
 
     def subscriptions_healthy(self) -> bool:
         """Every durable subscription started here (``subscribe_durable``) runs and its
-        consumer answers; a check for ``ddz.adapters.health``."""
+        consumer answers; a check for ``ddz.adapters.telemetry.health``."""
         return all(subscription.healthy for subscription in self._subscriptions)
 
     @classmethod

@@ -14,7 +14,7 @@ each time (from ``FIRST_RETRY`` doubling to ``UNANSWERED_RETRY``) until its dead
 again is safe is the caller's to make sure of: every write it retries carries what
 makes a repeat harmless (the same ``Nats-Msg-Id``, or the expected sequence that a
 repeat of a stored write fails, whereupon the caller finds its own write stored).
-The lease (``ddz.adapters.lease``) renews on the same timing.
+The lease (``ddz.adapters.messaging.lease``) renews on the same timing.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ RIDE_OUT = 2 * ELECTION
 """Seconds a write that must outlast an election keeps asking: a whole election, begun
 just as the write was, plus the client's reconnection to another node and the new
 leader catching up, with room to spare. Shorter than a caller's patience for a
-restarting service (``ddz.adapters.driver.PATIENCE``)."""
+restarting service (``ddz.adapters.rpc.driver.PATIENCE``)."""
 FIRST_RETRY = 0.05
 """Seconds before the first retry (a lost answer on a healthy stream is retried soon)."""
 UNANSWERED_RETRY = 0.5

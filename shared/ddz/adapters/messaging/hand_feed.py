@@ -30,8 +30,9 @@ import structlog
 from nats.aio.msg import Msg
 from nats.js.api import ConsumerInfo
 
-from ddz.adapters import hand_stream, metrics, tracing
-from ddz.adapters.bus import (
+from ddz.adapters.codec import CodecError, decode_event, parse_envelope
+from ddz.adapters.messaging import hand_stream
+from ddz.adapters.messaging.bus import (
     ALL_SUBJECTS,
     Delivery,
     DeliveryTokens,
@@ -43,8 +44,8 @@ from ddz.adapters.bus import (
     split_subject,
     stream_parts,
 )
-from ddz.adapters.codec import CodecError, decode_event, parse_envelope
-from ddz.adapters.event_signing import BadEvent, EventKeyring
+from ddz.adapters.security.event_signing import BadEvent, EventKeyring
+from ddz.adapters.telemetry import metrics, tracing
 from ddz.application.tasks import cancel_and_wait
 from ddz.domain.hand import CommandRejected, HandState, Phase, Recorded, evolve
 from ddz.domain.ruleset import WildcardDraw

@@ -2,7 +2,7 @@
 
 A hand is the stream ``hand-<hand_id>``; its public events go to
 ``ddz.v1.hand.<bucket>.<hand_id>.<type>`` and hidden ones (``CardsDealt``) to
-``ddz.v1.internal.hand.<bucket>.<hand_id>.<type>`` (``ddz.adapters.bus``).
+``ddz.v1.internal.hand.<bucket>.<hand_id>.<type>`` (``ddz.adapters.messaging.bus``).
 
 Single writer per hand. Every publish sets ``Nats-Msg-Id`` = the event id,
 and ``Nats-Expected-Last-Subject-Sequence`` over the filter of the event's own side
@@ -47,7 +47,7 @@ import nats.errors
 import nats.js.errors
 import structlog
 
-from ddz.adapters.bus import (
+from ddz.adapters.messaging.bus import (
     MSG_ID,
     BatchDuplicate,
     BatchMessage,
@@ -57,8 +57,8 @@ from ddz.adapters.bus import (
     stream_id_for,
     subject_for,
 )
-from ddz.adapters.election import RIDE_OUT, UNANSWERED, until_answered
-from ddz.adapters.event_signing import BadEvent, EventKeyring, EventSigner, sealed_envelope
+from ddz.adapters.messaging.election import RIDE_OUT, UNANSWERED, until_answered
+from ddz.adapters.security.event_signing import BadEvent, EventKeyring, EventSigner, sealed_envelope
 from ddz.adapters.store.contract import EventStore
 from ddz.application.errors import Kind, Reason, Refusal
 from ddz.domain.hand import Recorded
@@ -152,7 +152,7 @@ async def publish(
     timeout: float = 5.0,
 ) -> tuple[HandCursor, list[PublishedEvent]]:
     """Publish ``events`` as the next versions of the hand, each checked against the
-    sequence the writer last saw and signed by ``signer`` (``ddz.adapters.event_signing``).
+    sequence the writer last saw and signed by ``signer`` (``ddz.adapters.security.event_signing``).
     ``HandConflict`` if someone else got there first."""
     if events and events[0].HIDDEN:
         raise ValueError("a decision's first event must be public (see module docstring)")

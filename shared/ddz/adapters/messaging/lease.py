@@ -16,7 +16,7 @@ if nobody wrote since), every ``ttl / 8``. So:
   ``(1 - SAFETY) * ttl`` after the start of its last successful renewal, by its own
   clock, before any standby can have taken over; at the default TTL that is later
   than the longest election of a new leader for the bucket's stream (``ELECTION``,
-  ``ddz.adapters.election``: the one policy of every write that rides an election out);
+  ``ddz.adapters.messaging.election``: the one policy of every write that rides an election out);
 - a holder that stops cleanly deletes its entry (with its revision), so a standby takes
   over within ``STANDBY_POLL`` instead of one TTL;
 - a holder that died on this host (its holder id names this host and a pid that no
@@ -46,9 +46,9 @@ import structlog
 from nats.js.api import Header
 from nats.js.kv import KeyValue
 
-from ddz.adapters import metrics
-from ddz.adapters.bus import EventBus
-from ddz.adapters.election import ELECTION, UNANSWERED_RETRY
+from ddz.adapters.messaging.bus import EventBus
+from ddz.adapters.messaging.election import ELECTION, UNANSWERED_RETRY
+from ddz.adapters.telemetry import metrics
 from ddz.application.tasks import cancel_and_wait
 
 log = structlog.get_logger("ddz.lease")

@@ -33,12 +33,18 @@ from typing import Any
 
 import nkeys
 
-from ddz.adapters.bus import INTERNAL, STREAM_NAME, SUBJECT_ROOT, EventBus, category_filter
-from ddz.adapters.data_files import REMAKE, BadFile, read_bytes
-from ddz.adapters.lease import BUCKET as LEASE_BUCKET
-from ddz.adapters.lease import lease_bucket
-from ddz.adapters.room_queue import BUCKET as ROOM_QUEUE_BUCKET
-from ddz.adapters.room_queue import room_queue_bucket
+from ddz.adapters.files.data_files import REMAKE, BadFile, read_bytes
+from ddz.adapters.messaging.bus import (
+    INTERNAL,
+    STREAM_NAME,
+    SUBJECT_ROOT,
+    EventBus,
+    category_filter,
+)
+from ddz.adapters.messaging.lease import BUCKET as LEASE_BUCKET
+from ddz.adapters.messaging.lease import lease_bucket
+from ddz.adapters.messaging.room_queue import BUCKET as ROOM_QUEUE_BUCKET
+from ddz.adapters.messaging.room_queue import room_queue_bucket
 from ddz.config import Settings
 from ddz.domain.hand.events import HandSettled, HandStarted
 
@@ -84,7 +90,7 @@ class Role:
     ``$JS.API.CONSUMER.CREATE.DDZ.<durable>.<filter>``, which the server checks against
     the consumer's configuration, so no other events can be delivered to it."""
     leases: str = ""
-    """The first token of the instance leases it may hold (``ddz.adapters.lease``, keys
+    """The first token of the instance leases it may hold (``ddz.adapters.messaging.lease``, keys
     ``<leases>`` and ``<leases>.…`` of the bucket the ``provision`` user makes); empty:
     none."""
     buckets: tuple[str, ...] = ()

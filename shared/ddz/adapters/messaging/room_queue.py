@@ -32,8 +32,8 @@ import structlog
 from nats.js.api import Header
 from nats.js.kv import KeyValue
 
-from ddz.adapters.bus import MSG_ID, EventBus
-from ddz.adapters.election import RIDE_OUT, until_answered
+from ddz.adapters.messaging.bus import MSG_ID, EventBus
+from ddz.adapters.messaging.election import RIDE_OUT, until_answered
 
 log = structlog.get_logger("ddz.room_queue")
 

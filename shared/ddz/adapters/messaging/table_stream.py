@@ -12,7 +12,7 @@ the same table gets a CONFLICT ``Refusal`` and has published nothing; a retry af
 lost acknowledgement is recognised by its event id. A write the bus does not answer (the
 stream electing a new leader after a node died or was cut off) is asked again until
 ``election.RIDE_OUT`` has passed, so an election costs the table a wait, not a failed
-call (``ddz.adapters.election``).
+call (``ddz.adapters.messaging.election``).
 
 The open tables are found without reading every table ever opened: the stream's
 subject counts (``table_opened`` minus ``table_closed`` subjects), then each open
@@ -28,15 +28,6 @@ from dataclasses import dataclass
 import nats.js.errors
 from google.protobuf.message import DecodeError, Message
 
-from ddz.adapters.bus import (
-    EventBus,
-    category_filter,
-    parse_subject,
-    stream_filter,
-    stream_id_for,
-    stream_parts,
-    subject_for,
-)
 from ddz.adapters.codec import CodecError
 from ddz.adapters.codec.envelope import new_envelope
 from ddz.adapters.codec.values import (
@@ -49,8 +40,17 @@ from ddz.adapters.codec.values import (
     seat_from_pb,
     seat_to_pb,
 )
-from ddz.adapters.event_signing import EventKeyring, EventSigner
-from ddz.adapters.hand_stream import HandConflict, _publish_checked
+from ddz.adapters.messaging.bus import (
+    EventBus,
+    category_filter,
+    parse_subject,
+    stream_filter,
+    stream_id_for,
+    stream_parts,
+    subject_for,
+)
+from ddz.adapters.messaging.hand_stream import HandConflict, _publish_checked
+from ddz.adapters.security.event_signing import EventKeyring, EventSigner
 from ddz.application.errors import Kind, Reason, Refusal
 from ddz.domain.table import (
     HandAssigned,
@@ -184,7 +184,7 @@ def occurred_at(envelope: envelope_pb2.EventEnvelope) -> float:
 class JetStreamTableLog:
     """The tables' streams as the table service uses them: each event it publishes is
     signed by ``signer`` (the table's key), each it reads verified with ``keyring``
-    (``ddz.adapters.event_signing``); a reader alone needs no signer."""
+    (``ddz.adapters.security.event_signing``); a reader alone needs no signer."""
 
     def __init__(
         self,

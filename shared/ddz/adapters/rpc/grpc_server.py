@@ -2,7 +2,7 @@
 
 ``serve()`` runs a ``grpc.aio`` server with the standard health service (for each
 service and for "": SERVING while the service's checks hold, NOT_SERVING while one
-fails and once it stops; ``ddz.adapters.health``), server reflection (so ``grpcurl``
+fails and once it stops; ``ddz.adapters.telemetry.health``), server reflection (so ``grpcurl``
 can list and call it), a request size limit (bigger requests get RESOURCE_EXHAUSTED
 from gRPC itself), an interceptor that binds request and hand ids to the structlog
 context and writes one log line per call, and a graceful stop on SIGTERM/SIGINT.
@@ -10,7 +10,7 @@ context and writes one log line per call, and a graceful stop on SIGTERM/SIGINT.
 Every listener is TLS (``server_credentials``): an internal service requires a client
 certificate of the suite's CA in the handshake (mutual TLS), the player-facing table
 service asks none (``rights.PLAYER_FACING``). The interceptor authorizes each call by
-its caller's certificate identity against ``ddz.adapters.rights.RIGHTS``: a caller
+its caller's certificate identity against ``ddz.adapters.security.rights.RIGHTS``: a caller
 without the right is refused PERMISSION_DENIED. ``DDZ_INSECURE`` serves plaintext with
 no identities and no rights, for local development only, and says so loudly at start.
 The servers also bound the calls in flight (``DDZ_MAX_CONCURRENT_RPCS``) and how often
@@ -46,12 +46,12 @@ from grpc_health.v1._async import HealthServicer
 from grpc_reflection.v1alpha import reflection
 from grpc_status import rpc_status
 
-from ddz.adapters import metrics
-from ddz.adapters.certs import SPIFFE_PREFIX, read_tls_file
-from ddz.adapters.election import UNANSWERED
-from ddz.adapters.health import Check, HealthWatch
-from ddz.adapters.rights import PLAYER_FACING, Right, right_of
-from ddz.adapters.tracing import server_interceptors
+from ddz.adapters.messaging.election import UNANSWERED
+from ddz.adapters.security.certs import SPIFFE_PREFIX, read_tls_file
+from ddz.adapters.security.rights import PLAYER_FACING, Right, right_of
+from ddz.adapters.telemetry import metrics
+from ddz.adapters.telemetry.health import Check, HealthWatch
+from ddz.adapters.telemetry.tracing import server_interceptors
 from ddz.application.errors import Kind, Refusal
 from ddz.config import Settings
 
@@ -129,10 +129,10 @@ async def refuse(context: grpc.aio.ServicerContext[Any, Any], refusal: Refusal) 
 class ContextInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
     """Binds ``request_id``/``rpc`` (and ``hand_id`` etc. when the request has them) to
     structlog's context for the duration of each call, logs one line per call, counts
-    it by final code with its duration (``ddz_rpc_*`` of ``ddz.adapters.metrics``, under
+    it by final code with its duration (``ddz_rpc_*`` of ``ddz.adapters.telemetry.metrics``, under
     ``service``), and turns unexpected exceptions into INTERNAL without leaking their
     text to clients. With ``authorize`` (every TLS server), a call whose caller has no
-    right to it (``ddz.adapters.rights``) is refused PERMISSION_DENIED before its
+    right to it (``ddz.adapters.security.rights``) is refused PERMISSION_DENIED before its
     handler runs."""
 
     def __init__(self, service: str = "", *, authorize: bool = False) -> None:

@@ -5,11 +5,11 @@ Each service package has ``services/<name>/app.py`` with ``async def build(setti
 **overrides) -> Service``. A ``Service`` knows its gRPC servicers, and has ``start``
 (connect to NATS, start durable consumers: everything that must run before the first
 call is served), ``checks`` (what must work for it to serve: its NATS connection, its
-database, its consumer loops; ``ddz.adapters.health``) and ``close`` (stop consumers,
+database, its consumer loops; ``ddz.adapters.telemetry.health``) and ``close`` (stop consumers,
 close connections: after the last call has finished). The runner wraps that in the
-shared gRPC server of ``ddz.adapters.grpc_server`` (health true to the checks,
+shared gRPC server of ``ddz.adapters.rpc.grpc_server`` (health true to the checks,
 reflection, request-size limit, logging interceptor, graceful SIGTERM) and serves the
-process's Prometheus metrics beside it (``ddz.adapters.metrics``, on
+process's Prometheus metrics beside it (``ddz.adapters.telemetry.metrics``, on
 ``Settings.metrics_address``):
 
     main("rules")                                      # a process: settings, logging, serve
@@ -32,15 +32,15 @@ import grpc
 import nats.errors
 import structlog
 
-from ddz.adapters import metrics
-from ddz.adapters.bus import EventBus
-from ddz.adapters.data_files import file_error
-from ddz.adapters.grpc_server import RunningServer, serve, start_server
-from ddz.adapters.health import Check
-from ddz.adapters.logging import configure_logging
-from ddz.adapters.metrics import MetricsServer, serve_metrics
-from ddz.adapters.nats_auth import connect_options
-from ddz.adapters.tracing import configure_tracing, shutdown_tracing
+from ddz.adapters.files.data_files import file_error
+from ddz.adapters.messaging.bus import EventBus
+from ddz.adapters.messaging.nats_auth import connect_options
+from ddz.adapters.rpc.grpc_server import RunningServer, serve, start_server
+from ddz.adapters.telemetry import metrics
+from ddz.adapters.telemetry.health import Check
+from ddz.adapters.telemetry.logging import configure_logging
+from ddz.adapters.telemetry.metrics import MetricsServer, serve_metrics
+from ddz.adapters.telemetry.tracing import configure_tracing, shutdown_tracing
 from ddz.compiled import engine_build
 from ddz.config import SERVICE_PORTS, WILDCARD_HOSTS, Settings, redacted_servers, redacted_url
 

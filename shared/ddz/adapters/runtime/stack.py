@@ -6,7 +6,7 @@
 ``start()`` starts ``nats-server`` with JetStream under the data directory (unless
 ``DDZ_NATS_URL`` names a server; on a random port when 4222 is taken), migrates the
 store and the services' tables once, makes what is missing of the token keys and of
-the local CA and certificates (``ddz.adapters.certs``), starts every service as ``python -m
+the local CA and certificates (``ddz.adapters.security.certs``), starts every service as ``python -m
 services.<name>`` with the environment rebuilt from the one ``Settings`` object, and
 returns when every service's health check answers SERVING. Each service logs (JSON
 lines, and anything it prints) to ``<data dir>/logs/<name>.log``.
@@ -57,11 +57,11 @@ from typing import Protocol
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from ddz.adapters import nats_auth, stack_file
-from ddz.adapters.certs import TlsSetupError, ensure_certificates, suite_hosts
-from ddz.adapters.data_files import ensure_dir
-from ddz.adapters.grpc_client import channel_credentials, channel_target, list_tls_options
-from ddz.adapters.nats_server import (
+from ddz.adapters.files.data_files import ensure_dir
+from ddz.adapters.messaging import nats_auth
+from ddz.adapters.rpc.grpc_client import channel_credentials, channel_target, list_tls_options
+from ddz.adapters.runtime import stack_file
+from ddz.adapters.runtime.nats_server import (
     NatsCluster,
     NatsServer,
     NatsServerError,
@@ -71,8 +71,9 @@ from ddz.adapters.nats_server import (
     start_nats_cluster,
     start_nats_server,
 )
-from ddz.adapters.suite_lock import SuiteLock, SuiteRunning, new_run_logs
-from ddz.adapters.token_keys import ensure_keys
+from ddz.adapters.runtime.suite_lock import SuiteLock, SuiteRunning, new_run_logs
+from ddz.adapters.security.certs import TlsSetupError, ensure_certificates, suite_hosts
+from ddz.adapters.security.token_keys import ensure_keys
 from ddz.config import SERVICE_PORTS, WILDCARD_HOSTS, Settings
 
 SERVICES: tuple[str, ...] = (
@@ -884,11 +885,11 @@ def migrate(settings: Settings) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m ddz.adapters.stack health NAME``: exit 0 when the service NAME at its
+    """``python -m ddz.adapters.runtime.stack health NAME``: exit 0 when the service NAME at its
     configured address answers SERVING (container health checks), else 1."""
     args = list(sys.argv[1:] if argv is None else argv)
     if len(args) != 2 or args[0] != "health" or args[1] not in SERVICE_PORTS:
-        print(f"usage: python -m ddz.adapters.stack health {{{','.join(SERVICE_PORTS)}}}",
+        print(f"usage: python -m ddz.adapters.runtime.stack health {{{','.join(SERVICE_PORTS)}}}",
               file=sys.stderr)  # fmt: skip
         return 2
     settings = Settings.from_env()

@@ -23,11 +23,11 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from ddz.adapters.data_files import BadFile, read_bytes
+from ddz.adapters.files.data_files import BadFile, read_bytes
 from ddz.config import SERVICE_PORTS, Settings, redacted_url
 
 if TYPE_CHECKING:
-    from ddz.adapters.stack import Stack
+    from ddz.adapters.runtime.stack import Stack
 
 FILE = "stack.json"
 VERSION = 1

@@ -27,10 +27,11 @@ import nats
 import sqlalchemy as sa
 from nats.js.api import ConsumerInfo, StreamInfo
 
-from ddz.adapters import nats_auth, stack_file
-from ddz.adapters.bus import STREAM_NAME
-from ddz.adapters.health import ACTIVE_TABLE
-from ddz.adapters.stack import SERVING, health_status
+from ddz.adapters.messaging import nats_auth
+from ddz.adapters.messaging.bus import STREAM_NAME
+from ddz.adapters.runtime import stack_file
+from ddz.adapters.runtime.stack import SERVING, health_status
+from ddz.adapters.telemetry.health import ACTIVE_TABLE
 from ddz.config import Settings, redacted_url
 
 TIMEOUT = 2.0  # seconds each part may take to answer

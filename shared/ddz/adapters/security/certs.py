@@ -37,7 +37,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from ddz.adapters.data_files import REMAKE, BadFile, ensure_dir, read_bytes
+from ddz.adapters.files.data_files import REMAKE, BadFile, ensure_dir, read_bytes
 from ddz.config import OPERATOR, SERVICE_PORTS, TLS_DIR, Settings
 
 IDENTITIES: tuple[str, ...] = (*SERVICE_PORTS, OPERATOR)

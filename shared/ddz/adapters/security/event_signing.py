@@ -55,10 +55,10 @@ from google.protobuf.message import DecodeError
 from nacl.exceptions import BadSignatureError
 from nacl.signing import SigningKey, VerifyKey
 
-from ddz.adapters import metrics
 from ddz.adapters.codec import CodecError, decode_event, envelope_and_bytes
-from ddz.adapters.data_files import REMAKE, BadFile, read_bytes
-from ddz.adapters.key_files import ensure_ed25519_key
+from ddz.adapters.files.data_files import REMAKE, BadFile, read_bytes
+from ddz.adapters.files.key_files import ensure_ed25519_key
+from ddz.adapters.telemetry import metrics
 from ddz.config import Settings
 from ddz.domain.hand import Recorded
 from ddz.v1 import envelope_pb2

@@ -1,10 +1,10 @@
 """Who may call what: every RPC of the suite and the identities allowed to call it.
 
 A caller's identity is the name in its client certificate's URI SAN
-(``spiffe://ddz/<name>``, ``ddz.adapters.certs``): a service's name, or ``operator``
+(``spiffe://ddz/<name>``, ``ddz.adapters.security.certs``): a service's name, or ``operator``
 for the project's tools. The internal services refuse a connection without a
 certificate of the suite's CA in the TLS handshake; the interceptor of
-``ddz.adapters.grpc_server`` then lets a call through only when its caller is in the
+``ddz.adapters.rpc.grpc_server`` then lets a call through only when its caller is in the
 RPC's row (least privilege), and refuses any other with PERMISSION_DENIED. An RPC
 without a row is refused to everyone (a unit test keeps the table equal to the protos).
 
@@ -120,7 +120,7 @@ RIGHTS: Mapping[str, Right] = MappingProxyType({
 })  # fmt: skip
 """Every RPC a server of the suite serves, by full name (``package.Service/Method``)."""
 
-NO_RIGHT = Right(frozenset(), "not in ddz.adapters.rights.RIGHTS: refused to everyone")
+NO_RIGHT = Right(frozenset(), "not in ddz.adapters.security.rights.RIGHTS: refused to everyone")
 
 
 def right_of(method: str) -> Right:

@@ -32,9 +32,9 @@ from typing import Any
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from ddz.adapters.data_files import REMAKE, BadFile, read_bytes
-from ddz.adapters.event_signing import ensure_event_keys
-from ddz.adapters.key_files import create_file, ensure_ed25519_key
+from ddz.adapters.files.data_files import REMAKE, BadFile, read_bytes
+from ddz.adapters.files.key_files import create_file, ensure_ed25519_key
+from ddz.adapters.security.event_signing import ensure_event_keys
 from ddz.config import Settings
 
 HEX_DIGITS = frozenset(b"0123456789abcdefABCDEF")

@@ -1,7 +1,7 @@
 """Who is calling: bearer tokens, and channels that carry one.
 
 Each token is signed by the one party that vouches for it, with a key of its own
-(``ddz.adapters.token_keys``):
+(``ddz.adapters.security.token_keys``):
 
 Login tokens -- ``player`` and ``operator`` -- are JWTs (RFC 7519) the operator's login
 signs with its Ed25519 private key (``alg: EdDSA``, the key's ``kid`` in the header).
@@ -49,9 +49,9 @@ from typing import Any, Literal
 import grpc
 import jwt
 
-from ddz.adapters.grpc_client import open_channel
-from ddz.adapters.token_keys import LoginKey, LoginKeys, login_jwks_path, login_key
-from ddz.adapters.token_keys import table_token_key as table_token_key  # re-exported
+from ddz.adapters.rpc.grpc_client import open_channel
+from ddz.adapters.security.token_keys import LoginKey, LoginKeys, login_jwks_path, login_key
+from ddz.adapters.security.token_keys import table_token_key as table_token_key  # re-exported
 from ddz.config import Settings
 
 PREFIX = "ddz1"

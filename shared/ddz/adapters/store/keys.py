@@ -25,8 +25,8 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from ddz.adapters.event_signing import EventKeyring
-from ddz.adapters.key_files import ensure_ed25519_key
+from ddz.adapters.files.key_files import ensure_ed25519_key
+from ddz.adapters.security.event_signing import EventKeyring
 from ddz.adapters.store import chain
 from ddz.adapters.store.contract import HeadSigner, StreamSignature
 

@@ -14,7 +14,7 @@ from alembic.util import CommandError
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DatabaseError
 
-from ddz.adapters.data_files import BadFile, os_fix, os_problem
+from ddz.adapters.files.data_files import BadFile, os_fix, os_problem
 from ddz.adapters.store.sql import make_engine
 from ddz.config import normalize_database_url
 
@@ -22,7 +22,7 @@ STORE_FIX = (
     "restore it from a backup, or move it away (a new store is made at start), or point "
     "DDZ_DATABASE_URL at the event store"
 )
-MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
+MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 
 # Alembic keeps the running migration context in module globals (``alembic.context``,
 # ``alembic.op``): two upgrades on threads of one process would run each other's

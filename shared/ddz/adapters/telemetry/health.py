@@ -26,7 +26,7 @@ from grpc_health.v1._async import HealthServicer
 from sqlalchemy import Engine
 from sqlalchemy.pool import StaticPool
 
-from ddz.adapters import metrics
+from ddz.adapters.telemetry import metrics
 from ddz.application.tasks import cancel_and_wait
 
 INTERVAL = 1.0  # seconds between two rounds of checks

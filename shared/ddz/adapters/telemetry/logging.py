@@ -3,7 +3,7 @@
 JSON lines when stderr is not a terminal (or ``DDZ_LOG_FORMAT=json``), readable console
 output otherwise; one line per event with the service name, level, UTC ISO time and
 whatever the request bound with ``structlog.contextvars`` (request and hand ids), and
-``trace_id``/``span_id`` when the line is logged inside a span (``ddz.adapters.tracing``).
+``trace_id``/``span_id`` when the line is logged inside a span (``ddz.adapters.telemetry.tracing``).
 Libraries that log through the standard ``logging`` module (grpc, nats, alembic) are
 rendered the same way. The audit key is never bound or logged anywhere.
 
@@ -23,7 +23,7 @@ from typing import Any, TextIO
 import structlog
 from structlog.typing import EventDict, Processor, WrappedLogger
 
-from ddz.adapters.tracing import add_trace_ids
+from ddz.adapters.telemetry.tracing import add_trace_ids
 from ddz.config import Settings
 
 _open_files: list[TextIO] = []
@@ -65,7 +65,7 @@ def configure_logging(
         structlog.processors.add_log_level,
         structlog.processors.TimeStamper(fmt="iso", utc=True),
         _ServiceName(service),
-        add_trace_ids,  # trace_id, span_id inside a span (ddz.adapters.tracing)
+        add_trace_ids,  # trace_id, span_id inside a span (ddz.adapters.telemetry.tracing)
     ]
     renderer: Processor
     if as_json:

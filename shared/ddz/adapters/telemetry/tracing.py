@@ -22,7 +22,7 @@ message handled and per log line. On:
   context in the headers); one handling a batch starts its own span linked to every
   message's context (``consuming_batch``), and each message's own child span
   (``message_span``) so every producer's trace shows the hop.
-- Logs: ``add_trace_ids`` (a structlog processor of ``adapters/logging.py``) writes
+- Logs: ``add_trace_ids`` (a structlog processor of ``adapters/telemetry/logging.py``) writes
   ``trace_id`` and ``span_id`` on every line logged inside a span.
 
 ``trace_id_of(headers)`` reads the trace id a message carries whether or not this process

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ddz.adapters.migration_env import run_migrations
+from ddz.adapters.store.migration_env import run_migrations
 from ddz.adapters.store.schema import metadata
 
 MIGRATION_LOCK_ID = 0x64647A5F6D6967  # "ddz_mig": PostgreSQL advisory lock key
