@@ -1,4 +1,5 @@
-"""`python -m services.settlement`: settings, logging, serve (ddz.adapters.runtime.service_runner)."""
+"""`python -m services.settlement`: settings, logging, serve
+(ddz.adapters.runtime.service_runner)."""
 
 from ddz.adapters.runtime.service_runner import main
 
