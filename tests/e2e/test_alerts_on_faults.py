@@ -106,9 +106,9 @@ def test_the_shipped_alerts_fire_on_the_faults_the_chaos_test_makes(tmp_path: Pa
         nats_users = sorted(set(where) & set(nats_auth.ROLES))  # the console has no NATS
         with Scraper(where.values(), every=EVERY) as prometheus:
             asyncio.run(play(stack.settings))
-            # Long enough for a `for: 1m` alert to fire, were its condition to hold on a
-            # suite that is well.
-            well = prometheus.wait_ticks(FOR_1M + 1) - 1
+            # Scraped from its start long enough for a `for: 1m` alert to fire, were its
+            # condition to hold on a suite that is well.
+            well = prometheus.wait_ticks(max(1, FOR_1M + 2 - prometheus.ticks)) - 1
             checks = [Check(name, well, why="the suite is well, hands played") for name in FAULTS]
 
             asyncio.run(forge(stack.settings))
