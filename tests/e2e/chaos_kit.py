@@ -144,17 +144,19 @@ class ChaosReport:
         )
 
 
-def _all_serving(stack: Stack) -> bool:
+def all_serving(stack: Stack) -> bool:
     return all(
         health_status(stack.settings.address(name), 0.5, settings=stack.settings) == SERVING
         for name in stack.services
     )
 
 
-def _wait_serving(stack: Stack, since: float) -> float | None:
+def wait_serving(stack: Stack, since: float) -> float | None:
+    """Seconds from ``since`` until every service answers SERVING (None: not within
+    ``RECOVERY_LIMIT``)."""
     deadline = since + RECOVERY_LIMIT
     while time.monotonic() < deadline:
-        if _all_serving(stack):
+        if all_serving(stack):
             return time.monotonic() - since
         time.sleep(0.05)
     return None
@@ -244,7 +246,7 @@ def run_chaos(data_dir: Path, chaos: Chaos) -> ChaosReport:
             kill(stack, planned.victim)
             time.sleep(planned.downtime)
             stack.restart(planned.victim)
-            recovered = _wait_serving(stack, at)
+            recovered = wait_serving(stack, at)
             report.kills.append(KillRecord(planned.victim, at - started, recovered, during_play))
             if recovered is None:
                 break

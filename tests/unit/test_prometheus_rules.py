@@ -8,28 +8,16 @@ puts it on the PATH. Without it these tests skip on a developer's machine and FA
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
+from promql_kit import promtool
 
 PROMETHEUS = Path(__file__).resolve().parents[2] / "deploy" / "prometheus"
 RULES = PROMETHEUS / "alerts.yaml"
 RULE_TESTS = PROMETHEUS / "alerts_test.yaml"
-
-
-def promtool() -> str:
-    found = shutil.which("promtool")
-    if found is None:
-        message = "promtool not found (apt-get download prometheus; dpkg-deb -x; see .ci/run)"
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{message}: CI runs the alert rules' tests", pytrace=False)
-        pytest.skip(message)
-    return found
 
 
 def rules() -> list[dict[str, Any]]:
