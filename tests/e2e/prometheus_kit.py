@@ -31,7 +31,7 @@ from types import TracebackType
 from typing import Any
 
 import yaml
-from ddz.adapters.stack import Stack
+from ddz.adapters.runtime.stack import Stack
 from prometheus_client.parser import text_string_to_metric_families
 
 Labels = tuple[tuple[str, str], ...]

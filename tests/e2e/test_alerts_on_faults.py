@@ -29,12 +29,13 @@ from pathlib import Path
 
 from chaos_kit import kill, wait_serving
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from ddz.adapters import codec, nats_auth
-from ddz.adapters.bus import MSG_ID, EventBus, subject_for
-from ddz.adapters.driver import Driver
-from ddz.adapters.event_signing import EventSigner
-from ddz.adapters.nats_auth import connect_options
-from ddz.adapters.stack import NATS, Stack
+from ddz.adapters import codec
+from ddz.adapters.messaging import nats_auth
+from ddz.adapters.messaging.bus import MSG_ID, EventBus, subject_for
+from ddz.adapters.messaging.nats_auth import connect_options
+from ddz.adapters.rpc.driver import Driver
+from ddz.adapters.runtime.stack import NATS, Stack
+from ddz.adapters.security.event_signing import EventSigner
 from ddz.adapters.store import create_store
 from ddz.config import Settings
 from ddz.domain.ruleset import VARIANTS
