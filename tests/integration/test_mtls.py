@@ -31,8 +31,9 @@ from typing import Any
 import grpc
 import pytest
 from ddz import v1
+from ddz.adapters.rpc.caller import peer_identity
 from ddz.adapters.rpc.grpc_client import channel_credentials, error_reason, make_channel
-from ddz.adapters.rpc.grpc_server import RunningServer, peer_identity, start_server
+from ddz.adapters.rpc.grpc_server import RunningServer, start_server
 from ddz.adapters.runtime.nats_server import NatsServer
 from ddz.adapters.runtime.stack import SERVING, free_port, health_status
 from ddz.adapters.security.certs import IDENTITIES, ensure_certificates
