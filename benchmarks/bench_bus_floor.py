@@ -89,9 +89,9 @@ from typing import Any
 import grpc
 import nats
 import nats.errors
-from ddz.adapters.messaging.bus import (
-    Delivery,
-    EventBus,
+from ddz.adapters.messaging.bus import EventBus
+from ddz.adapters.messaging.delivery import Delivery
+from ddz.adapters.messaging.subjects import (
     category_filter,
     stream_filter,
     stream_id_for,
@@ -101,7 +101,7 @@ from ddz.adapters.runtime.nats_server import start_nats_server
 from ddz.entrypoints.bench_cmd import cpu_seconds  # user + system, all threads, /proc
 from nats.js.api import ConsumerConfig, DeliverPolicy
 
-STREAM = "DDZ"  # ddz.adapters.messaging.bus.STREAM_NAME
+STREAM = "DDZ"  # ddz.adapters.messaging.subjects.STREAM_NAME
 HAND_FILTER = category_filter("hand")
 EVENT_TYPES = ("HandStarted", "BidPlaced", "CardsPlayed", "Passed", "HandSettled")
 PAYLOAD = bytes(range(200))  # an envelope's size; its content does not matter to NATS

@@ -27,10 +27,11 @@ from collections.abc import Mapping, Sequence
 
 import grpc
 import structlog
-from ddz.adapters.messaging.bus import EventBus, bucket_filters, category_filter
+from ddz.adapters.messaging.bus import EventBus
 from ddz.adapters.messaging.hand_feed import Entry, HandFeed, HandFold
 from ddz.adapters.messaging.hand_stream import HAND
 from ddz.adapters.messaging.lease import instance_id
+from ddz.adapters.messaging.subjects import bucket_filters, category_filter
 from ddz.adapters.rpc.grpc_server import full_service_name
 from ddz.adapters.rpc.routing import RoutedRules, rules_service
 from ddz.adapters.runtime.service_runner import connect_bus

@@ -21,15 +21,11 @@ from collections.abc import Callable
 import nats.errors
 import nats.js.errors
 import structlog
-from ddz.adapters.messaging.bus import (
-    EventBus,
-    category_filter,
-    delivery_from,
-    parse_subject,
-    stream_parts,
-)
+from ddz.adapters.messaging.bus import EventBus
+from ddz.adapters.messaging.delivery import delivery_from
 from ddz.adapters.messaging.hand_feed import HandFeed, HandFold, read_fold
 from ddz.adapters.messaging.hand_stream import HAND
+from ddz.adapters.messaging.subjects import category_filter, parse_subject, stream_parts
 from ddz.domain.hand.events import HandEnded, HandStarted
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 

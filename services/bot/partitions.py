@@ -3,7 +3,7 @@ each one a lease (``ddz.adapters.messaging.lease``, key ``bot.partition.<k>``), 
 holding its share.
 
 A hand belongs to partition ``bucket % count``, its subject bucket
-(``ddz.adapters.messaging.bus.bucket_of``) modulo the partitions (``partition_of``); the
+(``ddz.adapters.messaging.subjects.bucket_of``) modulo the partitions (``partition_of``); the
 instance holding that partition's lease is the only one that plays the hand's bot seats,
 so one bot turn gets one decision. The instances count one another by their member
 keys (``bot.member.<holder>``, written every renewal interval with the lease TTL, so a
@@ -30,8 +30,9 @@ from collections.abc import Awaitable, Callable, Iterable
 
 import nats.errors
 import structlog
-from ddz.adapters.messaging.bus import BUCKETS, EventBus, partition_of
+from ddz.adapters.messaging.bus import EventBus
 from ddz.adapters.messaging.lease import BUCKET, Lease, lease_bucket
+from ddz.adapters.messaging.subjects import BUCKETS, partition_of
 from ddz.application.tasks import cancel_and_wait
 
 log = structlog.get_logger("ddz.bot.partitions")

@@ -12,7 +12,8 @@ from typing import TypeVar
 
 import nats.errors
 import nats.js.errors
-from ddz.adapters.messaging.bus import EventBus, subject_for
+from ddz.adapters.messaging.bus import EventBus
+from ddz.adapters.messaging.subjects import subject_for
 from ddz.adapters.messaging.table_stream import decode, table_stream_id
 from ddz.adapters.security.event_signing import BadEvent, EventKeyring
 from ddz.application.errors import Refusal

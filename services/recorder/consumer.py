@@ -17,7 +17,10 @@ from dataclasses import dataclass, field
 import nats.errors
 import nats.js.errors
 import structlog
-from ddz.adapters.messaging.bus import ALL_SUBJECTS, DurablePull, EventBus, delivery_of
+from ddz.adapters.messaging.bus import EventBus
+from ddz.adapters.messaging.delivery import delivery_of
+from ddz.adapters.messaging.pulls import DurablePull
+from ddz.adapters.messaging.subjects import ALL_SUBJECTS
 from ddz.adapters.telemetry import metrics, tracing
 from nats.aio.msg import Msg
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy

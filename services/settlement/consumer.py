@@ -7,8 +7,10 @@ be applied and is terminated, anything else is retried later.
 from __future__ import annotations
 
 import nats.js.errors
-from ddz.adapters.messaging.bus import Delivery, EventBus, Reject, category_filter, subject_for
+from ddz.adapters.messaging.bus import EventBus
+from ddz.adapters.messaging.delivery import Delivery, Reject
 from ddz.adapters.messaging.hand_stream import HAND
+from ddz.adapters.messaging.subjects import category_filter, subject_for
 from ddz.application.errors import Kind, Refusal
 from ddz.domain.hand.events import HandSettled, HandStarted
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import structlog
 from ddz.adapters.codec import CodecError
-from ddz.adapters.messaging.bus import stream_parts
+from ddz.adapters.messaging.subjects import stream_parts
 from ddz.adapters.security.event_signing import BadEvent, EventKeyring
 from ddz.application.errors import Reason, Refusal
 from ddz.domain.hand.events import HandSettled, HandStarted

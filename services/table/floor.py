@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ddz.adapters.messaging.bus import stream_parts
 from ddz.adapters.messaging.hand_feed import HandFold
 from ddz.adapters.messaging.hand_stream import hand_stream_id
+from ddz.adapters.messaging.subjects import stream_parts
 from ddz.application.errors import Reason, Refusal
 from ddz.domain.hand.state import SEATS
 

@@ -59,8 +59,8 @@ DEFAULT_CONSOLE_SESSION_TTL = 30 * 60.0
 METRICS_PORT_OFFSET = 1000
 """A service's default metrics port is its gRPC port plus this (rules: 51052)."""
 BOT_PARTITIONS_MAX = 64
-"""A bot partition is whole subject buckets (``ddz.adapters.messaging.bus.BUCKETS``, 64): no more
-partitions than buckets."""
+"""A bot partition is whole subject buckets (``ddz.adapters.messaging.subjects.BUCKETS``,
+64): no more partitions than buckets."""
 
 RETIRED: Mapping[str, str] = MappingProxyType(
     {

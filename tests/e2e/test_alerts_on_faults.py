@@ -31,8 +31,10 @@ from chaos_kit import kill, wait_serving
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from ddz.adapters import codec
 from ddz.adapters.messaging import nats_auth
-from ddz.adapters.messaging.bus import MSG_ID, EventBus, subject_for
+from ddz.adapters.messaging.bus import EventBus
 from ddz.adapters.messaging.nats_auth import connect_options
+from ddz.adapters.messaging.server import MSG_ID
+from ddz.adapters.messaging.subjects import subject_for
 from ddz.adapters.rpc.driver import Driver
 from ddz.adapters.runtime.stack import NATS, Stack
 from ddz.adapters.security.event_signing import EventSigner

@@ -20,8 +20,9 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from ddz.adapters import codec
-from ddz.adapters.messaging.bus import EventBus, subject_for
+from ddz.adapters.messaging.bus import EventBus
 from ddz.adapters.messaging.hand_stream import hand_stream_id
+from ddz.adapters.messaging.subjects import subject_for
 from ddz.audit.sample import Mischief, mischief
 from ddz.config import Settings
 from ddz.domain.hand import (

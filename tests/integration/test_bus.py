@@ -14,7 +14,9 @@ from pathlib import Path
 
 import nats
 import pytest
-from ddz.adapters.messaging.bus import (
+from ddz.adapters.messaging.bus import EventBus
+from ddz.adapters.messaging.delivery import BatchMessage, Delivery, Reject
+from ddz.adapters.messaging.server import (
     BATCH_ID,
     BATCH_SEQUENCE,
     EXPECTED_LAST_SUBJECT_SEQUENCE,
@@ -22,15 +24,13 @@ from ddz.adapters.messaging.bus import (
     MIN_SERVER_VERSION,
     MSG_ID,
     BatchDuplicate,
-    BatchMessage,
-    Delivery,
-    EventBus,
-    Reject,
     UnsupportedServer,
     WrongLastSequence,
+    check_server_version,
+)
+from ddz.adapters.messaging.subjects import (
     bucket_filters,
     category_filter,
-    check_server_version,
     parse_subject,
     stream_filter,
     subject_for,

@@ -22,8 +22,8 @@ import nats.errors
 import pytest
 import sqlalchemy
 import yaml
-from ddz.adapters.messaging.bus import STREAM_NAME
 from ddz.adapters.messaging.nats_auth import connect_options, inbox_prefix
+from ddz.adapters.messaging.subjects import STREAM_NAME
 from ddz.adapters.runtime.nats_server import find_nats_server
 from ddz.adapters.runtime.stack import free_port
 from ddz.config import SERVICE_PORTS, Settings

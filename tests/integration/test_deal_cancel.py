@@ -24,8 +24,8 @@ from typing import Any
 
 import grpc
 import pytest
-from ddz.adapters.messaging.bus import stream_filter
 from ddz.adapters.messaging.hand_stream import read as read_hand
+from ddz.adapters.messaging.subjects import stream_filter
 from ddz.adapters.messaging.table_stream import JetStreamTableLog, decode, table_stream_id
 from ddz.adapters.security.event_signing import event_keyring
 from ddz.application.errors import Kind, Refusal

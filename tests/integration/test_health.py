@@ -23,7 +23,8 @@ import grpc
 import pytest
 import sqlalchemy as sa
 import structlog
-from ddz.adapters.messaging.bus import EventBus, subject_for
+from ddz.adapters.messaging.bus import EventBus
+from ddz.adapters.messaging.subjects import subject_for
 from ddz.adapters.rpc.grpc_client import make_channel
 from ddz.adapters.runtime.nats_server import NatsServer, start_nats_server
 from ddz.adapters.runtime.service_runner import RunningService, start_services

@@ -33,8 +33,9 @@ import nats.js.errors
 import pytest
 from audit_kit import PLAYERS, deal_request, play_hands
 from ddz.adapters import codec
-from ddz.adapters.messaging.bus import ALL_SUBJECTS, EventBus, parse_subject, subject_for
+from ddz.adapters.messaging.bus import EventBus
 from ddz.adapters.messaging.lease import BUCKET, Lease
+from ddz.adapters.messaging.subjects import ALL_SUBJECTS, parse_subject, subject_for
 from ddz.adapters.runtime.nats_server import NatsServer
 from ddz.adapters.store import create_store
 from ddz.audit.sample import Mischief

@@ -19,8 +19,8 @@ import nats.js.errors
 import pytest
 from audit_kit import settled
 from ddz.adapters import codec
-from ddz.adapters.messaging.bus import subject_for
 from ddz.adapters.messaging.hand_stream import hand_stream_id
+from ddz.adapters.messaging.subjects import subject_for
 from ddz.adapters.rpc.grpc_client import make_channel
 from ddz.adapters.rpc.grpc_server import full_service_name, start_server
 from ddz.adapters.security.certs import ensure_certificates

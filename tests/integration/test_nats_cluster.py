@@ -25,8 +25,10 @@ import nats.errors
 import nats.js.errors
 import pytest
 from audit_kit import play_hands, settled
-from ddz.adapters.messaging.bus import ALL_SUBJECTS, MSG_ID, EventBus, stream_filter, subject_for
+from ddz.adapters.messaging.bus import EventBus
 from ddz.adapters.messaging.lease import BUCKET, Lease
+from ddz.adapters.messaging.server import MSG_ID
+from ddz.adapters.messaging.subjects import ALL_SUBJECTS, stream_filter, subject_for
 from ddz.adapters.messaging.table_stream import JetStreamTableLog, TableCursor, table_stream_id
 from ddz.adapters.runtime.nats_server import NatsCluster, start_nats_cluster
 from ddz.audit.sample import Mischief

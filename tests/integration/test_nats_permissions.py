@@ -22,17 +22,17 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from ddz.adapters import codec
 from ddz.adapters.messaging import nats_auth
-from ddz.adapters.messaging.bus import (
+from ddz.adapters.messaging.bus import EventBus
+from ddz.adapters.messaging.nats_auth import connect_options
+from ddz.adapters.messaging.server import MSG_ID
+from ddz.adapters.messaging.subjects import (
     INTERNAL,
-    MSG_ID,
     SUBJECT_ROOT,
-    EventBus,
     category_filter,
     stream_filter,
     stream_id_for,
     subject_for,
 )
-from ddz.adapters.messaging.nats_auth import connect_options
 from ddz.adapters.runtime.nats_server import NatsServer, start_nats_server
 from ddz.adapters.runtime.stack import Stack, settings_env
 from ddz.adapters.security.event_signing import EventSigner, ensure_signer

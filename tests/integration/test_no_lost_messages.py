@@ -26,9 +26,10 @@ import nats.errors
 import pytest
 from ddz.adapters import codec
 from ddz.adapters.messaging import hand_stream
-from ddz.adapters.messaging.bus import ALL_SUBJECTS, EventBus
+from ddz.adapters.messaging.bus import EventBus
 from ddz.adapters.messaging.hand_feed import HandFeed
 from ddz.adapters.messaging.hand_stream import HandCursor
+from ddz.adapters.messaging.subjects import ALL_SUBJECTS
 from ddz.adapters.runtime.nats_server import NatsServer, start_nats_server
 from ddz.adapters.security.event_signing import event_keyring
 from ddz.domain.hand import (

@@ -31,7 +31,8 @@ from typing import Any
 
 from ddz.adapters import codec
 from ddz.adapters.messaging import hand_stream
-from ddz.adapters.messaging.bus import EventBus, partition_of
+from ddz.adapters.messaging.bus import EventBus
+from ddz.adapters.messaging.subjects import partition_of
 from ddz.adapters.rpc.driver import Driver, HandResult
 from ddz.adapters.rpc.grpc_client import make_channel
 from ddz.adapters.rpc.routing import rules_service, weight

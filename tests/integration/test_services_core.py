@@ -33,14 +33,13 @@ import nats.errors
 import pytest
 from ddz.adapters import codec
 from ddz.adapters.messaging import hand_stream
-from ddz.adapters.messaging.bus import (
+from ddz.adapters.messaging.bus import EventBus
+from ddz.adapters.messaging.server import (
     MIN_SERVER_VERSION,
-    EventBus,
     WrongLastSequence,
     check_server_version,
-    stream_filter,
-    subject_for,
 )
+from ddz.adapters.messaging.subjects import stream_filter, subject_for
 from ddz.adapters.rpc.grpc_client import error_reason
 from ddz.adapters.runtime.nats_server import NatsServer
 from ddz.adapters.runtime.stack import health_status

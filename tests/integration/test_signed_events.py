@@ -12,9 +12,11 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from ddz.adapters import codec
 from ddz.adapters.messaging import hand_stream
-from ddz.adapters.messaging.bus import EventBus, Reject, subject_for
+from ddz.adapters.messaging.bus import EventBus
+from ddz.adapters.messaging.delivery import Reject
 from ddz.adapters.messaging.hand_feed import HandFeed
 from ddz.adapters.messaging.hand_stream import HandCursor
+from ddz.adapters.messaging.subjects import subject_for
 from ddz.adapters.messaging.table_stream import JetStreamTableLog, TableCursor
 from ddz.adapters.runtime.nats_server import start_nats_server
 from ddz.adapters.security.event_signing import EventSigner

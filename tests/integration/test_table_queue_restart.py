@@ -29,9 +29,9 @@ from typing import Any
 import grpc
 import nats.js.errors
 import pytest
-from ddz.adapters.messaging.bus import stream_filter
 from ddz.adapters.messaging.lease import BUCKET as LEASE_BUCKET
 from ddz.adapters.messaging.room_queue import QueuedTicket, RoomQueueKV
+from ddz.adapters.messaging.subjects import stream_filter
 from ddz.adapters.messaging.table_stream import decode, occurred_at, table_stream_id
 from ddz.adapters.rpc.grpc_client import error_reason
 from ddz.adapters.runtime.stack import SERVING, free_port, health_status

@@ -15,9 +15,11 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 
-from ddz.adapters.messaging.bus import MSG_ID, EventBus, stream_filter
+from ddz.adapters.messaging.bus import EventBus
 from ddz.adapters.messaging.room_queue import BUCKET as ROOM_QUEUE_BUCKET
 from ddz.adapters.messaging.room_queue import QueuedTicket, RoomQueueKV
+from ddz.adapters.messaging.server import MSG_ID
+from ddz.adapters.messaging.subjects import stream_filter
 from ddz.adapters.messaging.table_stream import JetStreamTableLog, TableCursor, table_stream_id
 from ddz.adapters.runtime.nats_server import NatsServer
 from ddz.domain.hand import SeatInfo

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import yaml
 from ddz.adapters.messaging import nats_auth
-from ddz.adapters.messaging.bus import MIN_SERVER_VERSION
+from ddz.adapters.messaging.server import MIN_SERVER_VERSION
 from ddz.adapters.runtime import stack
 from ddz.config import RETIRED, SERVICE_PORTS, Settings
 from ddz.entrypoints import serve_cmd

@@ -18,7 +18,7 @@ import kubernetes_validate
 import pytest
 import yaml
 from ddz.adapters.messaging import nats_auth
-from ddz.adapters.messaging.bus import MIN_SERVER_VERSION
+from ddz.adapters.messaging.server import MIN_SERVER_VERSION
 from ddz.adapters.security.certs import SPIFFE_PREFIX
 from ddz.adapters.security.rights import RIGHTS
 from ddz.adapters.telemetry import metrics

@@ -6,7 +6,8 @@ import re
 import urllib.request
 
 import pytest
-from ddz.adapters.messaging.bus import delivery_of, split_subject, subject_for
+from ddz.adapters.messaging.delivery import delivery_of
+from ddz.adapters.messaging.subjects import split_subject, subject_for
 from ddz.adapters.runtime.stack import settings_env
 from ddz.adapters.telemetry import metrics
 from ddz.config import SERVICE_PORTS, Settings

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 
 import pytest
 from ddz.adapters.codec import envelope_for, parse_envelope
-from ddz.adapters.messaging.bus import Delivery, Reject, subject_for
+from ddz.adapters.messaging.delivery import Delivery, Reject
+from ddz.adapters.messaging.subjects import subject_for
 from ddz.adapters.service_db.balances import Balance, SettledHand
 from ddz.application.errors import Kind, Reason, Refusal
 from ddz.domain.hand.events import Event, HandSettled, HandStarted

@@ -32,18 +32,10 @@ from nats.js.api import ConsumerInfo
 
 from ddz.adapters.codec import CodecError, decode_event, parse_envelope
 from ddz.adapters.messaging import hand_stream
-from ddz.adapters.messaging.bus import (
-    ALL_SUBJECTS,
-    Delivery,
-    DeliveryTokens,
-    EventBus,
-    PullLost,
-    Reject,
-    StreamingPull,
-    delivery_from,
-    split_subject,
-    stream_parts,
-)
+from ddz.adapters.messaging.bus import EventBus
+from ddz.adapters.messaging.delivery import Delivery, DeliveryTokens, Reject, delivery_from
+from ddz.adapters.messaging.pulls import PullLost, StreamingPull
+from ddz.adapters.messaging.subjects import ALL_SUBJECTS, split_subject, stream_parts
 from ddz.adapters.security.event_signing import BadEvent, EventKeyring
 from ddz.adapters.telemetry import metrics, tracing
 from ddz.application.tasks import cancel_and_wait

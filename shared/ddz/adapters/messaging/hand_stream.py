@@ -2,7 +2,7 @@
 
 A hand is the stream ``hand-<hand_id>``; its public events go to
 ``ddz.v1.hand.<bucket>.<hand_id>.<type>`` and hidden ones (``CardsDealt``) to
-``ddz.v1.internal.hand.<bucket>.<hand_id>.<type>`` (``ddz.adapters.messaging.bus``).
+``ddz.v1.internal.hand.<bucket>.<hand_id>.<type>`` (``ddz.adapters.messaging.subjects``).
 
 Single writer per hand. Every publish sets ``Nats-Msg-Id`` = the event id,
 and ``Nats-Expected-Last-Subject-Sequence`` over the filter of the event's own side
@@ -47,17 +47,11 @@ import nats.errors
 import nats.js.errors
 import structlog
 
-from ddz.adapters.messaging.bus import (
-    MSG_ID,
-    BatchDuplicate,
-    BatchMessage,
-    EventBus,
-    WrongLastSequence,
-    stream_filter,
-    stream_id_for,
-    subject_for,
-)
+from ddz.adapters.messaging.bus import EventBus
+from ddz.adapters.messaging.delivery import BatchMessage
 from ddz.adapters.messaging.election import RIDE_OUT, UNANSWERED, until_answered
+from ddz.adapters.messaging.server import MSG_ID, BatchDuplicate, WrongLastSequence
+from ddz.adapters.messaging.subjects import stream_filter, stream_id_for, subject_for
 from ddz.adapters.security.event_signing import BadEvent, EventKeyring, EventSigner, sealed_envelope
 from ddz.adapters.store.contract import EventStore
 from ddz.application.errors import Kind, Reason, Refusal

@@ -34,17 +34,12 @@ from typing import Any
 import nkeys
 
 from ddz.adapters.files.data_files import REMAKE, BadFile, read_bytes
-from ddz.adapters.messaging.bus import (
-    INTERNAL,
-    STREAM_NAME,
-    SUBJECT_ROOT,
-    EventBus,
-    category_filter,
-)
+from ddz.adapters.messaging.bus import EventBus
 from ddz.adapters.messaging.lease import BUCKET as LEASE_BUCKET
 from ddz.adapters.messaging.lease import lease_bucket
 from ddz.adapters.messaging.room_queue import BUCKET as ROOM_QUEUE_BUCKET
 from ddz.adapters.messaging.room_queue import room_queue_bucket
+from ddz.adapters.messaging.subjects import INTERNAL, STREAM_NAME, SUBJECT_ROOT, category_filter
 from ddz.config import Settings
 from ddz.domain.hand.events import HandSettled, HandStarted
 

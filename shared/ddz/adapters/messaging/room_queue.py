@@ -32,8 +32,9 @@ import structlog
 from nats.js.api import Header
 from nats.js.kv import KeyValue
 
-from ddz.adapters.messaging.bus import MSG_ID, EventBus
+from ddz.adapters.messaging.bus import EventBus
 from ddz.adapters.messaging.election import RIDE_OUT, until_answered
+from ddz.adapters.messaging.server import MSG_ID
 
 log = structlog.get_logger("ddz.room_queue")
 

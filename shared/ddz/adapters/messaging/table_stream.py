@@ -40,8 +40,9 @@ from ddz.adapters.codec.values import (
     seat_from_pb,
     seat_to_pb,
 )
-from ddz.adapters.messaging.bus import (
-    EventBus,
+from ddz.adapters.messaging.bus import EventBus
+from ddz.adapters.messaging.hand_stream import HandConflict, _publish_checked
+from ddz.adapters.messaging.subjects import (
     category_filter,
     parse_subject,
     stream_filter,
@@ -49,7 +50,6 @@ from ddz.adapters.messaging.bus import (
     stream_parts,
     subject_for,
 )
-from ddz.adapters.messaging.hand_stream import HandConflict, _publish_checked
 from ddz.adapters.security.event_signing import EventKeyring, EventSigner
 from ddz.application.errors import Kind, Reason, Refusal
 from ddz.domain.table import (

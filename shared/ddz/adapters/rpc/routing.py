@@ -58,7 +58,7 @@ import grpc
 import structlog
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from ddz.adapters.messaging.bus import partition_of
+from ddz.adapters.messaging.subjects import partition_of
 from ddz.adapters.rpc.grpc_client import CUT, REPEATS, error_reason, make_channel
 from ddz.application.tasks import cancel_and_wait
 from ddz.config import Settings

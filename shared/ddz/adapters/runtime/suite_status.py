@@ -28,7 +28,7 @@ import sqlalchemy as sa
 from nats.js.api import ConsumerInfo, StreamInfo
 
 from ddz.adapters.messaging import nats_auth
-from ddz.adapters.messaging.bus import STREAM_NAME
+from ddz.adapters.messaging.subjects import STREAM_NAME
 from ddz.adapters.runtime import stack_file
 from ddz.adapters.runtime.stack import SERVING, health_status
 from ddz.adapters.telemetry.health import ACTIVE_TABLE

@@ -33,7 +33,7 @@ from prometheus_client import (
 from prometheus_client.parser import text_string_to_metric_families
 
 if TYPE_CHECKING:  # the bus records into these metrics
-    from ddz.adapters.messaging.bus import DeliveryTokens
+    from ddz.adapters.messaging.delivery import DeliveryTokens
 
 log = structlog.get_logger("ddz.metrics")
 
