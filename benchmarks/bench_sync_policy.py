@@ -30,8 +30,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from ddz.adapters.runtime.nats_server import start_nats_server
-from ddz.adapters.runtime.stack import free_port
+from ddz.adapters.runtime.nats_server import free_port, start_nats_server
 
 POLICIES = {"default": "", "always": "jetstream {\n  sync_interval: always\n}\n"}
 

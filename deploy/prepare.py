@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 
 import nats.errors
 from ddz.adapters.messaging import nats_auth
-from ddz.adapters.runtime.stack import migrate
+from ddz.adapters.service_db import migrate
 from ddz.adapters.store.keys import ensure_signing_key
 from ddz.config import Settings
 from ddz.entrypoints import cli

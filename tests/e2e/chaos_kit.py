@@ -30,7 +30,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import sqlalchemy as sa
-from ddz.adapters.runtime.stack import NATS, SERVICES, SERVING, Stack, health_status
+from ddz.adapters.runtime.probes import SERVING, health_status
+from ddz.adapters.runtime.stack import NATS, Stack
+from ddz.adapters.runtime.stack_env import SERVICES
 from ddz.adapters.store import make_engine
 from ddz.adapters.store.schema import events
 from ddz.config import Settings

@@ -35,7 +35,9 @@ from pathlib import Path
 from typing import Any
 
 from chaos_kit import audit_all, audit_problems, check_store, cli, hands_over, kill, rebuild
-from ddz.adapters.runtime.stack import SERVICES, ServiceProcess, Stack
+from ddz.adapters.runtime.children import ServiceProcess
+from ddz.adapters.runtime.stack import Stack
+from ddz.adapters.runtime.stack_env import SERVICES
 from ddz.config import Settings
 from ddz.domain.ruleset import VARIANTS
 from metrics_kit import Series, scrape, total

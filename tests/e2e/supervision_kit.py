@@ -15,12 +15,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import pytest
-from ddz.adapters.runtime.stack import (
-    SERVING,
-    health_status,
-    settings_env,
-    with_free_ports,
-)
+from ddz.adapters.runtime.probes import SERVING, health_status
+from ddz.adapters.runtime.stack_env import settings_env, with_free_ports
 from ddz.config import SERVICE_PORTS, Settings
 
 BOUND = 120.0  # seconds any one wait may take on a loaded machine

@@ -15,7 +15,8 @@ import subprocess
 import termios
 import time
 
-from ddz.adapters.runtime.stack import Stack, settings_env
+from ddz.adapters.runtime.stack import Stack
+from ddz.adapters.runtime.stack_env import settings_env
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 CLEAR = "\x1b[2J"

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from ddz.adapters.runtime.stack import settings_env, with_free_ports
+from ddz.adapters.runtime.stack_env import settings_env, with_free_ports
 from ddz.adapters.store import upgrade_store
 from ddz.config import Settings
 

@@ -30,7 +30,8 @@ from urllib.parse import quote
 import pytest
 from ddz.adapters.rpc.driver import BotTable, Driver
 from ddz.adapters.rpc.grpc_client import ask
-from ddz.adapters.runtime.stack import Stack, settings_env
+from ddz.adapters.runtime.stack import Stack
+from ddz.adapters.runtime.stack_env import settings_env
 from ddz.config import Settings
 from ddz.entrypoints.up_cmd import console_url
 from ddz.v1 import table_pb2

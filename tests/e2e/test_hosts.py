@@ -32,7 +32,7 @@ from chaos_kit import audit_problems, check_store
 from cluster_kit import LOCAL_STACK, report_figures
 from ddz.adapters.messaging import nats_auth
 from ddz.adapters.runtime.nats_server import cluster_config, find_nats_server
-from ddz.adapters.runtime.stack import migrate
+from ddz.adapters.service_db import migrate
 from ddz.config import SERVICE_PORTS, Settings
 from hosts_kit import Hosts, netns_unavailable, new_tag
 

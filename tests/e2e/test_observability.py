@@ -23,7 +23,8 @@ import pytest
 from ddz.adapters.messaging import nats_auth
 from ddz.adapters.rpc.driver import Driver
 from ddz.adapters.runtime import stack_file
-from ddz.adapters.runtime.stack import SERVING, Stack, health_status
+from ddz.adapters.runtime.probes import SERVING, health_status
+from ddz.adapters.runtime.stack import Stack
 from ddz.config import SERVICE_PORTS, Settings
 from ddz.domain.ruleset import VARIANTS
 from metrics_kit import value

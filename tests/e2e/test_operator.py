@@ -18,7 +18,7 @@ import sys
 from importlib.metadata import version
 from pathlib import Path
 
-from ddz.adapters.runtime.stack import settings_env, with_free_ports
+from ddz.adapters.runtime.stack_env import settings_env, with_free_ports
 from ddz.adapters.security.event_signing import ENVELOPE_VERSION
 from ddz.config import Settings
 from supervision_kit import Up, processes_of, wait_until

@@ -24,7 +24,8 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from ddz.adapters.runtime.stack import SERVING, Stack, health_status
+from ddz.adapters.runtime.probes import SERVING, health_status
+from ddz.adapters.runtime.stack import Stack
 from ddz.adapters.security.tokens import player_token
 from ddz.client.session import Session
 from ddz.config import Settings

@@ -31,7 +31,8 @@ from dataclasses import dataclass, field
 
 import pytest
 from ddz.adapters import codec
-from ddz.adapters.runtime.stack import Stack, blocking_channel
+from ddz.adapters.runtime.probes import blocking_channel
+from ddz.adapters.runtime.stack import Stack
 from ddz.adapters.store import create_store
 from ddz.client.screen import AWAY
 from ddz.config import Settings

@@ -21,13 +21,9 @@ from typing import Any
 
 import pytest
 from ddz.adapters.messaging import nats_auth
-from ddz.adapters.runtime.stack import (
-    CrashLoop,
-    RestartPolicy,
-    ServiceProcess,
-    Supervisor,
-    settings_env,
-)
+from ddz.adapters.runtime.children import ServiceProcess
+from ddz.adapters.runtime.stack_env import settings_env
+from ddz.adapters.runtime.supervisor import CrashLoop, RestartPolicy, Supervisor
 from ddz.config import SERVICE_PORTS, Settings
 from metrics_kit import scrape, total
 from supervision_kit import BOUND, Up, gone, processes_of, wait_until

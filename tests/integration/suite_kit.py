@@ -28,7 +28,7 @@ import grpc
 from ddz.adapters.messaging.bus import EventBus
 from ddz.adapters.rpc.grpc_client import make_channel
 from ddz.adapters.runtime.service_runner import START_ORDER, RunningService, start_services
-from ddz.adapters.runtime.stack import settings_env
+from ddz.adapters.runtime.stack_env import settings_env
 from ddz.adapters.security.certs import ensure_certificates
 from ddz.adapters.security.rights import RIGHTS
 from ddz.adapters.security.tokens import bearer_channel, operator_token, player_token

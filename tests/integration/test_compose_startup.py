@@ -24,8 +24,7 @@ import sqlalchemy
 import yaml
 from ddz.adapters.messaging.nats_auth import connect_options, inbox_prefix
 from ddz.adapters.messaging.subjects import STREAM_NAME
-from ddz.adapters.runtime.nats_server import find_nats_server
-from ddz.adapters.runtime.stack import free_port
+from ddz.adapters.runtime.nats_server import find_nats_server, free_port
 from ddz.config import SERVICE_PORTS, Settings
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -34,8 +34,8 @@ from ddz import v1
 from ddz.adapters.rpc.caller import peer_identity
 from ddz.adapters.rpc.grpc_client import channel_credentials, error_reason, make_channel
 from ddz.adapters.rpc.grpc_server import RunningServer, start_server
-from ddz.adapters.runtime.nats_server import NatsServer
-from ddz.adapters.runtime.stack import SERVING, free_port, health_status
+from ddz.adapters.runtime.nats_server import NatsServer, free_port
+from ddz.adapters.runtime.probes import SERVING, health_status
 from ddz.adapters.security.certs import IDENTITIES, ensure_certificates
 from ddz.adapters.security.rights import CONSOLE, PLAYER_FACING, RIGHTS
 from ddz.adapters.security.tokens import bearer_channel, player_token

@@ -34,7 +34,8 @@ from ddz.adapters.messaging.subjects import (
     subject_for,
 )
 from ddz.adapters.runtime.nats_server import NatsServer, start_nats_server
-from ddz.adapters.runtime.stack import Stack, settings_env
+from ddz.adapters.runtime.stack import Stack
+from ddz.adapters.runtime.stack_env import settings_env
 from ddz.adapters.security.event_signing import EventSigner, ensure_signer
 from ddz.adapters.service_db.balances import BalanceProjection
 from ddz.adapters.store import create_store, make_engine

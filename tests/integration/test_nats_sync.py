@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 from ddz.adapters.messaging import nats_auth
-from ddz.adapters.runtime.nats_server import start_nats_server
-from ddz.adapters.runtime.stack import free_port
+from ddz.adapters.runtime.nats_server import free_port, start_nats_server
 from ddz.config import Settings
 
 TWO_MINUTES_NS = 120 * 10**9

@@ -36,9 +36,10 @@ from ddz.adapters.messaging.subjects import partition_of
 from ddz.adapters.rpc.driver import Driver, HandResult
 from ddz.adapters.rpc.grpc_client import make_channel
 from ddz.adapters.rpc.routing import rules_service, weight
-from ddz.adapters.runtime.nats_server import NatsServer, start_nats_server
+from ddz.adapters.runtime.nats_server import NatsServer, free_port, start_nats_server
+from ddz.adapters.runtime.probes import SERVING, health_status
 from ddz.adapters.runtime.service_runner import RunningService, start_service, start_services
-from ddz.adapters.runtime.stack import SERVING, free_port, health_status, settings_env
+from ddz.adapters.runtime.stack_env import settings_env
 from ddz.adapters.security.event_signing import event_keyring
 from ddz.adapters.telemetry.metrics import REGISTRY
 from ddz.config import Settings

@@ -42,7 +42,7 @@ from ddz.adapters.messaging.server import (
 from ddz.adapters.messaging.subjects import stream_filter, subject_for
 from ddz.adapters.rpc.grpc_client import error_reason
 from ddz.adapters.runtime.nats_server import NatsServer
-from ddz.adapters.runtime.stack import health_status
+from ddz.adapters.runtime.probes import health_status
 from ddz.adapters.security.certs import ensure_certificates
 from ddz.adapters.security.event_signing import event_keyring
 from ddz.adapters.store import create_store

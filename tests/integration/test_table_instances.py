@@ -32,9 +32,8 @@ import pytest
 from ddz.adapters.messaging.bus import EventBus
 from ddz.adapters.messaging.lease import BUCKET
 from ddz.adapters.rpc.grpc_client import error_info, error_reason, make_channel
-from ddz.adapters.runtime.nats_server import NatsServer
+from ddz.adapters.runtime.nats_server import NatsServer, free_port
 from ddz.adapters.runtime.service_runner import RunningService, start_service
-from ddz.adapters.runtime.stack import free_port
 from ddz.adapters.telemetry import metrics
 from ddz.config import Settings
 from ddz.v1 import hand_events_pb2, table_pb2

@@ -34,7 +34,8 @@ from ddz.adapters.messaging.room_queue import QueuedTicket, RoomQueueKV
 from ddz.adapters.messaging.subjects import stream_filter
 from ddz.adapters.messaging.table_stream import decode, occurred_at, table_stream_id
 from ddz.adapters.rpc.grpc_client import error_reason
-from ddz.adapters.runtime.stack import SERVING, free_port, health_status
+from ddz.adapters.runtime.nats_server import free_port
+from ddz.adapters.runtime.probes import SERVING, health_status
 from ddz.adapters.security.event_signing import event_keyring
 from ddz.adapters.security.tokens import player_token
 from ddz.client.session import Session

@@ -11,7 +11,7 @@ import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID
-from ddz.adapters.runtime.stack import settings_env
+from ddz.adapters.runtime.stack_env import settings_env
 from ddz.adapters.security.certs import (
     IDENTITIES,
     TlsSetupError,

@@ -169,7 +169,7 @@ def test_console_format_and_log_file(tmp_path: Path) -> None:
 
 def test_settings_env_gives_child_processes_the_same_settings(tmp_path: Path) -> None:
     """The local stack hands its settings to each service as variables (settings_env)."""
-    from ddz.adapters.runtime.stack import settings_env
+    from ddz.adapters.runtime.stack_env import settings_env
 
     settings = Settings.from_env(
         {"DDZ_DATA_DIR": str(tmp_path), "DDZ_BOT_PLAYER": "random", "DDZ_BOT_MAX_MS": "12.5",

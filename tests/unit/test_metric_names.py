@@ -8,7 +8,7 @@ import urllib.request
 import pytest
 from ddz.adapters.messaging.delivery import delivery_of
 from ddz.adapters.messaging.subjects import split_subject, subject_for
-from ddz.adapters.runtime.stack import settings_env
+from ddz.adapters.runtime.stack_env import settings_env
 from ddz.adapters.telemetry import metrics
 from ddz.config import SERVICE_PORTS, Settings
 from prometheus_client import Counter, Histogram

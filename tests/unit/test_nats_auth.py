@@ -11,7 +11,7 @@ import nkeys
 import pytest
 from ddz.adapters.messaging import nats_auth
 from ddz.adapters.messaging.nats_auth import PROVISION, ROLES, connect_options, permissions
-from ddz.adapters.runtime.stack import settings_env
+from ddz.adapters.runtime.stack_env import settings_env
 from ddz.config import Settings
 
 

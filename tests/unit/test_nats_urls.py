@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from ddz.adapters.messaging.server import server_list
-from ddz.adapters.runtime.stack import settings_env
+from ddz.adapters.runtime.stack_env import settings_env
 from ddz.config import DEFAULT_STREAM_MAX_AGE, Settings
 from ddz.urls import nats_servers, redacted_servers
 

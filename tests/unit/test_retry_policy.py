@@ -18,7 +18,7 @@ import pytest
 from ddz import v1
 from ddz.adapters.rpc.grpc_client import REPEATS, RETRY_POLICY, make_channel, service_config
 from ddz.adapters.rpc.grpc_server import server_credentials
-from ddz.adapters.runtime.stack import free_port
+from ddz.adapters.runtime.nats_server import free_port
 from ddz.adapters.security.certs import ensure_certificates
 from ddz.config import Settings
 from ddz.v1 import recorder_pb2, recorder_pb2_grpc, table_pb2, table_pb2_grpc

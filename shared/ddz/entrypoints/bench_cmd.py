@@ -39,7 +39,9 @@ from typing import Any
 from ddz.adapters.rpc.driver import Driver
 from ddz.adapters.rpc.grpc_client import ask, make_channel
 from ddz.adapters.runtime import stack_file
-from ddz.adapters.runtime.stack import Stack, StackError, stack_answers
+from ddz.adapters.runtime.children import StackError
+from ddz.adapters.runtime.probes import stack_answers
+from ddz.adapters.runtime.stack import Stack
 from ddz.adapters.telemetry.metrics import calls_handled
 from ddz.config import Settings
 from ddz.domain.ruleset import ruleset_for

@@ -24,7 +24,7 @@ import sys
 from collections.abc import Iterator
 
 from ddz.adapters.runtime import stack_file
-from ddz.adapters.runtime.stack import stack_answers
+from ddz.adapters.runtime.probes import stack_answers
 from ddz.adapters.security.tokens import player_token
 from ddz.config import Settings
 

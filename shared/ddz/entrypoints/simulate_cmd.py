@@ -35,7 +35,9 @@ import grpc
 from ddz.adapters.rpc.driver import Driver, HandResult, SettlementTotals
 from ddz.adapters.rpc.grpc_client import refusal_from
 from ddz.adapters.runtime import stack_file
-from ddz.adapters.runtime.stack import Stack, StackError, stack_answers
+from ddz.adapters.runtime.children import StackError
+from ddz.adapters.runtime.probes import stack_answers
+from ddz.adapters.runtime.stack import Stack
 from ddz.application.errors import Refusal
 from ddz.config import Settings
 from ddz.domain.ruleset import VARIANTS

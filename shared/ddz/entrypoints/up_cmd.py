@@ -33,14 +33,9 @@ import sys
 from pathlib import Path
 from types import FrameType
 
-from ddz.adapters.runtime.stack import (
-    CrashLoop,
-    SetupRefused,
-    SignalStop,
-    Stack,
-    StackError,
-    Supervisor,
-)
+from ddz.adapters.runtime.children import SetupRefused, StackError
+from ddz.adapters.runtime.stack import Stack
+from ddz.adapters.runtime.supervisor import CrashLoop, SignalStop, Supervisor
 from ddz.adapters.security.certs import grpcurl_flags
 from ddz.config import SERVICE_PORTS, WILDCARD_HOSTS, Settings, redacted_url
 

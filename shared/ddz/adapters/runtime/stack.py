@@ -29,10 +29,7 @@ then stops NATS: children first, so they can finish and ack what is in flight. E
 child runs in its own session, so a terminal's Ctrl-C reaches only the supervisor,
 which then stops everything in that order.
 
-A ``Supervisor`` keeps a started stack running, as ``restart: unless-stopped`` does:
-a child that exits (NATS included) is started again at the same address, after a
-delay that doubles while it keeps failing; only a crash loop (``RestartPolicy``) gives
-up. The stack knows how to restart a child (``restart``); the supervisor decides when.
+Its children are kept running by ``supervisor.Supervisor``.
 """
 
 from __future__ import annotations
@@ -42,302 +39,50 @@ import contextlib
 import dataclasses
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
 import time
-from collections import deque
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from types import MappingProxyType, TracebackType
-from typing import Protocol
-
-import grpc
-from grpc_health.v1 import health_pb2, health_pb2_grpc
+from types import TracebackType
+from typing import TYPE_CHECKING
 
 from ddz.adapters.files.data_files import ensure_dir
 from ddz.adapters.messaging import nats_auth
-from ddz.adapters.rpc.grpc_client import channel_credentials, channel_target, list_tls_options
 from ddz.adapters.runtime import stack_file
+from ddz.adapters.runtime.children import ServiceProcess, ServiceRefused, SetupRefused, StackError
 from ddz.adapters.runtime.nats_server import (
     NatsCluster,
     NatsServer,
-    NatsServerError,
     free_port,
     listenable,
     reserve,
     start_nats_cluster,
     start_nats_server,
 )
+from ddz.adapters.runtime.probes import SERVING, health_status
+from ddz.adapters.runtime.stack_env import (
+    CLUSTER_DIR,
+    SCALED_BOT_PARTITIONS,
+    SERVICES,
+    named_ports,
+    settings_env,
+    traced_as,
+    with_free_ports,
+)
 from ddz.adapters.runtime.suite_lock import SuiteLock, SuiteRunning, new_run_logs
-from ddz.adapters.security.certs import TlsSetupError, ensure_certificates, suite_hosts
+from ddz.adapters.security.certs import ensure_certificates, suite_hosts
 from ddz.adapters.security.token_keys import ensure_keys
+from ddz.adapters.service_db import migrate
 from ddz.config import SERVICE_PORTS, WILDCARD_HOSTS, Settings
 
-SERVICES: tuple[str, ...] = (
-    "recorder", "settlement", "dealer", "rules", "bot", "table", "console",
-)  # fmt: skip
-"""Every service of the suite, in start order (consumers of events before producers; the
-console, which reads the recorder and settlement, last)."""
-
-SERVING = health_pb2.HealthCheckResponse.SERVING
+if TYPE_CHECKING:  # a request to stop, looked at while starting
+    from ddz.adapters.runtime.supervisor import Stop
 
 NATS = "nats"
 """The name of the stack's own nats-server among its children (a cluster's nodes are
 ``nats-1``, ``nats-2`` ...)."""
-
-CLUSTER_DIR = "nats-cluster"
-"""Where a local cluster's nodes keep their stores and configuration, under the data dir
-(apart from the single server's store: the two never share a stream)."""
-
-SCALED_BOT_PARTITIONS = 16
-"""Partitions the bot's instances share when the stack starts several and no
-``DDZ_BOT_PARTITIONS`` says how many (one partition cannot be shared)."""
-
-
-class StackError(RuntimeError):
-    """A part of the stack did not start (the message names it and its log)."""
-
-
-class ServiceRefused(ValueError):
-    """A service exited at start refusing a file or setting, and said why in one line
-    (exit code 2): that line, for the command to print as its own."""
-
-
-REFUSAL = "ddz: error: "
-"""How a service's one-line refusal begins (``service_runner.main``)."""
-
-
-class SetupRefused(StackError):
-    """The stack cannot start as set up (another suite holds the data dir, a port it
-    must listen on is taken): refused before anything starts; the message is one line
-    naming what to change."""
-
-
-class Stop(Protocol):
-    """A request to stop that the stack and the supervisor look at (a
-    ``threading.Event`` is one; so is ``SignalStop``)."""
-
-    def is_set(self) -> bool: ...
-
-    def wait(self, timeout: float) -> bool: ...
-
-
-class SignalStop:
-    """A stop that a signal handler sets. ``threading.Event.set`` takes the event's lock,
-    which the main thread the signal interrupted may be holding inside ``wait``: the
-    handler would wait for it forever. Setting this takes no lock."""
-
-    def __init__(self) -> None:
-        self._set = False
-
-    def set(self) -> None:
-        self._set = True
-
-    def is_set(self) -> bool:
-        return self._set
-
-    def wait(self, timeout: float) -> bool:
-        """Sleep ``timeout`` seconds, or less once set; True when set."""
-        deadline = time.monotonic() + timeout
-        while not self._set and (left := deadline - time.monotonic()) > 0:
-            time.sleep(min(left, 0.05))
-        return self._set
-
-
-def traced_as(env: Mapping[str, str], service: str, instance: str) -> dict[str, str]:
-    """A child's environment naming it in its traces: ``OTEL_SERVICE_NAME`` ``ddz-<service>``
-    and ``service.instance.id`` ``<instance>@<host>`` in ``OTEL_RESOURCE_ATTRIBUTES``,
-    each unless the operator set it (their resource attributes are kept)."""
-    named = dict(env)
-    named.setdefault("OTEL_SERVICE_NAME", f"ddz-{service}")
-    attributes = named.get("OTEL_RESOURCE_ATTRIBUTES", "").strip()
-    keys = {item.split("=", 1)[0].strip() for item in attributes.split(",") if item.strip()}
-    if "service.instance.id" not in keys:
-        mine = f"service.instance.id={instance}@{socket.gethostname()}"
-        named["OTEL_RESOURCE_ATTRIBUTES"] = f"{attributes},{mine}" if attributes else mine
-    return named
-
-
-def settings_env(settings: Settings) -> dict[str, str]:
-    """The ``DDZ_*`` variables that make ``Settings.from_env()`` return ``settings``."""
-    env = {
-        "DDZ_DATA_DIR": str(settings.data_dir),
-        "DDZ_DATABASE_URL": settings.database_url,
-        "DDZ_HOST": settings.host,
-        "DDZ_LOG_LEVEL": settings.log_level,
-        "DDZ_LOG_FORMAT": settings.log_format,
-        "DDZ_LOG_TO_FILE": "true" if settings.log_to_file else "false",
-        "DDZ_AUDIT_KEY_ID": settings.audit_key_id,
-        "DDZ_RPC_TIMEOUT": repr(settings.rpc_timeout),
-        "DDZ_TURN_TIMEOUT": repr(settings.turn_timeout),
-        "DDZ_TIMEOUTS_TO_AUTOPLAY": str(settings.timeouts_to_autoplay),
-        "DDZ_AUTOPLAY_TURN_TIMEOUT": repr(settings.autoplay_turn_timeout),
-        "DDZ_RECONNECT_GRACE": repr(settings.reconnect_grace),
-        "DDZ_STALL_MARGIN": repr(settings.stall_margin),
-        "DDZ_MAX_MESSAGE_BYTES": str(settings.max_message_bytes),
-        "DDZ_BOT_PLAYER": settings.bot_player,
-        "DDZ_BOT_MAX_MS": repr(settings.bot_max_ms),
-        "DDZ_ATOMIC_DECISIONS": "1" if settings.atomic_decisions else "0",
-        "DDZ_RESTART_LIMIT": str(settings.restart_limit),
-        "DDZ_RESTART_WINDOW": repr(settings.restart_window),
-        "DDZ_STREAM_REPLICAS": str(settings.stream_replicas),
-        "DDZ_STREAM_MAX_AGE": repr(settings.stream_max_age or 0),
-        "DDZ_STREAM_MAX_BYTES": str(settings.stream_max_bytes or 0),
-        "DDZ_INSECURE": "1" if settings.insecure else "0",
-        "DDZ_MAX_CONCURRENT_RPCS": str(settings.max_concurrent_rpcs),
-        "DDZ_SEAT_TOKEN_TTL": repr(settings.seat_token_ttl),
-        "DDZ_JOIN_RATE": repr(settings.join_rate),
-        "DDZ_JOIN_BURST": str(settings.join_burst),
-        "DDZ_MOVE_RATE": repr(settings.move_rate),
-        "DDZ_MOVE_BURST": str(settings.move_burst),
-        "DDZ_SEAT_STREAMS": str(settings.seat_streams),
-        "DDZ_LEASE_TTL": repr(settings.lease_ttl),
-        "DDZ_BOT_PARTITIONS": str(settings.bot_partitions),
-        "DDZ_CONSOLE_WEB_PORT": str(settings.console_web_port),
-        "DDZ_CONSOLE_SESSION_TTL": repr(settings.console_session_ttl),
-    }
-    if settings.nats_url:
-        env["DDZ_NATS_URL"] = settings.nats_url
-    if settings.nats_sync:
-        env["DDZ_NATS_SYNC"] = settings.nats_sync
-    if settings.table_advertise:
-        env["DDZ_TABLE_ADVERTISE"] = settings.table_advertise
-    for variable, path in (
-        ("DDZ_NATS_CREDS", settings.nats_creds_file),
-        ("DDZ_NATS_NKEY_SEED", settings.nats_nkey_seed_file),
-        ("DDZ_NATS_CA", settings.nats_ca_file),
-        ("DDZ_NATS_CERT", settings.nats_cert_file),
-        ("DDZ_NATS_KEY", settings.nats_key_file),
-        ("DDZ_TLS_CA", settings.tls_ca_file),
-        ("DDZ_TLS_CERT", settings.tls_cert_file),
-        ("DDZ_TLS_KEY", settings.tls_key_file),
-        ("DDZ_EVENT_KEYRING", settings.event_keyring_file),
-        # Not DDZ_EVENT_SIGNING_KEY: it is one producer's own key, never the whole stack's.
-    ):
-        if path is not None:
-            env[variable] = str(path)
-    if settings.nats_user:
-        env["DDZ_NATS_USER"] = settings.nats_user
-        env["DDZ_NATS_PASSWORD"] = settings.nats_password
-    if settings.audit_key:
-        env["DDZ_AUDIT_KEY"] = settings.audit_key.decode("utf-8")
-    if settings.rooms_file is not None:
-        env["DDZ_ROOMS_FILE"] = str(settings.rooms_file)
-    if settings.audit_signing_key_file is not None:
-        env["DDZ_AUDIT_SIGNING_KEY"] = str(settings.audit_signing_key_file)
-    if settings.audit_public_keys_file is not None:
-        env["DDZ_AUDIT_PUBLIC_KEYS"] = str(settings.audit_public_keys_file)
-    if settings.table_token_key:
-        env["DDZ_TABLE_TOKEN_KEY"] = settings.table_token_key.decode("utf-8")
-    if settings.login_key_file is not None:
-        env["DDZ_LOGIN_KEY"] = str(settings.login_key_file)
-    if settings.login_jwks_file is not None:
-        env["DDZ_LOGIN_JWKS"] = str(settings.login_jwks_file)
-    for service, port in settings.ports.items():
-        env[f"DDZ_{service.upper()}_PORT"] = str(port)
-    for service, target in settings.addresses.items():
-        env[f"DDZ_{service.upper()}_ADDR"] = target
-    for service, listen in settings.listen.items():
-        env[f"DDZ_{service.upper()}_LISTEN"] = listen
-    for service, port in settings.metrics_ports.items():
-        env[f"DDZ_{service.upper()}_METRICS_PORT"] = str(port)
-    for service, port in settings.probe_ports.items():
-        env[f"DDZ_{service.upper()}_PROBE_PORT"] = str(port)
-    return env
-
-
-def named_ports(settings: Settings, service: str) -> list[int]:
-    """The ports ``settings`` give ``service``: gRPC, metrics, and a probe port if any."""
-    ports = [settings.port(service), settings.metrics_port(service)]
-    if service == "console":  # and its pages
-        ports.append(settings.console_web_port)
-    return [*ports, settings.probe_ports.get(service, 0)]
-
-
-def with_free_ports(settings: Settings, services: Iterable[str] = SERVICE_PORTS) -> Settings:
-    """``settings`` with a free gRPC port and a free metrics port for each of ``services``
-    (the metrics port named too: the gRPC port + the offset may be taken)."""
-    host = settings.host
-    names = list(services)
-    ports = {**settings.ports, **{name: free_port(host) for name in names}}
-    metrics = {**settings.metrics_ports, **{name: free_port(host) for name in names}}
-    web = free_port(host) if "console" in names else settings.console_web_port
-    return dataclasses.replace(
-        settings, ports=MappingProxyType(ports), metrics_ports=MappingProxyType(metrics),
-        console_web_port=web,
-    )  # fmt: skip
-
-
-def blocking_channel(address: str, settings: Settings) -> grpc.Channel:
-    """A synchronous channel to ``address`` (health checks, scripts): TLS with this
-    process's certificate as ``grpc_client.channel_credentials`` says. A service's
-    instances (a comma list, ``--scale``) are one target: the first that answers, its
-    certificate checked for the first one's host (a list is no host name)."""
-    credentials = channel_credentials(settings)
-    target = channel_target(address)
-    if credentials is None:
-        return grpc.insecure_channel(target)
-    return grpc.secure_channel(target, credentials, options=list_tls_options(address))
-
-
-def health_status(
-    address: str, timeout: float = 1.0, service: str = "", *, settings: Settings | None = None
-) -> int | None:
-    """The health status at ``address`` (``SERVING`` = 1), or None if nothing answers;
-    asked over TLS as ``settings`` say (default: ``Settings.from_env()``), with this
-    process's certificate: the internal services let no one in without one."""
-    settings = Settings.from_env() if settings is None else settings
-    try:
-        channel = blocking_channel(address, settings)
-    except TlsSetupError:
-        return None  # no certificate to ask with: nothing of ours can be running here
-    with channel:
-        stub = health_pb2_grpc.HealthStub(channel)
-        try:
-            reply = stub.Check(health_pb2.HealthCheckRequest(service=service), timeout=timeout)
-        except grpc.RpcError:
-            return None
-    status: int = reply.status
-    return status
-
-
-def stack_answers(settings: Settings, service: str = "table", timeout: float = 1.0) -> bool:
-    """True when ``service`` at its configured address reports SERVING."""
-    return bool(health_status(settings.address(service), timeout, settings=settings) == SERVING)
-
-
-@dataclass
-class ServiceProcess:
-    name: str  # the instance: ``rules``, ``rules-2`` ... (``nats``, ``nats-1`` ...)
-    process: subprocess.Popen[bytes]
-    address: str
-    log_file: Path
-    service: str = ""  # the service it is an instance of ("" for NATS)
-
-    def running(self) -> bool:
-        return self.process.poll() is None
-
-    def log_tail(self, chars: int = 1500) -> str:
-        try:
-            text = self.log_file.read_text(encoding="utf-8", errors="replace")
-        except FileNotFoundError:
-            return ""
-        return text[-chars:].strip()
-
-    def refusal(self) -> str:
-        """What it said was wrong when it exited with code 2, refusing its configuration
-        (its last ``ddz: error: ...`` line, without that prefix), else ""."""
-        if self.process.returncode != 2:
-            return ""
-        said = [line for line in self.log_tail().splitlines() if line.startswith(REFUSAL)]
-        return said[-1].removeprefix(REFUSAL).strip() if said else ""
-
-    def log_lines(self, count: int = 20) -> str:
-        """The last ``count`` lines of the log (the file holds every run of the child)."""
-        return "\n".join(self.log_tail(chars=400 * count).splitlines()[-count:])
 
 
 class Stack:
@@ -733,155 +478,6 @@ class Stack:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
-
-
-@dataclass(frozen=True, slots=True)
-class RestartPolicy:
-    """When a supervisor restarts an exited child, and when it gives up.
-
-    The n-th restart in a row waits ``first_delay * 2**n`` seconds, at most ``max_delay``;
-    a child that stayed up ``stable_after`` seconds starts again from ``first_delay``.
-    More than ``limit`` restarts of one child within ``window`` seconds is a crash loop
-    (``limit=0``: the first exit is one). ``DDZ_RESTART_LIMIT`` and
-    ``DDZ_RESTART_WINDOW`` set the two that an operator may want to tune.
-    """
-
-    limit: int = 5
-    window: float = 60.0
-    first_delay: float = 0.2
-    max_delay: float = 5.0
-    stable_after: float = 10.0
-
-    @classmethod
-    def from_settings(cls, settings: Settings) -> RestartPolicy:
-        return cls(limit=settings.restart_limit, window=settings.restart_window)
-
-    def delay(self, streak: int) -> float:
-        """Seconds to wait before the restart that follows ``streak`` quick ones."""
-        return float(min(self.max_delay, self.first_delay * 2 ** min(streak, 32)))
-
-
-class CrashLoop(StackError):
-    """A child exited more often than the restart policy allows (the message names it,
-    how it exited, and ends with the tail of its log)."""
-
-    def __init__(self, child: ServiceProcess, exits: int, policy: RestartPolicy) -> None:
-        self.name = child.name
-        self.log_file = child.log_file
-        super().__init__(
-            f"{child.name} is crash looping: it {exit_reason(child.process.returncode)}, "
-            f"{exits} exits within {policy.window:g}s (DDZ_RESTART_LIMIT allows "
-            f"{policy.limit} restarts); stopping the stack.\n"
-            f"last lines of {child.log_file}:\n{child.log_lines()}"
-        )
-
-
-def exit_reason(returncode: int | None) -> str:
-    """How a child ended: ``exited with code 2``, ``was killed by SIGKILL``."""
-    if returncode is None:
-        return "is running"
-    if returncode < 0:
-        try:
-            return f"was killed by {signal.Signals(-returncode).name}"
-        except ValueError:
-            return f"was killed by signal {-returncode}"
-    return f"exited with code {returncode}"
-
-
-@dataclass
-class _Watch:
-    """What the supervisor remembers of one child between looks."""
-
-    started: float  # when its current process started (monotonic seconds)
-    streak: int = 0  # restarts in a row that did not stay up stable_after
-    restarts: deque[float] = field(default_factory=deque)  # when, within the window
-    due: float | None = None  # when an exited child is restarted
-
-
-class Supervisor:
-    """Keeps a started ``Stack`` running: an exited child is restarted at the same address
-    after a growing delay (``RestartPolicy``), and ``report`` gets one line per restart.
-    ``watch(stop)`` looks every ``poll`` seconds until ``stop`` is set; it raises
-    ``CrashLoop`` when a child keeps exiting. It runs in the thread that will call
-    ``stack.stop()`` afterwards, so nothing is restarted once stopping has begun.
-    """
-
-    def __init__(
-        self,
-        stack: Stack,
-        policy: RestartPolicy | None = None,
-        *,
-        report: Callable[[str], None] = print,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self.stack = stack
-        self.policy = policy or RestartPolicy.from_settings(stack.settings)
-        self.report = report
-        self.clock = clock
-        now = clock()
-        self._watches = {child.name: _Watch(started=now) for child in stack.children()}
-
-    def watch(self, stop: Stop, poll: float = 0.2) -> None:
-        """Supervise until ``stop`` is set (then return at once, restarting nothing)."""
-        while not stop.wait(poll):
-            self.step(stop.is_set)
-
-    def step(self, stopping: Callable[[], bool] = lambda: False) -> None:
-        """One look at every child (NATS first, so services come back to a bus)."""
-        for child in self.stack.children():
-            if stopping():
-                return
-            now = self.clock()
-            watch = self._watches.setdefault(child.name, _Watch(started=now))
-            if child.running():
-                if watch.streak and now - watch.started >= self.policy.stable_after:
-                    watch.streak = 0
-                continue
-            if watch.due is None:
-                self._exited(child, watch, now)
-            if watch.due is not None and now >= watch.due:
-                self._restart(child, watch, now)
-
-    def _exited(self, child: ServiceProcess, watch: _Watch, now: float) -> None:
-        while watch.restarts and now - watch.restarts[0] > self.policy.window:
-            watch.restarts.popleft()
-        if len(watch.restarts) >= self.policy.limit:
-            raise CrashLoop(child, len(watch.restarts) + 1, self.policy)
-        if now - watch.started >= self.policy.stable_after:
-            watch.streak = 0
-        watch.due = now + self.policy.delay(watch.streak)
-
-    def _restart(self, child: ServiceProcess, watch: _Watch, now: float) -> None:
-        reason = exit_reason(child.process.returncode)
-        watch.restarts.append(now)
-        watch.streak += 1
-        watch.started = now
-        watch.due = None
-        try:
-            new = self.stack.restart(child.name)
-        except (StackError, NatsServerError) as exc:
-            # Counted as a restart that exited at once: the next look tries again later.
-            self.report(f"ddz: {child.name} {reason}; restarting it failed: {exc}")
-            return
-        watch.started = self.clock()
-        self.report(
-            f"ddz: {child.name} {reason}; restarted  {new.address}  (pid {new.process.pid})"
-        )
-
-
-def migrate(settings: Settings) -> None:
-    """Create or upgrade the store's and the services' tables once, before the services
-    start, so they do not all race to do it."""
-    from ddz.adapters.service_db import upgrade_service_db
-    from ddz.adapters.store import make_engine, upgrade_store
-
-    ensure_dir(settings.data_dir)
-    engine = make_engine(settings.database_url)
-    try:
-        upgrade_store(engine)
-        upgrade_service_db(engine)
-    finally:
-        engine.dispose()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -30,7 +30,7 @@ from nats.js.api import ConsumerInfo, StreamInfo
 from ddz.adapters.messaging import nats_auth
 from ddz.adapters.messaging.subjects import STREAM_NAME
 from ddz.adapters.runtime import stack_file
-from ddz.adapters.runtime.stack import SERVING, health_status
+from ddz.adapters.runtime.probes import SERVING, health_status
 from ddz.adapters.telemetry.health import ACTIVE_TABLE
 from ddz.config import Settings, redacted_url
 

@@ -1,6 +1,7 @@
 """The services' own tables (dealer seeds, settlement projection) and their migrations.
 
 upgrade_service_db(engine)   # idempotent; safe from several processes at once
+migrate(settings)            # the store's tables and these, once, before the services start
 """
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ from alembic import command
 from alembic.config import Config
 from sqlalchemy.engine import Engine
 
+from ddz.adapters.files.data_files import ensure_dir
 from ddz.adapters.service_db import schema
+from ddz.config import Settings
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 VERSION_TABLE = "alembic_version_services"
@@ -35,4 +38,18 @@ def upgrade_service_db(engine: Engine, revision: str = "head") -> None:
         command.upgrade(config, revision)
 
 
-__all__ = ["MIGRATIONS_DIR", "VERSION_TABLE", "schema", "upgrade_service_db"]
+def migrate(settings: Settings) -> None:
+    """Create or upgrade the store's and the services' tables once, before the services
+    start, so they do not all race to do it."""
+    from ddz.adapters.store import make_engine, upgrade_store
+
+    ensure_dir(settings.data_dir)
+    engine = make_engine(settings.database_url)
+    try:
+        upgrade_store(engine)
+        upgrade_service_db(engine)
+    finally:
+        engine.dispose()
+
+
+__all__ = ["MIGRATIONS_DIR", "VERSION_TABLE", "migrate", "schema", "upgrade_service_db"]
