@@ -28,7 +28,8 @@ from collections.abc import Mapping, Sequence
 import grpc
 import structlog
 from ddz.adapters.messaging.bus import EventBus
-from ddz.adapters.messaging.hand_feed import Entry, HandFeed, HandFold
+from ddz.adapters.messaging.hand_feed import HandFeed
+from ddz.adapters.messaging.hand_fold import Entry, HandFold
 from ddz.adapters.messaging.hand_stream import HAND
 from ddz.adapters.messaging.lease import instance_id
 from ddz.adapters.messaging.subjects import bucket_filters, category_filter

@@ -30,7 +30,7 @@ from collections.abc import Callable
 from typing import Any
 
 import structlog
-from ddz.adapters.messaging.hand_feed import HandFold, deal_complete
+from ddz.adapters.messaging.hand_fold import HandFold, deal_complete
 from ddz.adapters.telemetry import metrics
 from ddz.application.errors import Kind, Refusal
 from ddz.application.tasks import cancel_and_wait

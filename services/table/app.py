@@ -35,7 +35,8 @@ import grpc
 import nats.errors
 import structlog
 from ddz.adapters.messaging.bus import EventBus
-from ddz.adapters.messaging.hand_feed import HandFeed, HandFold
+from ddz.adapters.messaging.hand_feed import HandFeed
+from ddz.adapters.messaging.hand_fold import HandFold
 from ddz.adapters.messaging.lease import Lease, instance_id
 from ddz.adapters.messaging.table_stream import JetStreamTableLog
 from ddz.adapters.rpc.grpc_client import make_channel

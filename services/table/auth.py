@@ -13,7 +13,7 @@ The token arrives as text (the servicer reads it from the call); None means none
 
 from __future__ import annotations
 
-from ddz.adapters.messaging.hand_feed import HandFold
+from ddz.adapters.messaging.hand_fold import HandFold
 from ddz.application.errors import Refusal
 
 from .ports import Caller, Tokens

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ddz.adapters.messaging.hand_feed import HandFold
+from ddz.adapters.messaging.hand_fold import HandFold
 from ddz.adapters.messaging.hand_stream import hand_stream_id
 from ddz.adapters.messaging.subjects import stream_parts
 from ddz.application.errors import Reason, Refusal

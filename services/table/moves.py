@@ -18,7 +18,7 @@ from types import MappingProxyType
 
 import structlog
 from ddz.adapters.codec import TurnDeadline
-from ddz.adapters.messaging.hand_feed import HandFold
+from ddz.adapters.messaging.hand_fold import HandFold
 from ddz.application.errors import Kind, Reason, Refusal
 from ddz.domain.hand import (
     Disconnect,

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from ddz.adapters.messaging.hand_feed import HandFold
+from ddz.adapters.messaging.hand_fold import HandFold
 from ddz.adapters.messaging.room_queue import QueuedTicket
 from ddz.adapters.messaging.table_stream import TableCursor
 from ddz.domain.hand import SeatCommand, SeatInfo

@@ -7,7 +7,7 @@ import asyncio
 import dataclasses
 from collections.abc import Iterable
 
-from ddz.adapters.messaging.hand_feed import HandFold
+from ddz.adapters.messaging.hand_fold import HandFold
 from ddz.application.errors import Kind, Reason, Refusal
 from ddz.domain.hand import (
     HandState,

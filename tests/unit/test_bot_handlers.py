@@ -12,7 +12,7 @@ from typing import Any
 
 import grpc
 import pytest
-from ddz.adapters.messaging.hand_feed import HandFold
+from ddz.adapters.messaging.hand_fold import HandFold
 from ddz.application.errors import Kind, Reason, Refusal
 from ddz.domain.hand import (
     Bid,

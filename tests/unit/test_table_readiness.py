@@ -11,7 +11,7 @@ import time
 from collections.abc import AsyncIterator, Sequence
 
 import pytest
-from ddz.adapters.messaging.hand_feed import HandFold
+from ddz.adapters.messaging.hand_fold import HandFold
 from ddz.adapters.messaging.room_queue import QueuedTicket, decode_ticket, encode_ticket, ticket_key
 from ddz.adapters.messaging.table_stream import (
     TableCursor,

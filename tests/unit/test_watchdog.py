@@ -7,7 +7,7 @@ import asyncio
 from collections.abc import Iterable, Sequence
 
 import pytest
-from ddz.adapters.messaging.hand_feed import HandFold
+from ddz.adapters.messaging.hand_fold import HandFold
 from ddz.application.errors import Refusal
 from ddz.domain.hand import Disconnect, Hand, Phase, Rejection, SeatInfo, StartHand, TimeOut
 from ddz.domain.ruleset import CLASSIC
