@@ -26,12 +26,13 @@ from typing import Any, TypeVar, cast
 
 import grpc
 from ddz.adapters.messaging.bus import EventBus
+from ddz.adapters.rpc.bearer import bearer_channel
 from ddz.adapters.rpc.grpc_client import make_channel
 from ddz.adapters.runtime.service_runner import START_ORDER, RunningService, start_services
 from ddz.adapters.runtime.stack_env import settings_env
 from ddz.adapters.security.certs import ensure_certificates
 from ddz.adapters.security.rights import RIGHTS
-from ddz.adapters.security.tokens import bearer_channel, operator_token, player_token
+from ddz.adapters.security.tokens import operator_token, player_token
 from ddz.config import OPERATOR, Settings
 from ddz.v1 import (
     audit_pb2_grpc,

@@ -31,6 +31,7 @@ from typing import Any
 import grpc
 import pytest
 from ddz import v1
+from ddz.adapters.rpc.bearer import bearer_channel
 from ddz.adapters.rpc.caller import peer_identity
 from ddz.adapters.rpc.grpc_client import channel_credentials, error_reason, make_channel
 from ddz.adapters.rpc.grpc_server import RunningServer, start_server
@@ -38,7 +39,7 @@ from ddz.adapters.runtime.nats_server import NatsServer, free_port
 from ddz.adapters.runtime.probes import SERVING, health_status
 from ddz.adapters.security.certs import IDENTITIES, ensure_certificates
 from ddz.adapters.security.rights import CONSOLE, PLAYER_FACING, RIGHTS
-from ddz.adapters.security.tokens import bearer_channel, player_token
+from ddz.adapters.security.tokens import player_token
 from ddz.config import OPERATOR, Settings
 from ddz.v1 import envelope_pb2, recorder_pb2, recorder_pb2_grpc, table_pb2, table_pb2_grpc
 from google.protobuf import message_factory

@@ -253,7 +253,7 @@ KEEPALIVE: tuple[tuple[str, int], ...] = (
 
 def channel_options(settings: Settings, health_name: str | None = None) -> list[tuple[str, Any]]:
     """The options of every channel to a service of the suite (``make_channel``,
-    ``tokens.bearer_channel``): message limits, waiting and retries, balancing by
+    ``bearer.bearer_channel``): message limits, waiting and retries, balancing by
     ``health_name``, reconnecting, keepalive."""
     initial, most = RECONNECT_BACKOFF_MS
     return [
@@ -304,7 +304,7 @@ def open_channel(
     client_cert: bool = True,
 ) -> grpc.aio.Channel:
     """The one way a channel to a service of the suite is made (``make_channel``,
-    ``tokens.bearer_channel``): TLS as ``channel_credentials`` says, the suite's
+    ``bearer.bearer_channel``): TLS as ``channel_credentials`` says, the suite's
     options, ``interceptors``."""
     # A tool's first channel turns its tracing on when OTEL_TRACES_EXPORTER asks (a
     # service's runner has done so already); the tracing interceptors come first, so the
