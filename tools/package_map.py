@@ -5,7 +5,8 @@ docs/ARCHITECTURE.md, made from the code itself (grimp, import-linter's import g
     python tools/package_map.py --write   # put it into docs/ARCHITECTURE.md
     python tools/package_map.py --check   # exit 1 when the document's picture is stale
 
-A node is a package (or top-level module) of ``ddz``, or the services together; an arrow
+A node is a package (or top-level module) of ``ddz`` (the adapters drawn by their
+packages, one concern each), or the services together; an arrow
 says that some module of one imports some module of the other when the code runs (imports
 inside functions count, ``TYPE_CHECKING`` ones do not). Nodes are listed from the top
 (imported by none of ours) down, so every arrow points down the list.
@@ -35,11 +36,19 @@ def import_graph() -> grimp.ImportGraph:
     return grimp.build_graph("ddz", "services", exclude_type_checking_imports=True, cache_dir=None)
 
 
+# Packages drawn by their subpackages, so the picture shows where each concern lives
+# and the direction between the concerns (docs/DECISIONS.md "Code layout").
+SPLIT = ("ddz.adapters",)
+
+
 def node_of(module: str) -> str:
-    """The node a module belongs to: ``ddz.<first part>`` or the services."""
+    """The node a module belongs to: ``ddz.<first part>``, ``ddz.adapters.<concern>``
+    or the services."""
     parts = module.split(".")
     if parts[0] == "services":
         return SERVICES
+    if ".".join(parts[:2]) in SPLIT and len(parts) > 2:
+        return ".".join(parts[:3])
     return ".".join(parts[:2])
 
 
@@ -47,13 +56,13 @@ def package_edges(graph: grimp.ImportGraph) -> dict[str, set[str]]:
     """Each node and the nodes it imports (not itself)."""
     edges: dict[str, set[str]] = {}
     for module in graph.modules:
-        if module in ("ddz", "services"):
+        if module in ("ddz", "services", *SPLIT):
             continue
         source = node_of(module)
         edges.setdefault(source, set())
         for imported in graph.find_modules_directly_imported_by(module):
             target = node_of(imported)
-            if target != source and imported not in ("ddz", "services"):
+            if target != source and imported not in ("ddz", "services", *SPLIT):
                 edges[source].add(target)
     return edges
 

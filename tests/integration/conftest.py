@@ -16,14 +16,33 @@ rooms file's text, the request size limit.)
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import io
+import random
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import replace
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+import evidence_kit
 import pytest
 from ddz.adapters.messaging.bus import EventBus
 from ddz.adapters.runtime.nats_server import NatsServer
+from ddz.adapters.store import SqlEventStore, create_store
+from ddz.adapters.telemetry.logging import configure_logging
+from ddz.audit.sample import Mischief, record_hand
+from ddz.config import Settings
+from ddz.domain.hand import CommandRejected
+from ddz.domain.hand.events import (
+    Passed,
+    PlayerReconnected,
+    PlayMade,
+)
+from ddz.domain.ruleset import VARIANTS
+from ddz.domain.settlement import RoomSettings
+from evidence_kit import RICH, Operator, _recorder
 from suite_kit import CORE, EVERY_SERVICE, Suite, running_suite, suite_settings
+from tamper_kit import KEY, PRODUCERS, decoded
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -64,3 +83,78 @@ async def core_suite(
     )
     async with running_suite(CORE, settings, bus) as running:
         yield running
+
+
+# --- finished hands for the audit's tampering tests ---------------------------------------
+
+
+@pytest.fixture(scope="module")
+def originals() -> Iterator[tuple[SqlEventStore, dict[str, list[str]]]]:
+    """Finished, signed hands of every variant (recorded in memory as the services record
+    them): the material each tampering case starts from."""
+    source = create_store("sqlite:///:memory:", upgrade=True)
+    rng = random.Random(2024)
+    hands: dict[str, list[str]] = {}
+    for variant, rules in VARIANTS.items():
+        hands[variant] = []
+        while len(hands[variant]) < 7:
+            hand_id = record_hand(
+                source, rules, rng, signers=PRODUCERS, key=KEY, odds=Mischief(refuse=0.1)
+            )
+            kinds = {type(e) for _, e in decoded(source.read_stream(f"hand-{hand_id}"))}
+            if {CommandRejected, Passed, PlayMade} <= kinds:  # material for every case
+                hands[variant].append(hand_id)
+    yield source, hands
+    source.close()
+
+
+# --- the suite's logs in one file, for the malformed-input tests -----------------------------
+
+
+@pytest.fixture
+def log_file(suite: Suite) -> Iterator[Any]:
+    """Every service's log (and the standard library's) as JSON lines in one file, INFO
+    and up (one line per refused call, with its reason)."""
+    path = suite.settings.log_dir / "suite.log"
+    configure_logging(replace(suite.settings, log_level="INFO"), service="suite", log_file=path)
+    try:
+        yield path
+    finally:
+        configure_logging(suite.settings, service="pytest", stream=io.StringIO())
+
+
+# --- an operator's recorded hands, for the evidence tests ---------------------------------------
+
+
+@pytest.fixture(scope="module")
+def operator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Operator]:
+    """An operator's data directory: the store, the recorder's key and keyring, the
+    producers' keyring; a ct hand with cap and rake, a laizi hand at coefficient 100,
+    a classic hand where seats dropped and came back."""
+    data = tmp_path_factory.mktemp("operator")
+    settings = Settings.from_env({"DDZ_DATA_DIR": str(data)})
+    evidence_kit.PRODUCERS.publish(settings.event_keyring_path)
+    recorder = _recorder(settings)
+    store = create_store(settings.database_url, upgrade=True)
+    rng = random.Random(30)
+    quiet = Mischief(refuse=0.08, disconnect=0.0)
+    hands = {
+        "ct": record_hand(
+            store, VARIANTS["ct"], rng, signers=evidence_kit.PRODUCERS, key=recorder, odds=quiet,
+            room=RoomSettings(rake=Fraction(1, 20), cap=24),
+        ),
+        "laizi": record_hand(
+            store, VARIANTS["laizi"], rng, signers=evidence_kit.PRODUCERS, key=recorder, odds=quiet,
+            room=RoomSettings(coefficient=100, fee=5), balances=RICH,
+        ),
+    }  # fmt: skip
+    while "dropped" not in hands:  # a hand where the bot played for a person
+        hand_id = record_hand(
+            store, VARIANTS["classic"], rng, signers=evidence_kit.PRODUCERS, key=recorder,
+            odds=Mischief(refuse=0.05, disconnect=0.08),
+        )  # fmt: skip
+        events = [e for _, e in decoded(store.read_stream(f"hand-{hand_id}"))]
+        if any(isinstance(e, PlayerReconnected) for e in events):
+            hands["dropped"] = hand_id
+    yield Operator(data, settings, store, hands)
+    store.close()

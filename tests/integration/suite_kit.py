@@ -332,3 +332,29 @@ async def consumers_idle(bus: EventBus, *durables: str) -> bool:
         if info.num_pending or info.num_ack_pending:
             return False
     return True
+
+
+# --- several instances of one service --------------------------------------------------------
+
+
+TTL = 2.0  # the leases' time to live in the tests of several instances
+
+
+async def cut(bus: EventBus) -> None:
+    """The instance's connection gone at once, without a goodbye (as a killed process's)."""
+    bus.closing = True
+    await bus.nc.close()
+
+
+def instances(suite: Suite, name: str) -> list[Any]:
+    """The apps of every instance of ``name`` the suite started, the first one first."""
+    return [suite.running[name].service, *(s.service for s in suite._others if s.name == name)]
+
+
+def when(check: Callable[[], bool]) -> Callable[[], Awaitable[bool]]:
+    """``check`` as a probe for ``eventually``."""
+
+    async def probe() -> bool:
+        return check()
+
+    return probe

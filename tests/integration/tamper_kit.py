@@ -17,16 +17,24 @@ Two kinds of tamperer:
 from __future__ import annotations
 
 import dataclasses
+import random
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import sqlalchemy as sa
 from ddz.adapters import codec
-from ddz.adapters.store import SqlEventStore, StoredEvent, StreamSignature, chain
+from ddz.adapters.store import SqlEventStore, StoredEvent, StreamSignature, chain, create_store
 from ddz.adapters.store.contract import HeadSigner
+from ddz.adapters.store.keys import Ed25519Signer, Keyring
 from ddz.adapters.store.schema import events, stream_signatures
+from ddz.audit import AuditReport, audit_hand
+from ddz.audit.sample import Mischief, SampleKeys, record_hand
+from ddz.audit.source import load_hand
 from ddz.domain.hand import Recorded
+from ddz.domain.hand.events import SeedRevealed
+from ddz.domain.ruleset import VARIANTS
 from ddz.v1 import envelope_pb2
+from suite_kit import AUDIT_KEY
 
 Rows = list[dict[str, Any]]
 
@@ -124,3 +132,45 @@ Edit = Callable[
 
 def first_index(history: Sequence[tuple[Any, Recorded]], kind: type, start: int = 0) -> int:
     return next(i for i in range(start, len(history)) if isinstance(history[i][1], kind))
+
+
+KEY = AUDIT_KEY.encode()
+
+
+PRODUCERS = SampleKeys.generate()  # the dealer's and rules service's keys of sample hands
+
+
+History = list[tuple[object, Recorded]]
+
+
+def _swap_seed(history: History) -> History:
+    i = first_index(history, SeedRevealed)
+    history[i] = (history[i][0], SeedRevealed(bytes(range(32)).hex()))
+    return history
+
+
+def _keys(key: bytes | Keyring = KEY) -> Keyring:
+    """``key`` (HMAC bytes named k1, or a keyring) and the sample producers' keyring."""
+    keys = Keyring.of_hmac(key, "k1") if isinstance(key, bytes) else key
+    return keys.with_events(PRODUCERS.keyring)
+
+
+def _audit(store: SqlEventStore, hand_id: str, key: bytes | Keyring = KEY) -> AuditReport:
+    record = load_hand(store, hand_id)
+    assert record is not None
+    return audit_hand(record.events, _keys(key), record.signatures)
+
+
+# --- signatures anyone can check: Ed25519 and public keys ------------------------------------
+
+
+def _signed_store(signer: Ed25519Signer, hands: int, seed: int) -> tuple[SqlEventStore, list[str]]:
+    store = create_store("sqlite:///:memory:", upgrade=True)
+    rng = random.Random(seed)
+    names = sorted(VARIANTS)
+    ids = [
+        record_hand(store, VARIANTS[names[i % len(names)]], rng, signers=PRODUCERS, key=signer,
+                    odds=Mischief(0.05))
+        for i in range(hands)
+    ]  # fmt: skip
+    return store, ids
