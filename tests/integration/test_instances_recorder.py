@@ -215,7 +215,7 @@ class Holding:
         self.stored = 0
         self.seen: list[bytes] = []
 
-    async def __call__(self, arrived: list[bytes]) -> list[Any]:
+    async def __call__(self, arrived: list[bytes], trace_ids: Any = None) -> list[Any]:
         self.seen += arrived
         if not self.ack:
             await asyncio.Event().wait()
