@@ -144,7 +144,8 @@ class Run:
         wait_for(lambda: all(b"metadata leader" in read(log) for log in logs),
                  "the NATS cluster's metadata leader", 60)  # fmt: skip
         provision = (
-            "import asyncio; from ddz.config import Settings; from ddz.adapters.messaging import nats_auth;"
+            "import asyncio; from ddz.config import Settings;"
+            " from ddz.adapters.messaging import nats_auth;"
             " asyncio.run(nats_auth.provision_stream(Settings.from_env()))"
         )
         done = self.hosts.call(1, [sys.executable, "-c", provision], self.env(1), timeout=60)
