@@ -12,10 +12,16 @@ it. Options, on a test or on a whole module (``pytestmark``), the closest one wi
 
 (``suite_kit.suite_settings``' keywords: the turn clock, the rooms' bot fill wait, the
 rooms file's text, the request size limit.)
+
+The stack's nats-server as ``ddz up`` configures it (``nats_auth``), for the NATS
+permission tests: ``data_dir`` (its users' seeds), ``server`` (the stream provisioned),
+``connect`` (a client as one of its users); one server a module (``nats_auth_kit``).
 """
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import io
 import random
 from collections.abc import AsyncIterator, Iterator
@@ -25,9 +31,12 @@ from pathlib import Path
 from typing import Any
 
 import evidence_kit
+import nats
 import pytest
+from ddz.adapters.messaging import nats_auth
 from ddz.adapters.messaging.bus import EventBus
-from ddz.adapters.runtime.nats_server import NatsServer
+from ddz.adapters.messaging.nats_auth import connect_options
+from ddz.adapters.runtime.nats_server import NatsServer, start_nats_server
 from ddz.adapters.store import SqlEventStore, create_store
 from ddz.adapters.telemetry.logging import configure_logging
 from ddz.audit.sample import Mischief, record_hand
@@ -41,6 +50,8 @@ from ddz.domain.hand.events import (
 from ddz.domain.ruleset import VARIANTS
 from ddz.domain.settlement import RoomSettings
 from evidence_kit import RICH, Operator, _recorder
+from nats.aio.client import Client
+from nats_auth_kit import Connect, Errors, settings_for
 from suite_kit import CORE, EVERY_SERVICE, Suite, running_suite, suite_settings
 from tamper_kit import KEY, PRODUCERS, decoded
 
@@ -158,3 +169,38 @@ def operator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Operator]:
             hands["dropped"] = hand_id
     yield Operator(data, settings, store, hands)
     store.close()
+
+
+# --- the stack's nats-server with its users, for the NATS permission tests ------------------
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("ddz-auth")
+
+
+@pytest.fixture(scope="module")
+def server(data_dir: Path) -> Iterator[NatsServer]:
+    config = nats_auth.write_config(data_dir)
+    with start_nats_server(data_dir / "jetstream", port=0, config_file=config) as running:
+        settings = dataclasses.replace(settings_for(data_dir), nats_url=running.url)
+        asyncio.run(nats_auth.provision_stream(settings))
+        yield running
+
+
+@pytest.fixture
+async def connect(server: NatsServer, data_dir: Path) -> AsyncIterator[Connect]:
+    opened: list[Client] = []
+
+    async def as_user(name: str, errors: Errors | None = None) -> Client:
+        options = connect_options(settings_for(data_dir), name)
+        assert options["nkeys_seed"] == str(nats_auth.seed_path(data_dir, name))
+        nc = await nats.connect(
+            server.url, error_cb=(errors or Errors()).callback, max_reconnect_attempts=0, **options
+        )
+        opened.append(nc)
+        return nc
+
+    yield as_user
+    for nc in opened:
+        await nc.close()
