@@ -83,6 +83,7 @@ async def suite_publisher(url: str, hand_ids: list[str], events: int, concurrenc
 async def suite_feed(url: str, durable: str, expected: int) -> None:
     """The table's or the bot's consumer: ``HandFeed.follow``, its handler counting."""
     from ddz.adapters.messaging.hand_feed import HandFeed
+    from ddz.adapters.security.event_signing import EventKeyring
 
     finished = asyncio.Event()
 
@@ -95,7 +96,8 @@ async def suite_feed(url: str, durable: str, expected: int) -> None:
                 finished.set()
 
     bus = await EventBus.connect(url, name=durable)
-    feed = CountingFeed(bus, keep_ended=0)
+    # No keys: the counting handler folds nothing, so it verifies no signature.
+    feed = CountingFeed(bus, keyring=EventKeyring(), keep_ended=0)
     await feed.follow(durable)
     say("ready")
     await finished.wait()
