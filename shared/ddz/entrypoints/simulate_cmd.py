@@ -79,6 +79,24 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.set_defaults(handler=run)
 
 
+SUITE_PATIENCE = 30.0
+"""Seconds a tool waits for the suite its data dir's ``stack.json`` names, alive, to
+answer: a supervised service restarting (after NATS came back, say) answers in seconds."""
+
+
+def suite_comes_back(settings: Settings, live: Settings) -> bool:
+    """True when the suite running from the data dir (its ``stack.json``, its process
+    alive) answers within ``SUITE_PATIENCE``; False at once when none runs there."""
+    if stack_file.read(settings.data_dir) is None:
+        return False
+    deadline = time.monotonic() + SUITE_PATIENCE
+    while time.monotonic() < deadline:
+        if stack_answers(live):
+            return True
+        time.sleep(0.5)
+    return False
+
+
 def announce_own_stack(settings: Settings) -> None:
     """Say on stderr, before it starts, that this command starts a suite of its own, and
     where: a user who meant the suite of another data dir sees it at once."""
@@ -113,7 +131,7 @@ def running_stack(settings: Settings) -> Iterator[Settings]:
     addresses (or where the stack running from the data dir says), or a stack started
     here (ephemeral ports) and stopped on exit."""
     live = stack_file.found(settings)
-    if stack_answers(live):
+    if stack_answers(live) or suite_comes_back(settings, live):
         yield live
         return
     announce_own_stack(settings)
