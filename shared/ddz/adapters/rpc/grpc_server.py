@@ -270,6 +270,16 @@ def _unanswered(exc: Exception) -> Refusal:
     return Refusal.unavailable(f"the event bus did not answer ({why}); try again")
 
 
+async def _failed(context: grpc.aio.ServicerContext[Any, Any], exc: Exception) -> NoReturn:
+    """End a call whose handler raised: a ``Refusal`` as its status, NATS not answering as
+    UNAVAILABLE, anything else INTERNAL (the one mapping for unary and streaming calls)."""
+    if isinstance(exc, Refusal):
+        await refuse(context, exc)
+    if isinstance(exc, UNANSWERED):
+        await refuse(context, _unanswered(exc))
+    await _internal(context)
+
+
 def _wrap_unary(behaviour: Any, call: Call, request_id: str | None) -> Any:
     async def unary(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
         started = _begin(call, request_id, request)
@@ -279,12 +289,8 @@ def _wrap_unary(behaviour: Any, call: Call, request_id: str | None) -> Any:
             return await behaviour(request, context)
         except grpc.aio.AbortError:
             raise
-        except Refusal as refusal:
-            await refuse(context, refusal)
-        except UNANSWERED as exc:
-            await refuse(context, _unanswered(exc))
-        except Exception:
-            await _internal(context)
+        except Exception as exc:
+            await _failed(context, exc)
         finally:
             _finish(call, started, context, error=False)
 
@@ -303,12 +309,8 @@ def _wrap_stream(behaviour: Any, call: Call, request_id: str | None) -> Any:
                     yield response
             except (grpc.aio.AbortError, asyncio.CancelledError):
                 raise
-            except Refusal as refusal:
-                await refuse(context, refusal)
-            except UNANSWERED as exc:
-                await refuse(context, _unanswered(exc))
-            except Exception:
-                await _internal(context)
+            except Exception as exc:
+                await _failed(context, exc)
             finally:
                 _finish(call, started, context, error=False)
 
