@@ -14,6 +14,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import socket
+import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
@@ -32,6 +34,7 @@ from ddz.adapters.security.event_signing import EventSigner, ensure_signer
 from ddz.adapters.telemetry import metrics
 from ddz.adapters.telemetry.health import HealthWatch
 from ddz.config import OPERATOR, Settings
+from ddz.entrypoints.running_suite import FIRST_ASK, SUITE_PATIENCE, answering_suite
 from ddz.v1 import (
     dealer_pb2_grpc,
     envelope_pb2,
@@ -403,3 +406,39 @@ async def test_a_database_outage_is_not_serving_and_what_came_meanwhile_is_store
             await eventually(lambda: stored_all(started, stream_id, 3), timeout=WAIT)
     finally:
         await proxy.cut()
+
+
+async def test_a_tool_waits_for_a_suite_of_its_data_dir_that_does_not_serve_yet(
+    own_nats: OwnNats, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Services started one by one (no ``stack.json``, as on separate hosts) whose NATS
+    is gone answer NOT_SERVING: a tool of their data dir waits for them rather than
+    starting a suite of its own, and uses them once they serve again."""
+    settings = suite_settings(tmp_path, own_nats.url)
+    async with services(THROUGH_NATS, settings) as started:
+        await started.wait_until(SERVING, "table")
+        own_nats.kill()
+        await started.wait_until(NOT_SERVING, "table")
+        capsys.readouterr()
+        finding = asyncio.create_task(asyncio.to_thread(answering_suite, started.settings))
+        await asyncio.sleep(2 * FIRST_ASK)
+        assert not finding.done()  # it waits: the table answered, NOT_SERVING
+        own_nats.start(keep_store=True)
+        found = await asyncio.wait_for(finding, SUITE_PATIENCE)
+        assert found is not None and found.address("table") == started.settings.address("table")
+        said = capsys.readouterr().err
+        assert f"ddz: the suite of {settings.data_dir} does not serve yet" in said, said
+
+
+async def test_a_tool_finds_no_suite_at_once_where_nothing_listens(tmp_path: Path) -> None:
+    """Nothing at the table's address and no ``stack.json``: no suite, without waiting
+    (the tool then starts its own)."""
+    with socket.socket() as free:  # a port nothing listens on
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    settings = suite_settings(tmp_path, "nats://127.0.0.1:1").with_addresses(
+        table=f"127.0.0.1:{port}"
+    )
+    began = time.monotonic()
+    assert await asyncio.to_thread(answering_suite, settings) is None
+    assert time.monotonic() - began < SUITE_PATIENCE

@@ -38,9 +38,7 @@ from typing import Any
 
 from ddz.adapters.rpc.driver import Driver
 from ddz.adapters.rpc.grpc_client import ask, make_channel
-from ddz.adapters.runtime import stack_file
 from ddz.adapters.runtime.children import StackError
-from ddz.adapters.runtime.probes import stack_answers
 from ddz.adapters.runtime.stack import Stack
 from ddz.adapters.telemetry.metrics import calls_handled
 from ddz.config import Settings
@@ -50,7 +48,8 @@ from ddz.domain.settlement import RoomSettings
 from ddz.entrypoints.arguments import check_variant, whole
 from ddz.entrypoints.figures import print_figures
 from ddz.entrypoints.progress import Progress, add_quiet
-from ddz.entrypoints.simulate_cmd import announce_own_stack, failing_suite
+from ddz.entrypoints.running_suite import announce_own_stack, answering_suite
+from ddz.entrypoints.simulate_cmd import failing_suite
 from ddz.entrypoints.up_cmd import count_of, parse_scale
 from ddz.player_kinds import PLAYER_KINDS, make_player
 from ddz.v1 import bot_pb2, bot_pb2_grpc, recorder_pb2, recorder_pb2_grpc
@@ -158,8 +157,8 @@ def bench_stack(
     scale: dict[str, int] | None = None,
     nats_cluster: int = 0,
 ) -> Iterator[tuple[Settings, Stack | None]]:
-    live = stack_file.found(settings)
-    if stack_answers(live):
+    live = answering_suite(settings)
+    if live is not None:
         if profile is not None or scale or nats_cluster:
             raise ValueError(
                 "--profile, --scale and --nats-cluster need a stack started by the bench: "

@@ -19,12 +19,8 @@ from ddz.config import Settings, redacted_url
 from ddz.domain.ruleset import VARIANTS
 from ddz.entrypoints.arguments import whole
 from ddz.entrypoints.progress import Progress
-from ddz.entrypoints.simulate_cmd import (
-    Report,
-    failing_suite,
-    play_with_progress,
-    running_stack,
-)
+from ddz.entrypoints.running_suite import running_stack
+from ddz.entrypoints.simulate_cmd import Report, failing_suite, play_with_progress
 
 MAX_HANDS = 1000
 

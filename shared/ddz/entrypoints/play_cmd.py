@@ -23,10 +23,9 @@ import re
 import sys
 from collections.abc import Iterator
 
-from ddz.adapters.runtime import stack_file
-from ddz.adapters.runtime.probes import stack_answers
 from ddz.adapters.security.tokens import player_token
 from ddz.config import Settings
+from ddz.entrypoints.running_suite import running_stack
 
 NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
@@ -76,12 +75,6 @@ def table_service(settings: Settings, address: str | None) -> Iterator[tuple[Set
     if address is not None:
         yield settings, address
         return
-    live = stack_file.found(settings)
-    if stack_answers(live):
-        yield live, live.address("table")
-        return
-    from ddz.entrypoints.simulate_cmd import running_stack
-
     with running_stack(settings) as live:
         yield live, live.address("table")
 

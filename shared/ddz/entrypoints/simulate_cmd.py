@@ -21,12 +21,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
-import socket
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,16 +32,13 @@ import grpc
 
 from ddz.adapters.rpc.driver import Driver, HandResult, SettlementTotals
 from ddz.adapters.rpc.grpc_client import refusal_from
-from ddz.adapters.runtime import stack_file
-from ddz.adapters.runtime.children import StackError
-from ddz.adapters.runtime.probes import stack_answers
-from ddz.adapters.runtime.stack import Stack
 from ddz.application.errors import Refusal
 from ddz.config import Settings
 from ddz.domain.ruleset import VARIANTS
 from ddz.entrypoints.arguments import check_variant, whole
 from ddz.entrypoints.figures import print_figures
 from ddz.entrypoints.progress import Progress, add_quiet
+from ddz.entrypoints.running_suite import running_stack
 
 MAX_HANDS = 1_000_000
 MAX_TABLES = 256
@@ -77,72 +72,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     add_quiet(parser)
     parser.set_defaults(handler=run)
-
-
-SUITE_PATIENCE = 30.0
-"""Seconds a tool waits for the suite its data dir's ``stack.json`` names, alive, to
-answer: a supervised service restarting (after NATS came back, say) answers in seconds."""
-
-
-def suite_comes_back(settings: Settings, live: Settings) -> bool:
-    """True when the suite running from the data dir (its ``stack.json``, its process
-    alive) answers within ``SUITE_PATIENCE``; False at once when none runs there."""
-    if stack_file.read(settings.data_dir) is None:
-        return False
-    deadline = time.monotonic() + SUITE_PATIENCE
-    while time.monotonic() < deadline:
-        if stack_answers(live):
-            return True
-        time.sleep(0.5)
-    return False
-
-
-def announce_own_stack(settings: Settings) -> None:
-    """Say on stderr, before it starts, that this command starts a suite of its own, and
-    where: a user who meant the suite of another data dir sees it at once."""
-    table = settings.address("table")
-    why = f"no table answers at {table}"
-    if listening(table):
-        # Something is there but did not answer us: a suite made with another data
-        # dir's certificates (the usual case), or another program.
-        why = f"the table at {table} does not take this data dir's certificates: another suite's?"
-    print(
-        f"ddz: no suite is running from {settings.data_dir} ({why}): starting one for this "
-        f"command only, its data in {settings.data_dir}; to use a running suite, set "
-        "DDZ_DATA_DIR to its data dir",
-        file=sys.stderr,
-        flush=True,
-    )
-
-
-def listening(address: str) -> bool:
-    """True when something accepts connections at ``address`` (its first ``host:port``)."""
-    host, _, port = address.split(",")[0].rpartition(":")
-    try:
-        with socket.create_connection((host.strip("[]"), int(port)), timeout=1.0):
-            return True
-    except (OSError, ValueError):
-        return False
-
-
-@contextlib.contextmanager
-def running_stack(settings: Settings) -> Iterator[Settings]:
-    """The settings of a suite that answers: the one already running at the configured
-    addresses (or where the stack running from the data dir says), or a stack started
-    here (ephemeral ports) and stopped on exit."""
-    live = stack_file.found(settings)
-    if stack_answers(live) or suite_comes_back(settings, live):
-        yield live
-        return
-    announce_own_stack(settings)
-    try:
-        stack = Stack(settings, ephemeral_ports=True).start()
-    except StackError as exc:
-        raise ValueError(f"cannot start the stack: {exc}") from None
-    try:
-        yield stack.settings
-    finally:
-        stack.stop()
 
 
 @dataclass

@@ -44,8 +44,3 @@ def health_status(
             return None
     status: int = reply.status
     return status
-
-
-def stack_answers(settings: Settings, service: str = "table", timeout: float = 1.0) -> bool:
-    """True when ``service`` at its configured address reports SERVING."""
-    return bool(health_status(settings.address(service), timeout, settings=settings) == SERVING)
