@@ -90,7 +90,7 @@ class RecorderApp:
         self.bus = await connect_bus(self.settings, NAME)
         record = Record(
             self.store, sign_head=self._sign_head if self.sign_heads else None,
-            keyring=event_keyring(self.settings), on_stored=self.index.apply,
+            keyring=event_keyring(self.settings), on_stored=self.index.apply_many,
         )  # fmt: skip
         self.consumer = StoreConsumer(self.bus, record, self.durable)
         self.lease = Lease(

@@ -89,11 +89,12 @@ class Record:
         sign_head: Callable[[str], None] | None = None,
         *,
         keyring: EventKeyring,
-        on_stored: Callable[[str, list[bytes]], None] | None = None,
+        on_stored: Callable[[Sequence[tuple[str, Sequence[bytes]]]], None] | None = None,
     ) -> None:
         self.store = store
         self.sign_head = sign_head
-        # The desk's hand index, kept as events are stored (``HandIndex.apply``).
+        # The desk's hand index, kept as events are stored: once per fetched batch, with
+        # each stream's stored events (``HandIndex.apply_many``).
         self.on_stored = on_stored
         self.keyring = keyring  # nothing is stored that its producer did not sign
         self.stored = 0  # events written (not counting redeliveries)
@@ -127,18 +128,29 @@ class Record:
             streams.setdefault(arrival.stream_id, []).append(arrival)
         if streams:
             # One hop to the writer thread per fetched batch (a transaction per stream).
-            written = await asyncio.to_thread(
-                lambda: [self._write(stream_id, items) for stream_id, items in streams.items()]
-            )
+            written = await asyncio.to_thread(self._write_all, streams)
             for items, results in zip(streams.values(), written, strict=True):
                 for item, result in zip(items, results, strict=True):
                     outcomes[item.index] = _outcome(item, result)
         return outcomes
 
-    def _write(self, stream_id: str, items: list[_Arrival]) -> list[Exception | None]:
+    def _write_all(self, streams: dict[str, list[_Arrival]]) -> list[list[Exception | None]]:
+        """Store each stream's items, then fold what was stored into the index at once."""
+        stored: list[tuple[str, Sequence[bytes]]] = []
+        written = [self._write(stream_id, items, stored) for stream_id, items in streams.items()]
+        if stored and self.on_stored is not None:
+            try:
+                self.on_stored(stored)
+            except Exception:  # the events are stored; the index is rebuilt from them
+                log.exception("hand_index_failed", streams=[stream for stream, _ in stored])
+        return written
+
+    def _write(
+        self, stream_id: str, items: list[_Arrival], stored: list[tuple[str, Sequence[bytes]]]
+    ) -> list[Exception | None]:
         """Store one stream's items: in one transaction when they are consecutive
         versions (the usual case), else one by one. None (stored) or the error, per
-        item, in the (sorted) order of ``items``."""
+        item, in the (sorted) order of ``items``; what was stored is added to ``stored``."""
         items.sort(key=lambda i: i.version)
         versions = [i.version for i in items]
         if versions == list(range(versions[0], versions[0] + len(items))) and versions[0] >= 1:
@@ -149,7 +161,7 @@ class Record:
                     [i.data for i in items],
                     [i.trace_id for i in items],
                 )
-                self._after_write(stream_id, items)
+                self._after_write(stream_id, items, stored)
                 return [None] * len(items)
             except Exception:
                 pass  # sort out which of them is the problem (or retry them), one by one
@@ -157,19 +169,17 @@ class Record:
         for item in items:
             try:
                 self.store.append(stream_id, max(item.version - 1, 0), [item.data], [item.trace_id])
-                self._after_write(stream_id, [item])
+                self._after_write(stream_id, [item], stored)
                 results.append(None)
             except Exception as exc:
                 results.append(exc)
         return results
 
-    def _after_write(self, stream_id: str, items: list[_Arrival]) -> None:
+    def _after_write(
+        self, stream_id: str, items: list[_Arrival], stored: list[tuple[str, Sequence[bytes]]]
+    ) -> None:
         self.stored += len(items)
-        if self.on_stored is not None:
-            try:
-                self.on_stored(stream_id, [i.data for i in items])
-            except Exception:  # the events are stored; the index is rebuilt from them
-                log.exception("hand_index_failed", stream_id=stream_id)
+        stored.append((stream_id, [i.data for i in items]))
         if self.sign_head is not None and any(i.event_type == HAND_END_TYPE for i in items):
             try:
                 self.sign_head(stream_id)

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import datetime as dt
 import random
+from typing import Any
 
 import pytest
 from ddz.adapters.codec import envelope_for
-from ddz.adapters.service_db import upgrade_service_db
+from ddz.adapters.service_db import index_fold, upgrade_service_db
 from ddz.adapters.service_db.hand_index import HandFilter, HandIndex, rebuild_hand_index
 from ddz.adapters.store import SqlEventStore
 from ddz.domain.hand.commands import SeatInfo
@@ -22,6 +23,7 @@ from ddz.domain.settlement import RoomSettings
 from ddz.v1 import envelope_pb2, hand_events_pb2, table_events_pb2
 from google.protobuf.message import Message
 from signing_kit import KEYRING, sealed
+from sqlalchemy.engine import Connection
 
 from services.recorder.handlers import Record, Verdict
 
@@ -73,7 +75,7 @@ def index(store: SqlEventStore) -> HandIndex:
 
 
 async def record(store: SqlEventStore, index: HandIndex, *batches: list[bytes]) -> None:
-    keep = Record(store, keyring=KEYRING, on_stored=index.apply)
+    keep = Record(store, keyring=KEYRING, on_stored=index.apply_many)
     for batch in batches:
         outcomes = await keep(batch)
         assert {o.verdict for o in outcomes} == {Verdict.STORED}
@@ -215,3 +217,35 @@ async def test_open_tables_with_or_without_a_hand_and_who_sits_there(
 def test_a_filter_refuses_an_outcome_it_does_not_know() -> None:
     with pytest.raises(ValueError, match="outcome"):
         HandFilter(outcome="maybe")
+
+
+async def test_a_batch_of_many_streams_is_indexed_at_once_and_a_bad_one_costs_only_itself(
+    store: SqlEventStore, index: HandIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The recorder hands the index every stream of a fetched batch at once (one
+    transaction); a summary whose write fails is the only one missing."""
+    hands = [
+        hand(f"b{n}", n, ("ann", "bob", "cy"), T0 + dt.timedelta(minutes=n)) for n in (1, 2, 3)
+    ]
+    tables = table("t5", "bean-100", ["b1", "b3"])  # b2: a hand of no table here
+    interleaved = [tables[0]] + [event for events in zip(*hands, strict=False) for event in events]
+    rest = [e for events in hands for e in events[min(len(h) for h in hands) :]]
+    upsert = index_fold._upsert
+
+    def failing_for_b2(conn: Connection, hand_id: str, change: Any) -> None:
+        if hand_id == "b2":
+            raise RuntimeError("this summary cannot be written")
+        upsert(conn, hand_id, change)
+
+    monkeypatch.setattr(index_fold, "_upsert", failing_for_b2)
+    await record(store, index, interleaved + rest + tables[1:])
+    monkeypatch.undo()
+
+    assert [h.hand_id for h in index.find(HandFilter(player="ann"))] == ["b3", "b1"]
+    for hand_id in ("b1", "b3"):
+        summary = index.get(hand_id)
+        assert summary is not None and (summary.table_id, summary.room) == ("t5", "bean-100")
+        assert summary.events == len(hands[int(hand_id[1]) - 1])
+    assert index.get("b2") is None  # its events are stored: a rebuild brings it back
+    rebuild_hand_index(store, index)
+    assert [h.hand_id for h in index.find(HandFilter(player="ann"))] == ["b3", "b2", "b1"]

@@ -3,8 +3,8 @@ variant, time, outcome, "a bot played for someone" and audit state; one per tabl
 (room, rules, who sits, the hands dealt there, closed or open: the desk's live tables);
 and the desk's access log.
 
-Kept by the recorder's writer (``HandIndex.apply``, called with each stream's events as
-they are stored: only the few event types that change a summary are opened) and by its
+Kept by the recorder's writer (``HandIndex.apply_many``, called with each fetched batch's
+streams once they are stored; what their events change is ``index_fold``'s) and by its
 auditor loop (``pending_audits`` / ``set_audit``). A projection like the balances: it
 can be dropped and rebuilt from the events at any time (``rebuild_hand_index``); the
 access log is not a projection and is never rebuilt or changed, only appended to.
@@ -17,14 +17,13 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from ddz.adapters import codec
-from ddz.adapters.codec import CodecError
+from ddz.adapters.service_db.index_fold import change_of
 from ddz.adapters.service_db.schema import (
     desk_access,
     hand_players,
@@ -34,20 +33,8 @@ from ddz.adapters.service_db.schema import (
     table_summaries,
 )
 from ddz.adapters.store.contract import EventStore
-from ddz.domain.hand.events import (
-    HandEnded,
-    HandSettled,
-    HandStarted,
-    PlayerDisconnected,
-    TurnTimedOut,
-)
-from ddz.v1 import table_events_pb2
 
 _BEGIN_OPTION = "ddz_sqlite_begin"
-INDEXED_TYPES = frozenset(
-    {"table_opened", "hand_assigned", "hand_started", "player_disconnected", "turn_timed_out",
-     "hand_ended", "hand_settled", "seed_revealed"}
-)  # fmt: skip
 """The event types that change a summary; the others are counted, never opened."""
 OUTCOMES = ("in_play", "landlord", "farmers", "no_winner")
 AUDIT_STATES = ("", "clean", "failed", "incomplete")
@@ -125,25 +112,6 @@ class Access:
     what: str
 
 
-@dataclass
-class _Change:
-    """What one batch of a stream changes in a summary (only what it names)."""
-
-    values: dict[str, Any] = field(default_factory=dict)
-    seats: list[tuple[str, bool]] | None = None
-    deltas: tuple[int, ...] | None = None
-    events: int = 0
-
-
-@dataclass
-class _TableChange:
-    """What one batch of a table's stream changes in its summary."""
-
-    values: dict[str, Any] = field(default_factory=dict)
-    seats: list[tuple[str, bool]] | None = None
-    left: list[int] = field(default_factory=list)
-
-
 class HandIndex:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
@@ -152,147 +120,33 @@ class HandIndex:
 
     def apply(self, stream_id: str, envelopes: Sequence[bytes]) -> None:
         """Fold one stream's newly stored events (in version order) into the index."""
-        category, _, own_id = stream_id.partition("-")
-        if category == "table":
-            self._apply_table(own_id, envelopes)
-        elif category == "hand":
-            self._apply_hand(own_id, envelopes)
+        self.apply_many([(stream_id, envelopes)])
 
-    def _apply_table(self, table_id: str, envelopes: Sequence[bytes]) -> None:
-        rooms: dict[str, str] = {}
-        hands: list[str] = []
-        summary = _TableChange()
-        for data in envelopes:
-            envelope = codec.parse_envelope(data)
-            if envelope.type == "table_opened":
-                opened = table_events_pb2.TableOpened.FromString(envelope.payload)
-                rooms[table_id] = opened.room_id
-                summary.values.update(room=opened.room_id, variant=opened.rules.name,
-                                    opened_at=_seconds(envelope))  # fmt: skip
-                summary.seats = [(seat.player_id, seat.is_bot) for seat in opened.seats]
-            elif envelope.type == "hand_assigned":
-                hands.append(table_events_pb2.HandAssigned.FromString(envelope.payload).hand_id)
-                summary.values["last_hand_id"] = hands[-1]
-            elif envelope.type == "player_left":
-                summary.left.append(table_events_pb2.PlayerLeft.FromString(envelope.payload).seat)
-            elif envelope.type == "table_closed":
-                closed = table_events_pb2.TableClosed.FromString(envelope.payload)
-                summary.values.update(closed_at=_seconds(envelope) or time.time(),
-                                    close_reason=closed.reason[:200])  # fmt: skip
-        if not rooms and not hands and not summary.values and not summary.left:
+    def apply_many(self, streams: Sequence[tuple[str, Sequence[bytes]]]) -> None:
+        """Fold several streams' newly stored events (each in version order) into the
+        index in one transaction: the recorder stores a fetched batch of many hands at
+        once, and a transaction per hand cost about as much as storing the events. If
+        that transaction fails, each stream is tried in one of its own, so that one bad
+        stream costs the index only its own summary (raised after the others)."""
+        writes = [write for stream_id, envelopes in streams
+                  if (write := change_of(stream_id, envelopes)) is not None]  # fmt: skip
+        try:
+            with self._write() as conn:
+                for write in writes:
+                    write(conn)
             return
-        with self._write() as conn:
-            self._upsert_table(conn, table_id, summary, len(hands))
-            for table, room in rooms.items():
-                if (
-                    conn.execute(
-                        sa.select(table_rooms.c.room).where(table_rooms.c.table_id == table)
-                    ).first()
-                    is None
-                ):
-                    conn.execute(sa.insert(table_rooms), {"table_id": table, "room": room})
-            room = (
-                rooms.get(table_id)
-                or conn.execute(
-                    sa.select(table_rooms.c.room).where(table_rooms.c.table_id == table_id)
-                ).scalar_one_or_none()
-                or ""
-            )
-            for hand_id in hands:
-                self._upsert(conn, hand_id, _Change({"table_id": table_id, "room": room}))
-
-    def _upsert_table(
-        self, conn: Connection, table_id: str, change: _TableChange, hands: int
-    ) -> None:
-        t = table_summaries.c
-        if conn.execute(sa.select(t.hands).where(t.table_id == table_id)).first() is None:
-            conn.execute(sa.insert(table_summaries),
-                         {"table_id": table_id, **change.values, "hands": hands})  # fmt: skip
-        elif change.values or hands:
-            conn.execute(
-                sa.update(table_summaries).where(t.table_id == table_id)
-                .values(**change.values, hands=t.hands + hands)
-            )  # fmt: skip
-        seats = table_seats.c
-        if change.seats is not None:
-            conn.execute(sa.delete(table_seats).where(seats.table_id == table_id))
-        if change.seats:
-            conn.execute(sa.insert(table_seats), [
-                {"table_id": table_id, "seat": seat, "player_id": player, "is_bot": is_bot}
-                for seat, (player, is_bot) in enumerate(change.seats)
-            ])  # fmt: skip
-        if change.left:
-            conn.execute(
-                sa.update(table_seats)
-                .where(seats.table_id == table_id, seats.seat.in_(change.left))
-                .values(person_left=True)
-            )
-
-    def _apply_hand(self, hand_id: str, envelopes: Sequence[bytes]) -> None:
-        change = _Change(events=len(envelopes))
-        for data in envelopes:
-            envelope = codec.parse_envelope(data)
-            if envelope.type not in INDEXED_TYPES:
-                continue
-            when = _seconds(envelope)
+        except Exception:
+            if len(writes) == 1:
+                raise
+        failed: Exception | None = None
+        for write in writes:
             try:
-                event = codec.decode_event(envelope.type, envelope.type_version, envelope.payload)
-            except CodecError:
-                continue  # the audit says what is wrong with it; the index skips it
-            match event:
-                case HandStarted():
-                    change.values.update(variant=event.rules.name, started_at=when)
-                    change.seats = [(s.player_id, s.is_bot) for s in event.seats]
-                case PlayerDisconnected() | TurnTimedOut():  # the bot moves for the person
-                    change.values["bot_for_person"] = True
-                case HandEnded():
-                    winner = event.winner.value if event.winner is not None else "no_winner"
-                    change.values.update(outcome=winner, ended_at=when)
-                case HandSettled():
-                    change.values.update(
-                        landlord=event.landlord, multiplier=event.ledger.multiplier
-                    )
-                    change.deltas = event.ledger.deltas
-                case _:  # seed_revealed: the end of the record; audit it (again)
-                    change.values.update(audit="", audit_detail="")
-                    change.values.setdefault("ended_at", when)
-        with self._write() as conn:
-            self._upsert(conn, hand_id, change)
-
-    def _upsert(self, conn: Connection, hand_id: str, change: _Change) -> None:
-        row = conn.execute(
-            sa.select(hand_summaries.c.events, hand_summaries.c.started_at).where(
-                hand_summaries.c.hand_id == hand_id
-            )
-        ).first()
-        values = dict(change.values)
-        if row is None:
-            conn.execute(
-                sa.insert(hand_summaries), {"hand_id": hand_id, "events": change.events, **values}
-            )
-        else:
-            values["events"] = row.events + change.events
-            conn.execute(
-                sa.update(hand_summaries).where(hand_summaries.c.hand_id == hand_id), values
-            )
-        started = values.get("started_at", row.started_at if row is not None else None)
-        if change.seats is not None:
-            conn.execute(sa.delete(hand_players).where(hand_players.c.hand_id == hand_id))
-            conn.execute(
-                sa.insert(hand_players),
-                [
-                    {"hand_id": hand_id, "seat": seat, "player_id": player, "is_bot": bot,
-                     "started_at": started}
-                    for seat, (player, bot) in enumerate(change.seats)
-                ],
-            )  # fmt: skip
-        if change.deltas is not None:
-            for seat, delta in enumerate(change.deltas):
-                conn.execute(
-                    sa.update(hand_players)
-                    .where(hand_players.c.hand_id == hand_id, hand_players.c.seat == seat)
-                    .values(delta=delta)
-                )
+                with self._write() as conn:
+                    write(conn)
+            except Exception as exc:
+                failed = exc
+        if failed is not None:
+            raise failed
 
     def pending_audits(self, limit: int = 100) -> list[str]:
         """Ended hands not audited since their record ended, oldest first."""
@@ -459,18 +313,10 @@ def rebuild_hand_index(store: EventStore, index: HandIndex, page: int = 5000) ->
         grouped: dict[str, list[bytes]] = {}
         for event in events:
             grouped.setdefault(event.stream_id, []).append(event.envelope)
-        for stream_id in sorted(grouped, key=lambda s: not s.startswith("table-")):
-            index.apply(stream_id, grouped[stream_id])
-            streams.add(stream_id)
+        ordered = sorted(grouped, key=lambda s: not s.startswith("table-"))
+        index.apply_many([(stream_id, grouped[stream_id]) for stream_id in ordered])
+        streams.update(ordered)
         after = events[-1].position
-
-
-def _seconds(envelope: Any) -> float | None:
-    if not envelope.HasField("occurred_at"):
-        return None
-    stamp = envelope.occurred_at
-    seconds: float = stamp.seconds + stamp.nanos / 1e9
-    return seconds
 
 
 def _summary(row: Any, seats: Iterable[Seat]) -> HandSummary:
