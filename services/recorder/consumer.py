@@ -1,7 +1,7 @@
 """The recorder's durable consumer: every event on ``ddz.v1.>`` to ``handlers.Record``.
 
 Its own pull loop (not ``EventBus.subscribe_durable``) so that a fetched batch is
-stored together (one store transaction per stream instead of one per event). What
+stored together (one store transaction for the batch instead of one per event). What
 ``Record`` decides per message is done on the bus: ``STORED`` is acked, ``RETRY`` nak'ed
 with a growing delay, ``REFUSED`` terminated with an error log line (it stays on the
 bus as evidence). Acked only after the write committed, so a crash or restart means

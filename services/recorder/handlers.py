@@ -26,6 +26,7 @@ import structlog
 from ddz.adapters.codec import CodecError
 from ddz.adapters.security.event_signing import BadEvent, EventKeyring
 from ddz.adapters.store import (
+    Append,
     DuplicateEventId,
     EventStore,
     InvalidEnvelope,
@@ -79,9 +80,10 @@ class _Arrival:
 
 
 class Record:
-    """Stores a fetched batch with one transaction per stream (the store is the
-    bottleneck of the whole suite at full speed); ``sign_head(stream_id)`` signs a
-    stream's head once its hand's last event is stored."""
+    """Stores a fetched batch in one transaction for all its streams, stream by stream
+    when that fails (the store is the bottleneck of the whole suite at full speed);
+    ``sign_head(stream_id)`` signs a stream's head once its hand's last event is
+    stored."""
 
     def __init__(
         self,
@@ -127,7 +129,7 @@ class Record:
             )
             streams.setdefault(arrival.stream_id, []).append(arrival)
         if streams:
-            # One hop to the writer thread per fetched batch (a transaction per stream).
+            # One hop to the writer thread per fetched batch.
             written = await asyncio.to_thread(self._write_all, streams)
             for items, results in zip(streams.values(), written, strict=True):
                 for item, result in zip(items, results, strict=True):
@@ -135,15 +137,39 @@ class Record:
         return outcomes
 
     def _write_all(self, streams: dict[str, list[_Arrival]]) -> list[list[Exception | None]]:
-        """Store each stream's items, then fold what was stored into the index at once."""
+        """Store each stream's items: the streams whose items are consecutive versions
+        (the usual case) in one transaction for them all, and if that fails, or for the
+        others, stream by stream; then fold what was stored into the index at once."""
         stored: list[tuple[str, Sequence[bytes]]] = []
-        written = [self._write(stream_id, items, stored) for stream_id, items in streams.items()]
+        for items in streams.values():
+            items.sort(key=lambda i: i.version)
+        whole = {stream_id: items for stream_id, items in streams.items() if _consecutive(items)}
+        done: dict[str, list[Exception | None]] = {}
+        try:
+            self.store.append_streams([
+                Append(stream_id, items[0].version - 1, [i.data for i in items],
+                       [i.trace_id for i in items])
+                for stream_id, items in whole.items()
+            ])  # fmt: skip
+        except Exception:
+            pass  # sort out which stream is the problem (or retry them), one by one
+        else:
+            for stream_id, items in whole.items():
+                self._after_write(stream_id, items, stored)
+                done[stream_id] = [None] * len(items)
+        written = [
+            done[stream_id] if stream_id in done else self._write(stream_id, items, stored)
+            for stream_id, items in streams.items()
+        ]
+        self._index(stored)
+        return written
+
+    def _index(self, stored: list[tuple[str, Sequence[bytes]]]) -> None:
         if stored and self.on_stored is not None:
             try:
                 self.on_stored(stored)
             except Exception:  # the events are stored; the index is rebuilt from them
                 log.exception("hand_index_failed", streams=[stream for stream, _ in stored])
-        return written
 
     def _write(
         self, stream_id: str, items: list[_Arrival], stored: list[tuple[str, Sequence[bytes]]]
@@ -152,12 +178,11 @@ class Record:
         versions (the usual case), else one by one. None (stored) or the error, per
         item, in the (sorted) order of ``items``; what was stored is added to ``stored``."""
         items.sort(key=lambda i: i.version)
-        versions = [i.version for i in items]
-        if versions == list(range(versions[0], versions[0] + len(items))) and versions[0] >= 1:
+        if _consecutive(items):
             try:
                 self.store.append(
                     stream_id,
-                    versions[0] - 1,
+                    items[0].version - 1,
                     [i.data for i in items],
                     [i.trace_id for i in items],
                 )
@@ -185,6 +210,12 @@ class Record:
                 self.sign_head(stream_id)
             except Exception:  # the events are stored; a missing signature shows in audits
                 log.exception("sign_head_failed", stream_id=stream_id)
+
+
+def _consecutive(items: list[_Arrival]) -> bool:
+    """The (sorted) items are versions n, n+1, ... of their stream, from n >= 1."""
+    first = items[0].version
+    return first >= 1 and [i.version for i in items] == list(range(first, first + len(items)))
 
 
 def _outcome(item: _Arrival, error: Exception | None) -> Outcome:

@@ -12,7 +12,6 @@ import hmac
 import subprocess
 import sys
 import threading
-import uuid
 from collections.abc import Callable
 
 import pytest
@@ -34,31 +33,9 @@ from ddz.adapters.store import (
 from ddz.adapters.store.schema import metadata
 from ddz.config import normalize_database_url
 from ddz.v1.envelope_pb2 import EventEnvelope
+from store_kit import batch, envelope
 
 ZERO_HASH = "0" * 64
-
-
-def envelope(
-    stream_id: str, version: int, *, event_id: str | None = None, body: bytes = b""
-) -> bytes:
-    message = EventEnvelope(
-        event_id=event_id or str(uuid.uuid4()),
-        stream_id=stream_id,
-        stream_version=version,
-        type="CardsPlayed",
-        type_version=1,
-        causation_id="cause-1",
-        correlation_id="corr-1",
-        producer="pytest",
-        payload=body or f"{stream_id}:{version}".encode(),
-        content_type="application/x-protobuf",
-    )
-    message.occurred_at.FromSeconds(1_700_000_000 + version)
-    return message.SerializeToString()
-
-
-def batch(stream_id: str, start: int, count: int) -> list[bytes]:
-    return [envelope(stream_id, version) for version in range(start, start + count)]
 
 
 # -- append and read ------------------------------------------------------------------

@@ -14,6 +14,7 @@ from typing import Any
 
 from ddz.adapters.store import chain
 from ddz.adapters.store.contract import (
+    Append,
     DuplicateEventId,
     EventStore,
     InvalidEnvelope,
@@ -41,6 +42,7 @@ def create_store(url: str, *, upgrade: bool = False, **engine_options: Any) -> S
 
 
 __all__ = [
+    "Append",
     "DuplicateEventId",
     "EventStore",
     "InvalidEnvelope",

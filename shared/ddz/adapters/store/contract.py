@@ -117,6 +117,16 @@ class HeadSigner(Protocol):
     def sign(self, stream_id: str, head_version: int, head_hash: str) -> str: ...
 
 
+@dataclass(frozen=True, slots=True)
+class Append:
+    """One stream's part of ``EventStore.append_streams``: what ``append`` takes."""
+
+    stream_id: str
+    expected_version: int
+    envelopes: Sequence[bytes]
+    trace_ids: Sequence[str | None] | None = None
+
+
 class EventStore(abc.ABC):
     """Append-only event store. Methods are synchronous and thread-safe; call them
     from async code with ``asyncio.to_thread``."""
@@ -142,6 +152,17 @@ class EventStore(abc.ABC):
         when an event id is stored with different bytes. Returns one record per
         envelope, in order.
         """
+
+    def append_streams(self, appends: Sequence[Append]) -> list[list[StoredEvent]]:
+        """``append`` each of several streams, together: a backend that can stores them
+        in one transaction (all of them or, on any error, none; ``SqlEventStore``), this
+        default one after the other (on an error, the streams before it are stored).
+        Raises what ``append`` raises; a caller that must know which stream failed
+        appends them one by one after the error, which is safe either way (``append`` of
+        a stored batch is a no-op). One list of records per stream, in order."""
+        return [
+            self.append(a.stream_id, a.expected_version, a.envelopes, a.trace_ids) for a in appends
+        ]
 
     @abc.abstractmethod
     def read_stream(self, stream_id: str, after_version: int = 0) -> list[StoredEvent]:

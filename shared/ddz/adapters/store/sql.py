@@ -30,6 +30,7 @@ from sqlalchemy.pool import StaticPool
 
 from ddz.adapters.store import chain
 from ddz.adapters.store.contract import (
+    Append,
     DuplicateEventId,
     EventStore,
     HeadSigner,
@@ -201,27 +202,23 @@ class SqlEventStore(EventStore):
         envelopes: Sequence[bytes],
         trace_ids: Sequence[str | None] | None = None,
     ) -> list[StoredEvent]:
-        if expected_version < 0:
-            raise ValueError(f"expected_version must be >= 0, got {expected_version}")
-        if trace_ids is not None and len(trace_ids) != len(envelopes):
-            raise ValueError("one trace id (or None) per envelope")
-        rows = [
-            _row_from_envelope(
-                stream_id,
-                expected_version + offset + 1,
-                data,
-                trace_ids[offset] if trace_ids is not None else None,
-            )
-            for offset, data in enumerate(envelopes)
-        ]
-        if not rows:
-            return []
-        ids = [row["event_id"] for row in rows]
+        [stored] = self.append_streams([Append(stream_id, expected_version, envelopes, trace_ids)])
+        return stored
+
+    def append_streams(self, appends: Sequence[Append]) -> list[list[StoredEvent]]:
+        """Every stream's events in one transaction: all of them, or none."""
+        batches = [(a, _rows_of(a)) for a in appends]
+        ids = [row["event_id"] for _, rows in batches for row in rows]
         if len(set(ids)) != len(ids):
             raise InvalidEnvelope("the same event id appears twice in one batch")
+        if not ids:
+            return [[] for _ in appends]
         try:
             with self._writing() as conn:
-                return self._append_locked(conn, stream_id, expected_version, rows)
+                return [
+                    self._append_locked(conn, a.stream_id, a.expected_version, rows) if rows else []
+                    for a, rows in batches
+                ]
         except sa.exc.IntegrityError:
             # Only a unique event id can collide here (versions and positions are
             # checked under the lock): an id stored elsewhere with other content.
@@ -417,6 +414,24 @@ class SqlEventStore(EventStore):
 
     def close(self) -> None:
         self.engine.dispose()
+
+
+def _rows_of(append: Append) -> list[dict[str, Any]]:
+    """The rows ``append`` would add (its envelopes checked and parsed)."""
+    if append.expected_version < 0:
+        raise ValueError(f"expected_version must be >= 0, got {append.expected_version}")
+    trace_ids = append.trace_ids
+    if trace_ids is not None and len(trace_ids) != len(append.envelopes):
+        raise ValueError("one trace id (or None) per envelope")
+    return [
+        _row_from_envelope(
+            append.stream_id,
+            append.expected_version + offset + 1,
+            data,
+            trace_ids[offset] if trace_ids is not None else None,
+        )
+        for offset, data in enumerate(append.envelopes)
+    ]
 
 
 def _row_from_envelope(
