@@ -174,10 +174,10 @@ class Record:
     def _write(
         self, stream_id: str, items: list[_Arrival], stored: list[tuple[str, Sequence[bytes]]]
     ) -> list[Exception | None]:
-        """Store one stream's items: in one transaction when they are consecutive
-        versions (the usual case), else one by one. None (stored) or the error, per
-        item, in the (sorted) order of ``items``; what was stored is added to ``stored``."""
-        items.sort(key=lambda i: i.version)
+        """Store one stream's items (sorted by version): in one transaction when they
+        are consecutive versions (the usual case), else one by one. None (stored) or the
+        error, per item, in the order of ``items``; what was stored is added to
+        ``stored``."""
         if _consecutive(items):
             try:
                 self.store.append(

@@ -38,7 +38,6 @@ from typing import Any
 
 from ddz.adapters.rpc.driver import Driver
 from ddz.adapters.rpc.grpc_client import ask, make_channel
-from ddz.adapters.runtime.children import StackError
 from ddz.adapters.runtime.stack import Stack
 from ddz.adapters.telemetry.metrics import calls_handled
 from ddz.config import Settings
@@ -48,7 +47,7 @@ from ddz.domain.settlement import RoomSettings
 from ddz.entrypoints.arguments import check_variant, whole
 from ddz.entrypoints.figures import print_figures
 from ddz.entrypoints.progress import Progress, add_quiet
-from ddz.entrypoints.running_suite import announce_own_stack, answering_suite
+from ddz.entrypoints.running_suite import answering_suite, own_stack
 from ddz.entrypoints.simulate_cmd import failing_suite
 from ddz.entrypoints.up_cmd import count_of, parse_scale
 from ddz.player_kinds import PLAYER_KINDS, make_player
@@ -166,18 +165,8 @@ def bench_stack(
             )
         yield live, None
         return
-    announce_own_stack(settings)
-    try:
-        stack = Stack(
-            settings, ephemeral_ports=True, profile_dir=profile, scale=scale,
-            nats_cluster=nats_cluster,
-        ).start()  # fmt: skip
-    except StackError as exc:
-        raise ValueError(f"cannot start the stack: {exc}") from None
-    try:
+    with own_stack(settings, profile_dir=profile, scale=scale, nats_cluster=nats_cluster) as stack:
         yield stack.settings, stack
-    finally:
-        stack.stop()
 
 
 def cpu_seconds(pid: int) -> float:

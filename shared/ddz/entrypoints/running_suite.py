@@ -18,6 +18,7 @@ import socket
 import sys
 import time
 from collections.abc import Iterator
+from typing import Any
 
 from ddz.adapters.runtime import stack_file
 from ddz.adapters.runtime.children import StackError
@@ -101,12 +102,21 @@ def running_stack(settings: Settings) -> Iterator[Settings]:
     if live is not None:
         yield live
         return
+    with own_stack(settings) as stack:
+        yield stack.settings
+
+
+@contextlib.contextmanager
+def own_stack(settings: Settings, **options: Any) -> Iterator[Stack]:
+    """A stack of this command's own (ephemeral ports, ``Stack``'s ``options``), said on
+    stderr before it starts and stopped on exit; one that cannot start is a
+    ``ValueError`` (one line)."""
     announce_own_stack(settings)
     try:
-        stack = Stack(settings, ephemeral_ports=True).start()
+        stack = Stack(settings, ephemeral_ports=True, **options).start()
     except StackError as exc:
         raise ValueError(f"cannot start the stack: {exc}") from None
     try:
-        yield stack.settings
+        yield stack
     finally:
         stack.stop()

@@ -35,7 +35,6 @@ from ddz.adapters.service_db.schema import (
 from ddz.adapters.store.contract import EventStore
 
 _BEGIN_OPTION = "ddz_sqlite_begin"
-"""The event types that change a summary; the others are counted, never opened."""
 OUTCOMES = ("in_play", "landlord", "farmers", "no_winner")
 AUDIT_STATES = ("", "clean", "failed", "incomplete")
 MAX_PAGE = 200
@@ -130,6 +129,8 @@ class HandIndex:
         stream costs the index only its own summary (raised after the others)."""
         writes = [write for stream_id, envelopes in streams
                   if (write := change_of(stream_id, envelopes)) is not None]  # fmt: skip
+        if not writes:
+            return
         try:
             with self._write() as conn:
                 for write in writes:

@@ -35,6 +35,7 @@ INDEXED_TYPES = frozenset(
     {"table_opened", "hand_assigned", "hand_started", "player_disconnected", "turn_timed_out",
      "hand_ended", "hand_settled", "seed_revealed"}
 )  # fmt: skip
+"""The event types that change a summary; the others are counted, never opened."""
 
 Write = Callable[[Connection], None]
 """What one stream's events change, run in the index's transaction."""
