@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli_kit import ddz as ddz_in
 from ddz.adapters.messaging import hand_stream
 from ddz.adapters.messaging.bus import EventBus
 from ddz.adapters.runtime.nats_server import start_nats_server
@@ -27,12 +26,7 @@ VARIANTS = {"classic", "ct", "laizi", "tiandi"}
 
 
 def ddz(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DDZ_")}
-    env["DDZ_DATA_DIR"] = str(data_dir)
-    return subprocess.run(
-        [sys.executable, "-m", "ddz.entrypoints.cli", *args],
-        capture_output=True, text=True, timeout=300, env=env,
-    )  # fmt: skip
+    return ddz_in(data_dir, *args, timeout=300)  # the whole fixture's hands take time
 
 
 @pytest.fixture

@@ -20,6 +20,7 @@ from typing import Any
 
 import metrics_kit
 import pytest
+from cli_kit import ddz
 from ddz.adapters.messaging import nats_auth
 from ddz.adapters.rpc.driver import Driver
 from ddz.adapters.runtime import stack_file
@@ -46,16 +47,6 @@ async def _play(settings: Settings) -> None:
     async with Driver(settings) as driver:
         results = await driver.play(next(iter(VARIANTS)), hands=HANDS, tables=1)
         assert len(results) == HANDS and all(r.events >= 5 for r in results)
-
-
-def ddz(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """The real CLI, told only the data dir: it finds the rest in stack.json."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DDZ_")}
-    env["DDZ_DATA_DIR"] = str(data_dir)
-    return subprocess.run(
-        [sys.executable, "-m", "ddz.entrypoints.cli", *args],
-        capture_output=True, text=True, timeout=120, env=env,
-    )  # fmt: skip
 
 
 def status_json(stack: Stack) -> tuple[int, dict[str, Any]]:

@@ -9,9 +9,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import os
-import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,15 +39,6 @@ class Operator:
 
 def _recorder(settings: Settings) -> Ed25519Signer:
     return ensure_signing_key(settings.audit_signing_key_path, settings.audit_public_keys_path)
-
-
-def ddz(data: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DDZ_")}
-    env["DDZ_DATA_DIR"] = str(data)
-    return subprocess.run(
-        [sys.executable, "-m", "ddz.entrypoints.cli", *args],
-        capture_output=True, text=True, timeout=120, env=env,
-    )  # fmt: skip
 
 
 def _public(settings: Settings) -> Keyring:

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -285,6 +287,17 @@ class Suite:
         env = {k: v for k, v in os.environ.items() if not k.startswith("DDZ_")}
         env.update(settings_env(self.settings))
         return env
+
+    def spawn(self, name: str, log: Path, **env: str) -> subprocess.Popen[bytes]:
+        """The service ``name`` as a process of its own (a session of its own: a test
+        kills it with SIGKILL), with this suite's environment and ``env`` on top, its
+        output appended to ``log``; the caller stops it."""
+        with log.open("ab") as out:
+            return subprocess.Popen(
+                [sys.executable, "-m", f"services.{name}"],
+                env={**self.env(), "PYTHONUNBUFFERED": "1", **env}, stdin=subprocess.DEVNULL,
+                stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+            )  # fmt: skip
 
     async def close(self, grace: float = 0.2) -> None:
         for view in self._views:

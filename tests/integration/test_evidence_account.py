@@ -14,6 +14,7 @@ import random
 from fractions import Fraction
 from pathlib import Path
 
+from cli_kit import ddz
 from ddz.adapters.store import SqlEventStore
 from ddz.audit import AuditReport, audit_hand
 from ddz.audit.evidence import build_evidence, verify_evidence
@@ -34,7 +35,7 @@ from ddz.domain.hand.events import (
 )
 from ddz.domain.multipliers import Side
 from ddz.domain.ruleset import VARIANTS
-from evidence_kit import PRODUCERS, Operator, _public, _recorder, ddz
+from evidence_kit import PRODUCERS, Operator, _public, _recorder
 from tamper_kit import decoded
 
 # --- the account: times, bot marks, arithmetic ----------------------------------------------

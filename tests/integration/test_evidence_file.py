@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_kit import ddz
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from ddz.adapters.store import create_store
 from ddz.adapters.store.keys import (
@@ -26,7 +27,7 @@ from ddz.adapters.store.keys import (
 )
 from ddz.audit.evidence import NotEvidence, build_evidence, canonical, verify_evidence
 from ddz.audit.sample import SampleKeys
-from evidence_kit import Operator, _fingerprints, _public, ddz, read_published_of
+from evidence_kit import Operator, _fingerprints, _public, read_published_of
 from tamper_kit import decoded, forge
 
 CHECK_NAMES = {

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import signal
-import subprocess
-import sys
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import replace
@@ -164,15 +162,10 @@ async def test_a_recorder_process_killed_with_sigkill_is_replaced_by_its_standby
 ) -> None:
     settings = replace(suite_settings(tmp_path, nats_server.url), lease_ttl=TTL)
     async with running_suite(("dealer", "rules", "settlement"), settings, bus) as suite:
-        env = {
-            **suite.env(), "DDZ_RECORDER_PORT": "0", "DDZ_RECORDER_METRICS_PORT": "0",
-            "DDZ_LEASE_TTL": str(int(TTL)), "PYTHONUNBUFFERED": "1",
-        }  # fmt: skip
-        with (tmp_path / "recorder.log").open("wb") as out:
-            process = subprocess.Popen(
-                [sys.executable, "-m", "services.recorder"], env=env, stdin=subprocess.DEVNULL,
-                stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-            )  # fmt: skip
+        process = suite.spawn(
+            "recorder", tmp_path / "recorder.log", DDZ_RECORDER_PORT="0",
+            DDZ_RECORDER_METRICS_PORT="0", DDZ_LEASE_TTL=str(int(TTL)),
+        )  # fmt: skip
         try:
             name = writer_lease(settings.database_url)
             holder = await eventually(lambda: lease_holder(bus, name), timeout=60.0)

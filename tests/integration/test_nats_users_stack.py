@@ -40,12 +40,7 @@ def test_every_service_plays_on_its_own_user(tmp_path: Path) -> None:
         }
         assert set(stack.services) - set(seeds) == {"console"}
         assert all(seed.is_file() and seed.stat().st_mode & 0o077 == 0 for seed in seeds.values())
-        env = {k: v for k, v in os.environ.items() if not k.startswith("DDZ_")}
-        env.update(settings_env(stack.settings))
-        done = subprocess.run(
-            [sys.executable, "-m", "ddz.entrypoints.cli", "simulate", "--hands", "2", "--json"],
-            capture_output=True, text=True, timeout=120, env=env,
-        )  # fmt: skip
+        done = ddz(stack.settings, "simulate", "--hands", "2", "--json", timeout=120)
         assert done.returncode == 0, done.stderr
         data = json.loads(done.stdout)
         assert data["hands"] == 2 and data["stored_events"] == data["events"] >= 2 * 5
@@ -85,12 +80,13 @@ def forgeries(settled: bytes, data_dir: Path, version: int) -> dict[str, bytes]:
     }
 
 
-def ddz_audit(settings: Settings, *args: str) -> subprocess.CompletedProcess[str]:
+def ddz(settings: Settings, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """The real ``ddz`` with ``settings``' environment (the test's own ``DDZ_*`` left out)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("DDZ_")}
     env.update(settings_env(settings))
     return subprocess.run(
-        [sys.executable, "-m", "ddz.entrypoints.cli", "audit", *args],
-        capture_output=True, text=True, timeout=300, env=env,
+        [sys.executable, "-m", "ddz.entrypoints.cli", *args],
+        capture_output=True, text=True, timeout=timeout, env=env,
     )  # fmt: skip
 
 
@@ -104,12 +100,7 @@ def test_a_forged_hand_settled_from_a_valid_nats_user_changes_no_balance(tmp_pat
     recorder's back."""
     settings = settings_for(tmp_path)
     with Stack(settings, ephemeral_ports=True, nats_port=0) as stack:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("DDZ_")}
-        env.update(settings_env(stack.settings))
-        done = subprocess.run(
-            [sys.executable, "-m", "ddz.entrypoints.cli", "simulate", "--hands", "2", "--json"],
-            capture_output=True, text=True, timeout=120, env=env,
-        )  # fmt: skip
+        done = ddz(stack.settings, "simulate", "--hands", "2", "--json", timeout=120)
         assert done.returncode == 0, done.stderr
         store = create_store(stack.settings.database_url)
         hand = next(s for s in store.stream_ids() if s.startswith("hand-"))
@@ -149,16 +140,16 @@ def test_a_forged_hand_settled_from_a_valid_nats_user_changes_no_balance(tmp_pat
             assert why in recorder_log
         assert not stack.failed()
 
-        clean = ddz_audit(stack.settings, "--all", "--public-only")
+        clean = ddz(stack.settings, "audit", "--all", "--public-only")
         assert clean.returncode == 0, clean.stdout + clean.stderr
 
         # Behind the recorder's back: the unsigned one written into the store itself.
         store.append(hand, len(rows), [forged["unsigned"]])
-        caught = ddz_audit(stack.settings, hand.removeprefix("hand-"), "--public-only")
+        caught = ddz(stack.settings, "audit", hand.removeprefix("hand-"), "--public-only")
         assert caught.returncode != 0
         assert "producer_signature" in caught.stdout and "not signed" in caught.stdout
         assert f"#{len(rows) + 1}" in caught.stdout
-        every = ddz_audit(stack.settings, "--all", "--public-only")
+        every = ddz(stack.settings, "audit", "--all", "--public-only")
         assert every.returncode != 0 and hand in every.stdout + every.stderr
 
 

@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import signal
-import subprocess
-import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -355,15 +353,10 @@ async def test_the_active_killed_with_sigkill_its_standby_takes_over_and_the_han
     tables = without_watchdog
     suite = tables.suite
     port = free_port("127.0.0.1")
-    env = {
-        **suite.env(), "DDZ_TABLE_PORT": str(port), "DDZ_TABLE_METRICS_PORT": "0",
-        "DDZ_LEASE_TTL": str(int(TTL)), "PYTHONUNBUFFERED": "1",
-    }  # fmt: skip
-    with (tmp_path / "table.log").open("wb") as out:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "services.table"], env=env, stdin=subprocess.DEVNULL,
-            stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-        )  # fmt: skip
+    process = suite.spawn(
+        "table", tmp_path / "table.log", DDZ_TABLE_PORT=str(port), DDZ_TABLE_METRICS_PORT="0",
+        DDZ_LEASE_TTL=str(int(TTL)),
+    )  # fmt: skip
     try:
         process_view = Suite(
             suite.settings.with_addresses(table=f"127.0.0.1:{port}"), suite.bus, {}

@@ -20,7 +20,6 @@ import asyncio
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -66,16 +65,10 @@ class TableProcess:
         self.leased = False  # the service holds a lease ``table`` (its instances')
 
     async def start(self) -> None:
-        env = self.suite.env()
-        env.update(
-            DDZ_TABLE_PORT=str(self.port), DDZ_TABLE_ADDR=self.address,
-            DDZ_TABLE_METRICS_PORT="0", DDZ_LEASE_TTL=repr(LEASE_TTL), PYTHONUNBUFFERED="1",
+        self.process = self.suite.spawn(
+            "table", self.log_path, DDZ_TABLE_PORT=str(self.port), DDZ_TABLE_ADDR=self.address,
+            DDZ_TABLE_METRICS_PORT="0", DDZ_LEASE_TTL=repr(LEASE_TTL),
         )  # fmt: skip
-        with self.log_path.open("ab") as out:
-            self.process = subprocess.Popen(
-                [sys.executable, "-m", "services.table"], env=env, stdin=subprocess.DEVNULL,
-                stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-            )  # fmt: skip
         self.suite.settings = self.suite.settings.with_addresses(table=self.address)
         settings = self.suite.settings
         for _ in range(1200):
