@@ -24,7 +24,6 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-import evidence_kit
 import pytest
 from cli_kit import ddz
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
