@@ -13,6 +13,7 @@ FAILS under CI=true, so a CI that lost Node does not pass on a skipped outside c
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import random
@@ -29,12 +30,13 @@ from cli_kit import ddz
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from ddz.adapters.store import create_store
 from ddz.adapters.store.keys import Keyring, signer_of
-from ddz.audit.evidence import build_evidence, canonical, verify_evidence
+from ddz.audit.evidence import ABOUT, build_evidence, canonical, verify_evidence
 from ddz.audit.published import read_published
 from ddz.audit.sample import Mischief, SampleKeys, record_hand
 from ddz.config import Settings
 from ddz.domain.ruleset import VARIANTS
 from ddz.domain.settlement import RoomSettings
+from ddz.v1 import envelope_pb2, hand_events_pb2
 from evidence_kit import RICH, _public, _recorder
 from tamper_kit import decoded, forge
 
@@ -246,3 +248,49 @@ def test_a_changed_transcript_is_the_line_between_the_outside_check_and_the_repl
     assert _outside(node, bundle, ours.keyring)["verdict"] == "verified"
     done = ddz(tmp_path, "audit", "--bundle", str(bundle), "--keys", str(ours.keyring))
     assert done.returncode == 1 and ": transcript check failed: " in done.stdout.splitlines()[-1]
+
+
+# What a factor's ``event`` points at, by its reason (RULES.md §9).
+CAUSES = {
+    "initial": {"hand_started"}, "grab": {"bid_made"}, "show_cards": {"cards_shown"},
+    "bomb": {"play_made"}, "sky_bomb": {"play_made"}, "rocket": {"play_made"},
+    "spring": {"hand_ended"}, "anti_spring": {"hand_ended"},
+}  # fmt: skip
+
+
+def test_a_factors_event_counts_from_0_without_refusals_as_the_docs_say(
+    books: tuple[Books, Books],
+) -> None:
+    """``Factor.event`` (protos/ddz/v1/hand_events.proto; docs/AUDIT.md "Evidence files"):
+    read from the file alone, each factor of ``hand_settled`` names, counted from 0 and
+    skipping ``command_rejected``, an event of the kind that multiplies; the transcript
+    prints that event's stream version as ``#N``."""
+    behind_a_refusal = 0
+    for books_of in books:
+        for variant, data in books_of.files.items():
+            document = json.loads(data)
+            envelopes = [
+                envelope_pb2.EventEnvelope.FromString(base64.b64decode(e["envelope"]))
+                for e in document["events"]
+            ]
+            folded = [e for e in envelopes if e.type != "command_rejected"]
+            settled = hand_events_pb2.HandSettled.FromString(
+                next(e.payload for e in envelopes if e.type == "hand_settled")
+            )
+            text = "\n".join(document["transcript"]["lines"])
+            for factor in settled.multiplier.factors:
+                if not factor.HasField("event"):
+                    continue
+                caused_by = folded[factor.event]
+                assert caused_by.type in CAUSES[factor.reason], (variant, factor)
+                assert f"#{caused_by.stream_version})" in text or (
+                    f"#{caused_by.stream_version}," in text
+                ), (variant, factor)
+                if caused_by.stream_version != factor.event + 1:
+                    behind_a_refusal += 1
+    assert behind_a_refusal, "no factor after a refusal: the hands prove nothing of the count"
+
+
+def test_audit_md_quotes_the_about_text_the_verifier_requires() -> None:
+    text = (VERIFIER.parents[1] / "docs" / "AUDIT.md").read_text(encoding="utf-8")
+    assert f"``{ABOUT}``" in text
