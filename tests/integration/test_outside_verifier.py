@@ -26,18 +26,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from audit_kit import play_hand, settled
 from cli_kit import ddz
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from ddz.adapters.store import create_store
 from ddz.adapters.store.keys import Keyring, signer_of
 from ddz.audit.evidence import ABOUT, build_evidence, canonical, verify_evidence
-from ddz.audit.published import read_published
+from ddz.audit.keys import auditor_keyring
+from ddz.audit.published import published_keys, read_published
 from ddz.audit.sample import Mischief, SampleKeys, record_hand
 from ddz.config import Settings
 from ddz.domain.ruleset import VARIANTS
 from ddz.domain.settlement import RoomSettings
 from ddz.v1 import envelope_pb2, hand_events_pb2
 from evidence_kit import RICH, _public, _recorder
+from suite_kit import Suite
 from tamper_kit import decoded, forge
 
 VERIFIER = Path(__file__).resolve().parents[1] / "outside_verifier"
@@ -294,3 +297,40 @@ def test_a_factors_event_counts_from_0_without_refusals_as_the_docs_say(
 def test_audit_md_quotes_the_about_text_the_verifier_requires() -> None:
     text = (VERIFIER.parents[1] / "docs" / "AUDIT.md").read_text(encoding="utf-8")
     assert f"``{ABOUT}``" in text
+
+
+async def test_files_of_hands_played_through_the_services_verify_outside(
+    core_suite: Suite, tmp_path: Path
+) -> None:
+    """A hand of each variant dealt by the dealer, decided by the rules service over
+    gRPC, recorded and signed by the recorder from NATS: its evidence file, with the
+    keyring ``ddz keys export`` writes for that data dir, verifies outside and in
+    ``ddz audit --bundle``; the same file with two events swapped fails both."""
+    node = _node()
+    rng = random.Random(37)
+    odds = Mischief(refuse=0.05, disconnect=0.02)
+    played = [await play_hand(core_suite, variant, rng, odds) for variant in VARIANTS]
+    await settled(core_suite)
+    keys = auditor_keyring(core_suite.settings, public_only=True)
+    keyring = tmp_path / "keyring.json"
+    keyring.write_text(json.dumps(published_keys(keys).to_json(), indent=2) + "\n")
+    store = create_store(core_suite.settings.database_url)
+    try:
+        files = {hand.variant: build_evidence(store, hand.hand_id, keys) for hand in played}
+    finally:
+        store.close()
+    bundle = tmp_path / "hand.json"
+
+    def swap(d: dict[str, Any]) -> None:
+        d["events"][2], d["events"][3] = d["events"][3], d["events"][2]
+
+    for variant, evidence in files.items():
+        assert evidence.report.clean, (variant, evidence.report.message)
+        for data, genuine in (
+            (evidence.to_bytes(), True),
+            (_edited(evidence.to_bytes(), swap), False),
+        ):
+            bundle.write_bytes(data)
+            outside = _outside(node, bundle, keyring)
+            assert (outside["verdict"] == "verified") == genuine, (variant, outside)
+            assert _ours(bundle, keyring) == ("clean" if genuine else "failed"), variant
