@@ -234,6 +234,31 @@ def test_the_outside_verifier_accepts_genuine_files_refuses_forgeries_and_agrees
         assert f"{variant}: a byte of an envelope changed: hash_chain" in steps
 
 
+def test_any_byte_changed_outside_the_transcript_is_refused_by_both(
+    books: tuple[Books, Books], tmp_path: Path
+) -> None:
+    """Seeded random places (the seed is in the failure): any printable byte changed
+    anywhere but in the unsigned transcript is refused by the outside check and by
+    ``ddz audit --bundle``."""
+    node = _node()
+    ours, _ = books
+    seed = random.randrange(2**32)
+    rng = random.Random(seed)
+    bundle = tmp_path / "hand.json"
+    for variant, data in ours.files.items():
+        text = data.decode("ascii")
+        start, end = text.index('\n "transcript": '), text.rindex('\n "version": ')
+        outside_transcript = [*range(start), *range(end, len(data))]
+        for place in rng.sample(outside_transcript, 6):
+            changed = bytearray(data)
+            changed[place] = next(b for b in rng.sample(range(32, 127), 95) if b != data[place])
+            bundle.write_bytes(bytes(changed))
+            verdict = _outside(node, bundle, ours.keyring)
+            where = (seed, variant, place, text[max(0, place - 30) : place + 10])
+            assert verdict["verdict"] == "refused", where
+            assert _ours(bundle, ours.keyring) == "failed", where
+
+
 def test_a_changed_transcript_is_the_line_between_the_outside_check_and_the_replay(
     books: tuple[Books, Books], tmp_path: Path
 ) -> None:

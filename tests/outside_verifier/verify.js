@@ -68,20 +68,23 @@ function canonical(document) {
   return text + "\n";
 }
 
-// Step 1's comparison. The transcript is the last top-level field (keys sorted, and only
-// top-level keys start a line with one space and a quote); in it numbers may be spelt as
-// Python spells floats ("0.0"), which JSON.parse keeps only as values: there, and only
-// there, a number compares by value. Everything before it compares byte for byte.
+// Step 1's comparison. The transcript is the last top-level field but one (keys sorted,
+// "version" after it; only top-level keys start a line with one space and a quote); in
+// it numbers may be spelt as Python spells floats ("0.0"), which JSON.parse keeps only as
+// values: there, and only there, a number compares by value. Everything outside the
+// transcript compares byte for byte.
 function sameText(expected, actual) {
-  const cut = '\n "transcript": ';
-  const [head, tail] = [expected.indexOf(cut), actual.indexOf(cut)];
-  if (head < 0 || head !== tail || expected.slice(0, head) !== actual.slice(0, tail)) {
+  const [start, end] = ['\n "transcript": ', '\n "version": '];
+  const cut = (text) => [text.indexOf(start), text.lastIndexOf(end)];
+  const [[a, b], [c, d]] = [cut(expected), cut(actual)];
+  if (a < 0 || b < a || c < 0 || d < c || expected.slice(0, a) !== actual.slice(0, c) ||
+      expected.slice(b) !== actual.slice(d)) {
     return false;
   }
   const token = /"(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?/g;
   const byValue = (text) =>
     text.replace(token, (t) => (t.startsWith('"') ? t : String(Number(t))));
-  return byValue(expected.slice(head)) === byValue(actual.slice(tail));
+  return byValue(expected.slice(a, b)) === byValue(actual.slice(c, d));
 }
 
 function sha256(...parts) {
