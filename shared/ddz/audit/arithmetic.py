@@ -272,7 +272,7 @@ def _beans(account: _Account) -> None:
         )
     else:
         rounded = (
-            f"each player's rounded down: the landlord's ⌊{_figure(landlord_beans)}⌋ = "
+            f"each player's X·N rounded down: the landlord's ⌊{_figure(landlord_beans)}⌋ = "
             f"{landlord_stake}, a farmer's ⌊{_figure(farmer_beans)}⌋ = {farmer_stake}"
         )
     account.add(
@@ -283,13 +283,13 @@ def _beans(account: _Account) -> None:
         landlord_stake,
     )
     if o.winner == Side.LANDLORD:
-        paid = FARMER_SHARES * farmer_stake * 2
+        paid = 2 * farmer_stake  # what the two farmers paid
         account.add(
             "transfer",
             f"each farmer pays {farmer_stake}; the landlord receives what they paid, {paid}",
         )
     else:
-        share = landlord_stake * FARMER_SHARES // (2 * FARMER_SHARES)
+        share = landlord_stake // 2  # the two farmers share it 1:1, each rounded down
         odd = landlord_stake - 2 * share
         account.add(
             "transfer",
