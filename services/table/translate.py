@@ -4,9 +4,12 @@ invalid here, before any use case runs."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ddz.adapters import codec
 from ddz.application.errors import Refusal
 from ddz.domain.hand import Bid, Pass, Play, SeatCommand, ShowCards
+from ddz.domain.settlement import RoomSettings
 from ddz.v1 import hand_events_pb2, rules_pb2, table_pb2
 
 from .dealing import Shown, TableSpec
@@ -17,10 +20,19 @@ from .watching import Update
 NO_BID_ACTION = "a bid needs an action: pass, call or grab"
 
 
+def _room(msg: hand_events_pb2.RoomSettings) -> RoomSettings:
+    """A caller's room: an empty ``bean_rounding`` is today's default, not the rule of
+    the hands recorded before the field (which is what the codec reads it as)."""
+    room = codec.room_from_pb(msg)
+    if not msg.bean_rounding:
+        room = replace(room, bean_rounding=RoomSettings().bean_rounding)
+    return room
+
+
 def table_spec(request: table_pb2.OpenTableRequest) -> TableSpec:
     try:
         rules = codec.ruleset_from_pb(request.rules) if request.HasField("rules") else None
-        room = codec.room_from_pb(request.room) if request.HasField("room") else None
+        room = _room(request.room) if request.HasField("room") else None
         seats = [codec.seat_from_pb(seat) for seat in request.seats]
     except Refusal:
         raise

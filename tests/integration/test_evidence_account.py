@@ -153,8 +153,9 @@ def test_the_laizi_arithmetic_with_its_wildcard_factor_ends_in_the_ledger(
     operator: Operator,
 ) -> None:
     """§10.3, computed here: X = base × multiplier × 2 (the landlord's shares), × 1/4 in
-    a wildcard room, at most the hand cap 10000; each farmer's share ⌊X / 2 × 100⌋;
-    fee 5 from each player; balances far from any limit."""
+    a wildcard room, at most the hand cap 10000; each loser pays their own X·N rounded
+    down: the landlord ⌊X × 100⌋, a farmer ⌊X / 2 × 100⌋ (docs/RULE_DECISIONS.md §10.3
+    "Beans, rounding"); fee 5 from each player; balances far from any limit."""
     hand_id = operator.hands["laizi"]
     report, timeline = _timeline(operator, hand_id)
     settled = _settled(operator, hand_id)
@@ -164,20 +165,21 @@ def test_the_laizi_arithmetic_with_its_wildcard_factor_ends_in_the_ledger(
     factored = x / 4
     capped = min(factored, Fraction(10000))
     unit = math.floor(capped / 2 * 100)
+    landlord_stake = math.floor(capped * 100)
     assert arithmetic.step("X").value == str(x)
     assert Fraction(str(arithmetic.step("wildcard factor").value)) == factored
     assert Fraction(str(arithmetic.step("hand cap").value)) == capped
-    assert arithmetic.step("room coefficient").value == unit
+    assert arithmetic.step("room coefficient").value == landlord_stake
     assert arithmetic.step("fee").value == 5
     text = "\n".join(report.transcript())
     assert f"× 1/4 = {arithmetic.step('wildcard factor').value}" in text
-    assert f"× 100⌋ = {unit}" in text
+    assert f"⌋ = {landlord_stake}, a farmer's ⌊" in text and f"⌋ = {unit}" in text
     landlord_won = settled.ledger.deltas[settled.landlord] > 0
     assert landlord_won == (settled.ledger.deltas[settled.landlord] + 5 > 0)
     side = Side.LANDLORD if landlord_won else Side.FARMERS
     for line in settled.ledger.lines:
         if line.reason == "loss":
-            assert line.amount == -(unit if side is Side.LANDLORD else 2 * unit)
+            assert line.amount == -(unit if side is Side.LANDLORD else landlord_stake)
         if line.reason == "fee" and line.seat is not None:
             assert line.amount == -5
     totals = {t.seat: t.total for t in arithmetic.totals}

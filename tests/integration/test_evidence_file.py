@@ -154,6 +154,51 @@ def test_edits_that_keep_the_json_valid_fail_too(operator: Operator) -> None:
     assert verify_evidence(nested, published).failure is not None
 
 
+def test_a_key_entry_edited_without_touching_what_was_signed_fails(
+    operator: Operator, tmp_path: Path
+) -> None:
+    """Nothing signed changes when a key entry gains a field or a head key names a
+    producer, but a verifier that calls such a file clean vouches for bytes nobody
+    wrote: the file fails ``keys``, on its own and against the published keyring, and a
+    keyring whose entry differs from what ``ddz keys export`` wrote is refused too."""
+    hand_id = operator.hands["laizi"]
+    data = build_evidence(operator.store, hand_id, _public(operator.settings)).to_bytes()
+    published = read_published_of(operator.settings)
+
+    def head(d: dict[str, Any]) -> dict[str, Any]:
+        return next(k for k in d["keys"] if k["use"] == "head")
+
+    def edited(change: Callable[[dict[str, Any]], None]) -> bytes:
+        document = json.loads(data)
+        change(document)
+        return canonical(document)
+
+    noted = edited(lambda d: d["keys"][0].update(note="checked by the operator"))
+    produced = edited(lambda d: head(d).update(producer="rules"))
+    for forged in (noted, produced):
+        for keyring in (None, published):
+            failure = verify_evidence(forged, keyring).failure
+            assert failure is not None and failure.name == "keys", failure
+    assert "other fields than a key entry's (note)" in str(verify_evidence(noted).failure)
+    assert "a head key's producer is null" in str(verify_evidence(produced).failure)
+
+    keyring = tmp_path / "keyring.json"
+    assert ddz(operator.data, "keys", "export", "--out", str(keyring)).returncode == 0
+    bundle = tmp_path / "hand.json"
+    bundle.write_bytes(produced)
+    done = ddz(tmp_path, "audit", "--bundle", str(bundle), "--keys", str(keyring))
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.stdout.splitlines()[-1].startswith(f"{hand_id}: keys check failed: ")
+    # A published keyring is held to the same form: an entry with a field more is no
+    # keyring (exit 2, one line), not a keyring that vouches for more than it says.
+    document = json.loads(keyring.read_text())
+    document["keys"][0]["note"] = "x"
+    keyring.write_text(json.dumps(document))
+    bundle.write_bytes(data)
+    bad = ddz(tmp_path, "audit", "--bundle", str(bundle), "--keys", str(keyring))
+    assert bad.returncode == 2 and "other fields than a key entry's" in bad.stderr, bad.stderr
+
+
 def test_a_file_made_before_the_timeline_gained_keys_still_verifies(operator: Operator) -> None:
     """An evidence file handed out before an entry carried its multiplier, producer and
     trace id verifies as it did; a value it does carry, changed, still fails."""

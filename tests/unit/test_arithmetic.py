@@ -92,7 +92,7 @@ def test_beans_within_the_losers_balance() -> None:
         balances=(1000, 1000, 55),
     )  # fmt: skip
     lines = _ends_in_the_ledger(outcome)
-    assert any(line.endswith("each farmer's share ⌊8 / 2 × 10⌋ = 40") for line in lines)
+    assert any(line.endswith("the landlord's ⌊80⌋ = 80, a farmer's ⌊40⌋ = 40") for line in lines)
     assert any(line.startswith("balance limit: balances at the start 1000 / 1000 / 55")
                for line in lines)  # fmt: skip
     assert lines[-2] == "seat 2 ling: -80 loss +30 balance_limit -5 fee = -55"

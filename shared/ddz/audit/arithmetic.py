@@ -25,8 +25,10 @@ from ddz.domain.settlement import (
     FARMER_SHARES,
     LANDLORD_SHARES,
     SEATS,
+    TWO_SHARES,
     HandOutcome,
     Ledger,
+    bean_stake,
 )
 
 
@@ -259,23 +261,40 @@ def _beans(account: _Account) -> None:
     account.bm()
     account.winner()
     x = _bean_x(account, o.multiplier.total, LANDLORD_SHARES, "landlord's shares")
-    beans = x * room.coefficient
-    unit = math.floor(x / LANDLORD_SHARES * room.coefficient)
-    account.add(
-        "room coefficient",
-        f"{_figure(x)} × {room.coefficient} = {_figure(beans)} for the landlord; each "
-        f"farmer's share ⌊{_figure(x)} / {LANDLORD_SHARES} × {room.coefficient}⌋ = {unit}",
-        unit,
-    )
-    if o.winner == Side.LANDLORD:
-        account.add(
-            "transfer",
-            f"each farmer pays {unit}; the landlord receives {FARMER_SHARES * unit * 2}",
+    landlord_beans, farmer_beans = x * room.coefficient, x / LANDLORD_SHARES * room.coefficient
+    landlord_stake = bean_stake(o, LANDLORD_SHARES)
+    farmer_stake = bean_stake(o, FARMER_SHARES)
+    if room.bean_rounding == TWO_SHARES:
+        rounded = (
+            "two_shares rounding (recorded before per_player): a farmer's "
+            f"⌊{_figure(farmer_beans)}⌋ = {farmer_stake}, "
+            f"the landlord's {LANDLORD_SHARES} × {farmer_stake} = {landlord_stake}"
         )
     else:
+        rounded = (
+            f"each player's X·N rounded down: the landlord's ⌊{_figure(landlord_beans)}⌋ = "
+            f"{landlord_stake}, a farmer's ⌊{_figure(farmer_beans)}⌋ = {farmer_stake}"
+        )
+    account.add(
+        "room coefficient",
+        f"X·N: the landlord {_figure(x)} × {room.coefficient} = {_figure(landlord_beans)}, "
+        f"a farmer {_figure(x / LANDLORD_SHARES)} × {room.coefficient} = "
+        f"{_figure(farmer_beans)}; {rounded}",
+        landlord_stake,
+    )
+    if o.winner == Side.LANDLORD:
+        paid = 2 * farmer_stake  # what the two farmers paid
         account.add(
             "transfer",
-            f"the landlord pays {LANDLORD_SHARES * unit}; each farmer receives {unit}",
+            f"each farmer pays {farmer_stake}; the landlord receives what they paid, {paid}",
+        )
+    else:
+        share = landlord_stake // 2  # the two farmers share it 1:1, each rounded down
+        odd = landlord_stake - 2 * share
+        account.add(
+            "transfer",
+            f"the landlord pays {landlord_stake}; each farmer receives {share}"
+            + (f"; the odd {odd} to the system (rounding)" if odd else ""),
         )
     _fee_and_limits(account)
 

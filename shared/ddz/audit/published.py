@@ -42,6 +42,7 @@ FORMAT = "ddz-public-keyring"
 VERSION = 1
 HEAD = "head"
 EVENT = "event"
+KEY_FIELDS = frozenset({"key_id", "use", "producer", "algorithm", "public_key", "fingerprint"})
 
 
 class BadKeyring(ValueError):
@@ -93,9 +94,17 @@ class PublicKey:
     @classmethod
     def from_json(cls, entry: object, where: str) -> PublicKey:
         """One entry, checked: its id must be the one its key derives (an id relabelled
-        onto another key fails), its fingerprint the key's."""
+        onto another key fails), its fingerprint the key's, and the entry exactly the one
+        ``to_json`` writes for that key: no field more or less, a head key's ``producer``
+        null. Nothing of an entry is left unread, so nothing in it can change unnoticed."""
         if not isinstance(entry, dict):
             raise BadKeyring(f"{where}: a key entry is not an object")
+        if set(entry) != KEY_FIELDS:
+            fields = ", ".join(sorted(map(str, set(entry) ^ KEY_FIELDS)))
+            raise BadKeyring(
+                f"{where}: key {entry.get('key_id')!r} has other fields than a key entry's "
+                f"({fields})"
+            )
         key_id, use, producer = entry.get("key_id"), entry.get("use"), entry.get("producer")
         if not isinstance(key_id, str) or use not in (HEAD, EVENT):
             raise BadKeyring(f"{where}: a key entry needs a key_id and a use (head or event)")
@@ -122,6 +131,11 @@ class PublicKey:
             )
         if entry.get("fingerprint") != fingerprint(raw):
             raise BadKeyring(f"{where}: the fingerprint of key {key_id!r} is not its key's")
+        if use == HEAD and producer is not None:
+            raise BadKeyring(
+                f"{where}: head key {key_id!r} names a producer ({producer!r}); a head key's "
+                "producer is null"
+            )
         return cls(key_id, str(use), raw, producer if use == EVENT else None)
 
 
@@ -132,9 +146,11 @@ class PublishedKeys:
     keys: Mapping[str, PublicKey]
 
     def vouches_for(self, key: PublicKey) -> bool:
-        """Whether this keyring holds ``key``: the same id, the same public key and use."""
+        """Whether this keyring holds ``key``: the same entry (id, public key, use and
+        producer), so a file's key entry that differs from the published one in any
+        field is not vouched for."""
         held = self.keys.get(key.key_id)
-        return held is not None and held.raw == key.raw and held.use == key.use
+        return held is not None and held.to_json() == key.to_json()
 
     def keyring(self) -> Keyring:
         """The auditor's ``Keyring`` of these keys: head keys and the event keyring."""

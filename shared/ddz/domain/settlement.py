@@ -44,6 +44,17 @@ class BeanEscapeRule:
     farmer_scale: int = 2
 
 
+PER_PLAYER = "per_player"
+"""§10.3 rounding: each loser pays their own X·N rounded down; the winners share what was
+paid by role coefficient, each share rounded down; the odd bean goes to the system."""
+TWO_SHARES = "two_shares"
+"""§10.3 rounding of the hands recorded before ``bean_rounding`` existed: one farmer's
+share is ``⌊X·N⌋`` of the farmer's X and the landlord moves exactly two of them, both
+ways (so a landlord who loses an odd X·N pays one bean less than it). They replay and
+audit as they were settled."""
+BEAN_ROUNDINGS = (PER_PLAYER, TWO_SHARES)
+
+
 @dataclass(frozen=True, slots=True)
 class RoomSettings:
     """What a room fixes for settlement (§10, §11)."""
@@ -58,6 +69,7 @@ class RoomSettings:
     min_balance: int = 0  # to join (used by matchmaking)
     escape_penalty: int = 10  # ct: x initial multiplier
     bean_escape: BeanEscapeRule = field(default_factory=BeanEscapeRule)
+    bean_rounding: str = PER_PLAYER  # beans: how an odd X·N is rounded (BEAN_ROUNDINGS)
 
     def __post_init__(self) -> None:
         # Ratios may come in as int/str/float from configuration; keep them exact.
@@ -79,6 +91,11 @@ class RoomSettings:
         _whole(self.hand_cap, "hand_cap", low=0)
         _whole(self.min_balance, "min_balance", low=0)
         _whole(self.escape_penalty, "escape_penalty", low=0)
+        if self.bean_rounding not in BEAN_ROUNDINGS:
+            raise ValueError(
+                f"bean_rounding must be one of {', '.join(BEAN_ROUNDINGS)}, "
+                f"got {self.bean_rounding!r}"
+            )
 
 
 @dataclass(frozen=True, slots=True)
@@ -356,6 +373,19 @@ def _pay_and_share(
     book.add(None, rounding, "rounding")
 
 
+def bean_stake(outcome: HandOutcome, shares: int) -> int:
+    """What a loser of ``shares`` role coefficients pays in a bean hand before fee and
+    limits: X·N rounded down for that player (``PER_PLAYER``), or that many farmer's
+    shares of ``⌊X·N⌋`` each (``TWO_SHARES``, hands recorded before the setting). X is
+    the landlord's X over two per share, so the wildcard room's cap bounds the landlord's
+    X whatever the role (Decision)."""
+    landlord_x = _bean_x(outcome, outcome.multiplier.total, LANDLORD_SHARES)
+    per_share = landlord_x / LANDLORD_SHARES * outcome.room.coefficient
+    if outcome.room.bean_rounding == TWO_SHARES:
+        return shares * math.floor(per_share)
+    return math.floor(shares * per_share)
+
+
 def _settle_beans(outcome: HandOutcome) -> Ledger:
     """§10.3: each loser pays X·N + A, each winner receives X·N - A, within balances."""
     if outcome.escapee is not None:
@@ -363,16 +393,12 @@ def _settle_beans(outcome: HandOutcome) -> Ledger:
     winner = _need_winner(outcome)
     book = _Book()
     fees = _fees(outcome)
-    # One farmer's share in beans: the landlord's X is exactly two of them, so that
-    # what the losers pay is what the winners receive (the cap bounds the landlord's X).
-    landlord_x = _bean_x(outcome, outcome.multiplier.total, LANDLORD_SHARES)
-    unit = math.floor(landlord_x / LANDLORD_SHARES * outcome.room.coefficient)
     landlord, farmers = outcome.landlord, outcome.farmers
     if winner == Side.LANDLORD:
-        nominal = {f: FARMER_SHARES * unit for f in farmers}
+        nominal = {f: bean_stake(outcome, FARMER_SHARES) for f in farmers}
         weights = {landlord: LANDLORD_SHARES}
     else:
-        nominal = {landlord: LANDLORD_SHARES * unit}
+        nominal = {landlord: bean_stake(outcome, LANDLORD_SHARES)}
         weights = {f: FARMER_SHARES for f in farmers}
     _pay_and_share(outcome, book, nominal, weights, fees, ("loss", "win"))
     _charge_fees(book, fees)

@@ -24,7 +24,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="make the keys, TLS certificates and NATS users of a data dir (kept if there)",
         description="Prepare DDZ_DATA_DIR for services started alone (ddz serve NAME): "
         "token keys, a local CA with a certificate per service and for the operator, "
-        "NATS nkeys and the nats-server authorization file. Existing files are kept.",
+        "NATS nkeys and the nats-server authorization file, the producers' event signing "
+        "keys and the recorder's audit signing key with their public keyrings (what "
+        "`ddz keys export` publishes). Existing files are kept.",
     )
     parser.set_defaults(handler=run)
 
@@ -51,4 +53,12 @@ def run(args: argparse.Namespace) -> int:
     print(f"  certificates     {files.tls_dir}/{{{','.join(IDENTITIES)}}}.crt and .key")
     print(f"  NATS users       {nats_config.parent}/  (nats-server -c: {nats_config})")
     print(f"  token keys       {settings.data_dir / 'keys'}/")
+    print(
+        f"  event keys       {settings.event_signing_key_path('{dealer,rules,table}')}  "
+        f"(public: {settings.event_keyring_path})"
+    )
+    print(
+        f"  audit key        {settings.audit_signing_key_path}  "
+        f"(public: {settings.audit_public_keys_path})"
+    )
     return 0

@@ -335,7 +335,7 @@ class BeanEscapeRule(_message.Message):
     def __init__(self, threshold: _Optional[int] = ..., landlord_floor: _Optional[int] = ..., landlord_scale: _Optional[int] = ..., farmer_floor: _Optional[int] = ..., farmer_scale: _Optional[int] = ...) -> None: ...
 
 class RoomSettings(_message.Message):
-    __slots__ = ("initial_multiplier", "rake", "cap", "coefficient", "fee", "wildcard_coefficient", "hand_cap", "min_balance", "escape_penalty", "bean_escape")
+    __slots__ = ("initial_multiplier", "rake", "cap", "coefficient", "fee", "wildcard_coefficient", "hand_cap", "min_balance", "escape_penalty", "bean_escape", "bean_rounding")
     INITIAL_MULTIPLIER_FIELD_NUMBER: _ClassVar[int]
     RAKE_FIELD_NUMBER: _ClassVar[int]
     CAP_FIELD_NUMBER: _ClassVar[int]
@@ -346,6 +346,7 @@ class RoomSettings(_message.Message):
     MIN_BALANCE_FIELD_NUMBER: _ClassVar[int]
     ESCAPE_PENALTY_FIELD_NUMBER: _ClassVar[int]
     BEAN_ESCAPE_FIELD_NUMBER: _ClassVar[int]
+    BEAN_ROUNDING_FIELD_NUMBER: _ClassVar[int]
     initial_multiplier: int
     rake: Fraction
     cap: int
@@ -356,7 +357,8 @@ class RoomSettings(_message.Message):
     min_balance: int
     escape_penalty: int
     bean_escape: BeanEscapeRule
-    def __init__(self, initial_multiplier: _Optional[int] = ..., rake: _Optional[_Union[Fraction, _Mapping]] = ..., cap: _Optional[int] = ..., coefficient: _Optional[int] = ..., fee: _Optional[int] = ..., wildcard_coefficient: _Optional[_Union[Fraction, _Mapping]] = ..., hand_cap: _Optional[int] = ..., min_balance: _Optional[int] = ..., escape_penalty: _Optional[int] = ..., bean_escape: _Optional[_Union[BeanEscapeRule, _Mapping]] = ...) -> None: ...
+    bean_rounding: str
+    def __init__(self, initial_multiplier: _Optional[int] = ..., rake: _Optional[_Union[Fraction, _Mapping]] = ..., cap: _Optional[int] = ..., coefficient: _Optional[int] = ..., fee: _Optional[int] = ..., wildcard_coefficient: _Optional[_Union[Fraction, _Mapping]] = ..., hand_cap: _Optional[int] = ..., min_balance: _Optional[int] = ..., escape_penalty: _Optional[int] = ..., bean_escape: _Optional[_Union[BeanEscapeRule, _Mapping]] = ..., bean_rounding: _Optional[str] = ...) -> None: ...
 
 class SeatInfo(_message.Message):
     __slots__ = ("player_id", "is_bot")

@@ -30,7 +30,7 @@ from ddz.domain.ruleset import (
     Scoring,
     WildcardDraw,
 )
-from ddz.domain.settlement import BeanEscapeRule, Ledger, LedgerLine, RoomSettings
+from ddz.domain.settlement import TWO_SHARES, BeanEscapeRule, Ledger, LedgerLine, RoomSettings
 from ddz.v1 import hand_events_pb2 as pb
 
 from .errors import CodecError
@@ -360,6 +360,7 @@ def room_to_pb(room: RoomSettings) -> pb.RoomSettings:
             farmer_floor=escape.farmer_floor,
             farmer_scale=escape.farmer_scale,
         ),
+        bean_rounding=room.bean_rounding,
     )
     if room.cap is not None:
         msg.cap = room.cap
@@ -389,6 +390,8 @@ def _room_from_pb(msg: pb.RoomSettings) -> RoomSettings:
             farmer_floor=escape.farmer_floor,
             farmer_scale=escape.farmer_scale,
         ),
+        # Recorded before the setting existed: the rule those hands were settled under.
+        bean_rounding=msg.bean_rounding or TWO_SHARES,
     )
 
 
