@@ -6,20 +6,18 @@ the security headers and the trailing-slash redirect do not trust the request's 
 
 from __future__ import annotations
 
-import asyncio
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from console_kit import Recorder, Settlement
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from ddz.adapters.security.staff_tokens import issue_staff
 from ddz.adapters.security.token_keys import LoginKey, LoginKeys
 from ddz.adapters.service_db import upgrade_service_db
 from ddz.adapters.service_db.desk_sessions import DeskSessions
 from ddz.adapters.store import make_engine
-from ddz.application.errors import Reason, Refusal
-from ddz.v1 import audit_pb2, desk_pb2, envelope_pb2, settlement_pb2
 from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
@@ -30,57 +28,6 @@ from services.console.session import COOKIE, SIGNIN_COOKIE, Sessions
 LOGIN = LoginKey.of(Ed25519PrivateKey.generate())
 KEYS = LoginKeys(None, {LOGIN.kid: LOGIN.private.public_key()})
 ORIGIN = "https://testserver"
-
-
-class Recorder:
-    """The recorder as the desk sees it: the access log in a list, no hand stored, and
-    the sessions in the real table (``DeskSessions``), as ``DeskService`` keeps them."""
-
-    def __init__(self, engine: Engine) -> None:
-        self.sessions = DeskSessions(engine)
-        self.logged: list[tuple[str, str, str]] = []
-
-    async def read_stream(self, stream_id: str) -> Sequence[envelope_pb2.StoredEvent]:
-        raise Refusal.not_found(Reason.UNKNOWN_HAND, f"no stream {stream_id}")
-
-    async def audit(self, hand_id: str) -> audit_pb2.AuditHandResponse:
-        raise Refusal.not_found(Reason.UNKNOWN_HAND, f"no hand {hand_id}")
-
-    async def find_hands(self, request: desk_pb2.FindHandsRequest) -> desk_pb2.FindHandsResponse:
-        return desk_pb2.FindHandsResponse()
-
-    async def summary(self, hand_id: str) -> desk_pb2.HandSummary:
-        raise Refusal.not_found(Reason.UNKNOWN_HAND, f"no hand {hand_id}")
-
-    async def log_access(self, staff: str, role: str, what: str) -> None:
-        self.logged.append((staff, role, what))
-
-    async def access(self, limit: int, before_id: int) -> desk_pb2.ListAccessResponse:
-        return desk_pb2.ListAccessResponse()
-
-    async def evidence(self, hand_id: str) -> desk_pb2.GetEvidenceResponse:
-        raise Refusal.not_found(Reason.UNKNOWN_HAND, f"no hand {hand_id}")
-
-    async def open_tables(self, limit: int) -> desk_pb2.ListTablesResponse:
-        return desk_pb2.ListTablesResponse()
-
-    async def open_session(self, digest: str, staff: str, role: str, expires_at: float) -> None:
-        await asyncio.to_thread(self.sessions.open, digest, staff, role, expires_at)
-
-    async def check_session(self, digest: str) -> tuple[str, str] | None:
-        found = await asyncio.to_thread(self.sessions.find, digest)
-        return None if found is None else (found.staff, found.role)
-
-    async def end_session(self, digest: str) -> None:
-        await asyncio.to_thread(self.sessions.end, digest)
-
-
-class Settlement:
-    async def balance(self, player_id: str) -> settlement_pb2.GetBalanceResponse:
-        return settlement_pb2.GetBalanceResponse(player_id=player_id)
-
-    async def ledgers(self, player_id: str, limit: int) -> settlement_pb2.ListLedgersResponse:
-        return settlement_pb2.ListLedgersResponse()
 
 
 @pytest.fixture
@@ -97,6 +44,11 @@ def console_client(engine: Engine) -> tuple[TestClient, Recorder]:
     sessions = Sessions(b"k" * 64, ttl=1800, book=recorder)
     console = Console(Desk(recorder, Settlement()), sessions, KEYS)
     return TestClient(console, base_url=ORIGIN, follow_redirects=False), recorder
+
+
+def holding(cookie: str) -> dict[str, str]:
+    """The request headers of a browser holding (a copy of) this session cookie."""
+    return {"Cookie": f"{COOKIE}={cookie}"}
 
 
 def sign_in(client: TestClient, name: str = "sam", role: str = "support") -> str:
@@ -120,11 +72,11 @@ def test_signing_out_ends_the_session_for_a_copied_cookie_on_every_instance(
     browser, _ = console_client(engine)
     other_instance, _ = console_client(engine)
     cookie = sign_in(browser)
-    assert other_instance.get("/hands", cookies={COOKIE: cookie}).status_code == 200
+    assert other_instance.get("/hands", headers=holding(cookie)).status_code == 200
     out = browser.post("/signout", headers={"Origin": ORIGIN})
     assert out.status_code == 303 and out.headers["location"] == "/signin"
     for client in (browser, other_instance):
-        again = client.get("/hands", cookies={COOKIE: cookie})
+        again = client.get("/hands", headers=holding(cookie))
         assert again.status_code == 401, "a copy of a signed-out cookie still opens the desk"
         assert "Sign in to the dispute desk" in again.text
 
@@ -137,11 +89,11 @@ def test_a_session_survives_a_console_restart_and_the_operator_ends_one_staffs_a
     adas = sign_in(first, "ada", "auditor")
     restarted, _ = console_client(engine)  # a new process: nothing kept in memory
     for cookie in (*sams, adas):
-        assert restarted.get("/hands", cookies={COOKIE: cookie}).status_code == 200
+        assert restarted.get("/hands", headers=holding(cookie)).status_code == 200
     assert DeskSessions(engine).end_staff("sam") == 2
     for cookie in sams:
-        assert restarted.get("/hands", cookies={COOKIE: cookie}).status_code == 401
-    assert restarted.get("/hands", cookies={COOKIE: adas}).status_code == 200
+        assert restarted.get("/hands", headers=holding(cookie)).status_code == 401
+    assert restarted.get("/hands", headers=holding(adas)).status_code == 200
 
 
 def test_the_session_cookie_is_host_only_http_only_and_strict(engine: Engine) -> None:
@@ -177,14 +129,14 @@ def test_a_sign_in_or_out_posted_from_another_site_is_refused(
     form = attacker.get("/signin")  # the attacker's own form, token and cookie
     csrf = form.text.split('name="csrf" value="', 1)[1].split('"', 1)[0]
     signin = {"token": issue_staff(LOGIN, "mallory", "support"), "csrf": csrf}
-    refused = victim.post("/signin", data=signin, headers=headers,
-                          cookies={SIGNIN_COOKIE: attacker.cookies[SIGNIN_COOKIE]})  # fmt: skip
+    form_cookie = f"{SIGNIN_COOKIE}={attacker.cookies[SIGNIN_COOKIE]}"
+    refused = victim.post("/signin", data=signin, headers={**headers, "Cookie": form_cookie})
     assert refused.status_code == 403
     assert COOKIE not in refused.cookies and "from another site" in refused.text
     cookie = sign_in(victim, "sam")
     out = victim.post("/signout", headers=headers)
     assert out.status_code == 403
-    assert victim.get("/hands", cookies={COOKIE: cookie}).status_code == 200  # still signed in
+    assert victim.get("/hands", headers=holding(cookie)).status_code == 200  # still signed in
 
 
 def test_a_sign_in_without_the_forms_own_token_is_refused(engine: Engine) -> None:
@@ -205,7 +157,7 @@ def test_a_sign_in_without_the_forms_own_token_is_refused(engine: Engine) -> Non
 def test_a_bad_number_in_a_page_address_is_a_400_page(engine: Engine, path: str) -> None:
     client, _ = console_client(engine)
     cookie = sign_in(client, "ada", "auditor")
-    response = client.get(path, cookies={COOKIE: cookie})
+    response = client.get(path, headers=holding(cookie))
     assert response.status_code == 400, response.text
     assert "Cannot show this page" in response.text
 
@@ -215,7 +167,7 @@ def test_every_page_showing_hands_or_players_is_in_the_access_log(engine: Engine
     cookie = sign_in(client, "sam", "support")
     for path in ("/hands?player=carol&room=&outcome=landlord", "/hands", "/live",
                  "/hands/h1?at=3&view=1", "/hands/h1", "/players/carol"):  # fmt: skip
-        client.get(path, cookies={COOKIE: cookie})
+        client.get(path, headers=holding(cookie))
     assert [what for _, _, what in recorder.logged] == [
         "/hands?player=carol&outcome=landlord", "/hands", "/live", "/hands/h1?at=3&view=1",
         "/hands/h1", "/players/carol",
@@ -234,8 +186,9 @@ def test_the_trailing_slash_redirect_names_no_host(engine: Engine) -> None:
 
 def test_every_response_carries_the_security_headers(engine: Engine) -> None:
     client, _ = console_client(engine)
+    cross_site = client.post("/signout", headers={"Origin": "https://evil.example"})
     for response in (client.get("/signin"), client.get("/hands"), client.get("/nowhere"),
-                     client.post("/signout", headers={"Origin": "https://evil.example"})):  # fmt: skip
+                     cross_site):  # fmt: skip
         for name, value in HEADERS.items():
             assert response.headers[name] == value
     assert HEADERS["Cross-Origin-Opener-Policy"] == "same-origin"
