@@ -7,8 +7,10 @@ steps through it with the buttons and the arrow keys, looks at it as one seat sa
 (no other seat's cards), and sees a failed check once the stored bytes of a hand were
 changed; a player's token and no token are refused; a name with markup is shown as
 text; a hand in play shows no hidden cards; every page has its headings and labels.
-``DDZ_DESK_SCREENSHOTS=<dir>`` keeps the screenshots of the main pages there (the ones
-in docs/screenshots were taken so)."""
+Signing out ends the session on the server (a copied cookie opens nothing, a console
+killed with SIGKILL included), a sign-in posted from another site is refused, and a
+search is in the access log. ``DDZ_DESK_SCREENSHOTS=<dir>`` keeps the screenshots of the
+main pages there (the ones in docs/screenshots were taken so)."""
 
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ import re
 import sqlite3
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -28,16 +31,20 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
+from ddz.adapters.rpc.bearer import bearer_channel
 from ddz.adapters.rpc.driver import BotTable, Driver
 from ddz.adapters.rpc.grpc_client import ask
 from ddz.adapters.runtime.stack import Stack
 from ddz.adapters.runtime.stack_env import settings_env
+from ddz.adapters.security.tokens import player_token
+from ddz.application.errors import Kind, Refusal
 from ddz.config import Settings
 from ddz.entrypoints.up_cmd import console_url
-from ddz.v1 import table_pb2
+from ddz.v1 import table_pb2, table_pb2_grpc
 from playwright.sync_api import Browser, Dialog, Page, expect, sync_playwright
 
 CHROMIUM = Path("/usr/bin/chromium")
+SESSION_COOKIE = "__Host-ddz_desk"
 CHROMIUM_ARGS = [
     "--no-sandbox", "--disable-gpu", "--disable-background-networking",
     "--disable-component-update", "--no-first-run",
@@ -56,6 +63,7 @@ class Desk:
     live: str  # a hand in play: a person's turn, a long turn clock
     person: str
     idle: str  # an open table with no hand dealt yet
+    dropped: str  # a finished hand whose person's connection was lost: the bot played on
 
     def token(self, kind: str, name: str, *role: str) -> str:
         done = subprocess.run(
@@ -91,9 +99,10 @@ def page(browser: Browser) -> Iterator[Page]:
 
 
 IDLE_PERSON = "ida-at-an-idle-table"
+DROPPER = "dora-whose-connection-dropped"
 
 
-async def _play(settings: Settings) -> tuple[list[str], str, str, str, str]:
+async def _play(settings: Settings) -> tuple[list[str], str, str, str, str, str]:
     async with Driver(settings) as driver:
         results = await driver.play("classic", hands=3, tables=1)
         hands = [r.hand_id for r in results]
@@ -113,8 +122,45 @@ async def _play(settings: Settings) -> tuple[list[str], str, str, str, str]:
                          table_pb2.OpenTableRequest(variant="laizi", seats=seats))  # fmt: skip
         read = await driver.read_hand(hands[-1])
         assert read
+        dropped = await _drop_a_person(settings, driver)
     player = next(p for p in _players(read) if p)
-    return hands, player, live, person, idle.table.table_id
+    return hands, player, live, person, idle.table.table_id, dropped
+
+
+async def _drop_a_person(settings: Settings, driver: Driver) -> str:
+    """A hand whose person watched their seat, then lost the connection: once the
+    reconnect grace is over the bot plays for them to the end ("bot for dora: connection
+    lost at #N", the timeline's longest Who)."""
+    seats = [table_pb2.SeatSpec(player_id=DROPPER, is_bot=False)] + [
+        table_pb2.SeatSpec(player_id=f"bot-drop-{s}", is_bot=True) for s in (1, 2)
+    ]
+    opened = await ask("table", driver.table.OpenTable,
+                       table_pb2.OpenTableRequest(variant="classic", seats=seats))  # fmt: skip
+    hand_id = await driver.deal(BotTable("classic", "dropped", opened.table.table_id))
+    channel = bearer_channel(settings, player_token(settings, DROPPER))
+    try:
+        stub = table_pb2_grpc.TableServiceStub(channel)  # type: ignore[no-untyped-call]
+        stream = stub.WatchHand(table_pb2.WatchHandRequest(hand_id=hand_id, seat=0))
+        await stream.read()  # the person is at the seat
+        stream.cancel()  # and gone
+    finally:
+        await channel.close()
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        try:
+            if "hand_settled" in _types(await driver.read_hand(hand_id)):
+                return hand_id
+        except Refusal as refusal:  # not recorded yet
+            if refusal.kind is not Kind.NOT_FOUND:
+                raise
+        await asyncio.sleep(0.5)
+    raise AssertionError(f"the bot did not finish hand {hand_id} for {DROPPER}")
+
+
+def _types(stored: list[Any]) -> list[str]:
+    from ddz.adapters import codec
+
+    return [codec.parse_envelope(item.envelope).type for item in stored]
 
 
 def _players(stored: list[Any]) -> list[str]:
@@ -156,21 +202,22 @@ def _tamper(database: Path, hand_id: str, version: int) -> None:
 def desk(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Desk]:
     data_dir = tmp_path_factory.mktemp("desk")
     # a long turn clock: the person's hand stays in play while the tests look at it
-    settings = Settings.from_env({"DDZ_DATA_DIR": str(data_dir), "DDZ_TURN_TIMEOUT": "600"})
+    settings = Settings.from_env({"DDZ_DATA_DIR": str(data_dir), "DDZ_TURN_TIMEOUT": "600",
+                                  "DDZ_RECONNECT_GRACE": "1"})  # fmt: skip
     stack = Stack(settings, ephemeral_ports=True, nats_port=0)
     # Playwright's sync API runs an event loop in this thread: the stack's own asyncio
     # (starting NATS users, the driver) runs in a thread of its own.
     with ThreadPoolExecutor(1) as worker:
         worker.submit(stack.start).result()
         try:
-            hands, player, live, person, idle = worker.submit(
+            hands, player, live, person, idle, dropped = worker.submit(
                 asyncio.run, _play(stack.settings)
             ).result()
             tampered = hands[0]
             _tamper(data_dir / "ddz.sqlite3", tampered, 6)
             env = {**os.environ, **settings_env(stack.settings)}
             yield Desk(stack, console_url(stack.settings), env, hands[1:], player, tampered,
-                       live, person, idle)  # fmt: skip
+                       live, person, idle, dropped)  # fmt: skip
         finally:
             worker.submit(stack.stop).result()
 
@@ -191,16 +238,97 @@ def test_no_session_and_a_players_token_are_refused(page: Page, desk: Desk) -> N
     page.get_by_label("Staff token").fill(desk.token("player", desk.player))
     page.get_by_role("button", name="Sign in").click()
     expect(page.get_by_role("alert")).to_contain_text("player's or operator's token")
-    assert page.context.cookies() == []
+    assert _session_cookies(page) == []
     page.get_by_label("Staff token").fill("not a token")
     page.get_by_role("button", name="Sign in").click()
     expect(page.get_by_role("alert")).to_contain_text("not a staff token")
-    assert page.context.cookies() == []
+    assert _session_cookies(page) == []
+
+
+def _session_cookies(page: Page) -> list[Any]:
+    return [c for c in page.context.cookies() if c["name"] == SESSION_COOKIE]
+
+
+def test_signing_out_ends_the_session_even_for_a_copied_cookie(
+    browser: Browser, page: Page, desk: Desk
+) -> None:
+    """The cookie names a session the console ends on the server: a copy of it opens
+    nothing once its owner signed out, after a console killed with SIGKILL too, while
+    another open session survives that kill."""
+    sign_in(page, desk, "support", "sam-signs-out")
+    (copied,) = _session_cookies(page)
+    other = browser.new_context(ignore_https_errors=True).new_page()
+    sign_in(other, desk, "auditor", "ada-stays")
+    page.get_by_role("button", name="Sign out").click()
+    expect(page.get_by_role("heading", level=1)).to_have_text("Sign in to the dispute desk")
+    assert _session_cookies(page) == []
+    thief = browser.new_context(ignore_https_errors=True)
+    try:
+        thief.add_cookies([copied])
+        stolen = thief.new_page()
+        for attempt in ("before", "after the console's SIGKILL"):
+            response = stolen.goto(f"{desk.url}/hands")
+            assert response is not None and response.status == 401, attempt
+            expect(stolen.get_by_role("heading", level=1)).to_have_text(
+                "Sign in to the dispute desk"
+            )
+            if attempt == "before":
+                _kill_console(desk, stolen)
+    finally:
+        thief.close()
+    response = other.goto(f"{desk.url}/hands")
+    assert response is not None and response.status == 200
+    other.context.close()
+
+
+def _kill_console(desk: Desk, page: Page) -> None:
+    """SIGKILL the console and start it again, as its supervisor would; back when it
+    answers."""
+    (console,) = desk.stack.instances("console")
+    desk.stack.restart(console.name)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            if page.request.get(f"{desk.url}/signin").ok:
+                return
+        except Exception:
+            pass
+        time.sleep(0.3)
+    raise AssertionError("the console did not come back after SIGKILL")
+
+
+def test_a_sign_in_posted_from_another_site_is_refused(page: Page, desk: Desk) -> None:
+    """Login CSRF: a page elsewhere posts the attacker's staff token to the desk's
+    sign-in from the victim's browser; the desk refuses it and sets no session."""
+    evil = "https://evil.example"
+    token = desk.token("staff", "mallory", "--role", "support")
+    form = (f'<form id="f" method="post" action="{desk.url}/signin">'
+            f'<input name="token" value="{token}"><input name="csrf" value="x"></form>'
+            '<script>document.getElementById("f").submit()</script>')  # fmt: skip
+    page.route(f"{evil}/**", lambda route: route.fulfill(
+        status=200, content_type="text/html", body=form))  # fmt: skip
+    with page.expect_response(f"{desk.url}/signin") as answer:
+        page.goto(f"{evil}/prize")
+    assert answer.value.status == 403
+    assert answer.value.request.header_value("origin") == evil
+    expect(page.get_by_role("alert")).to_contain_text("sent from another site")
+    assert _session_cookies(page) == []
+    # a sign-out posted from there leaves a signed-in member signed in
+    sign_in(page, desk, "support", "sam-stays-in")
+    page.route(f"{evil}/**", lambda route: route.fulfill(status=200, content_type="text/html",
+        body=f'<form id="f" method="post" action="{desk.url}/signout"></form>'
+             '<script>document.getElementById("f").submit()</script>'))  # fmt: skip
+    with page.expect_response(f"{desk.url}/signout") as answer:
+        page.goto(f"{evil}/again")
+    assert answer.value.status == 403
+    response = page.goto(f"{desk.url}/hands")
+    assert response is not None and response.status == 200
 
 
 def test_the_session_cookie_is_http_only_secure_and_strict(page: Page, desk: Desk) -> None:
     sign_in(page, desk)
     (cookie,) = page.context.cookies()
+    assert cookie["name"].startswith("__Host-") and cookie["path"] == "/"
     assert cookie["httpOnly"] and cookie["secure"] and cookie["sameSite"] == "Strict"
     assert "." in cookie["value"] and "eyJhbGciOi" not in cookie["value"]  # not the token
     assert 0 < cookie["expires"] - dt.datetime.now(dt.UTC).timestamp() <= 30 * 60 + 5
@@ -246,7 +374,14 @@ def test_find_a_hand_by_player_and_by_time_then_step_through_it(page: Page, desk
     expect(first_play).to_contain_text(re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}"))
     expect(first_play).to_contain_text(re.compile(r"\+\d+\.\d s"))
     expect(first_play).to_contain_text("bot seat")
-    expect(page.locator("ol.result")).to_contain_text("deltas:")
+    # the result, worked out: headed sections, each a short list, as a bill is read
+    result = page.locator("div.result")
+    expect(result.locator("h3")).to_have_text(["Multiplier", "Ledger", "Arithmetic"])
+    expect(result.locator("section", has_text="Ledger")).to_contain_text("deltas:")
+    expect(result.locator("section", has_text="Arithmetic").locator("li").first).to_contain_text(
+        "base × multiplier"
+    )
+    assert result.locator("li", has_text=re.compile(r"^\w+:$")).count() == 0
 
 
 def test_one_seats_view_shows_no_other_seats_cards(page: Page, desk: Desk) -> None:
@@ -321,8 +456,10 @@ def test_markup_in_a_name_is_shown_as_text(page: Page, desk: Desk) -> None:
 
     page.on("dialog", on_dialog)
     sign_in(page, desk)
-    page.goto(f"{desk.url}/players/{quote(MARKUP_NAME, safe='')}")
-    expect(page.get_by_role("heading", level=1)).to_have_text(f"Player {MARKUP_NAME}")
+    # no player id holds markup (ddz.domain.ids): its page is refused, in words
+    response = page.goto(f"{desk.url}/players/{quote(MARKUP_NAME, safe='')}")
+    assert response is not None and response.status == 400
+    expect(page.get_by_role("alert")).to_contain_text("a player id is 1-64 letters")
     page.goto(f"{desk.url}/hands?player={quote(MARKUP_NAME)}")
     expect(page.get_by_label("Player")).to_have_value(MARKUP_NAME)
     expect(page.get_by_text("No hand matches")).to_be_visible()
@@ -370,6 +507,39 @@ def test_auditors_read_the_access_log_and_support_cannot(browser: Browser, desk:
     row = auditor.locator("table.access tr", has_text="sam-the-support").first
     expect(row).to_contain_text(f"/hands/{desk.hands[0]}")
     expect(row).to_contain_text("support")
+
+
+def test_a_search_the_live_tables_and_a_step_are_in_the_access_log(
+    browser: Browser, desk: Desk
+) -> None:
+    support = browser.new_context(ignore_https_errors=True).new_page()
+    sign_in(support, desk, "support", "sue-searches")
+    support.get_by_label("Player").fill(desk.player)
+    support.get_by_role("button", name="Search").click()
+    expect(support.locator("table.hands tbody tr").first).to_be_visible()
+    support.get_by_role("link", name="Live tables").click()
+    support.goto(f"{desk.url}/hands/{desk.hands[0]}?at=3&view=1")
+    auditor = browser.new_context(ignore_https_errors=True).new_page()
+    sign_in(auditor, desk, "auditor", "ada")
+    auditor.goto(f"{desk.url}/access")
+    rows = auditor.locator("table.access tbody tr", has_text="sue-searches")
+    expect(rows.filter(has_text=f"/hands?player={desk.player}")).to_have_count(1)
+    expect(rows.filter(has_text="/live")).to_have_count(1)
+    expect(rows.filter(has_text=f"/hands/{desk.hands[0]}?at=3&view=1")).to_have_count(1)
+    expect(rows.first).to_contain_text("support")
+    expect(rows.first).to_contain_text(re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d"))
+
+
+def test_the_who_column_stays_readable_at_1280_px(page: Page, desk: Desk) -> None:
+    sign_in(page, desk)
+    page.goto(f"{desk.url}/hands/{desk.dropped}")
+    cell = page.locator("table.timeline td.who", has_text=f"bot for {DROPPER}").first
+    expect(cell.locator(".why")).to_contain_text("connection lost at #")
+    lines = cell.evaluate(
+        "td => Math.round(td.getBoundingClientRect().height / "
+        "parseFloat(getComputedStyle(td).lineHeight))")  # fmt: skip
+    assert lines <= 4, f"the Who cell wraps into {lines} lines"
+    _shoot(page, Path(os.environ.get("DDZ_DESK_SCREENSHOTS", ".")), "hand-bot-for-a-person")
 
 
 def test_every_page_has_headings_and_labels(page: Page, desk: Desk) -> None:
