@@ -41,6 +41,7 @@ from .ports import TableLog
 
 log = structlog.get_logger("ddz.table.tables")
 
+
 class TableError(Refusal, ValueError):
     """A table that cannot be opened as asked, or an id that cannot be one (the message
     says why): an invalid request."""

@@ -9,6 +9,7 @@ in a newline (``"carol\\n"``), which would then look like ``carol`` on a page an
 from __future__ import annotations
 
 import re
+from typing import TypeGuard
 
 NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 """A player, table or room id: 1-64 letters, digits, '_' or '-'."""
@@ -22,14 +23,14 @@ HAND_RULE = "1-200 letters, digits, '_' or '-'"
 STAFF_RULE = "1-200 letters, digits, '_', '.', '@', '+' or '-'"
 
 
-def is_name(value: object) -> bool:
+def is_name(value: object) -> TypeGuard[str]:
     """A player, table or room id."""
     return isinstance(value, str) and NAME.fullmatch(value) is not None
 
 
-def is_hand_id(value: object) -> bool:
+def is_hand_id(value: object) -> TypeGuard[str]:
     return isinstance(value, str) and HAND.fullmatch(value) is not None
 
 
-def is_staff_name(value: object) -> bool:
+def is_staff_name(value: object) -> TypeGuard[str]:
     return isinstance(value, str) and STAFF.fullmatch(value) is not None
