@@ -14,63 +14,35 @@ main pages there (the ones in docs/screenshots were taken so)."""
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
-import itertools
 import os
 import re
-import sqlite3
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 from urllib.parse import quote
 
 import pytest
-from ddz.adapters.rpc.bearer import bearer_channel
-from ddz.adapters.rpc.driver import BotTable, Driver
-from ddz.adapters.rpc.grpc_client import ask
-from ddz.adapters.runtime.stack import Stack
-from ddz.adapters.runtime.stack_env import settings_env
-from ddz.adapters.security.tokens import player_token
-from ddz.application.errors import Kind, Refusal
-from ddz.config import Settings
-from ddz.entrypoints.up_cmd import console_url
-from ddz.v1 import table_pb2, table_pb2_grpc
+from desk_kit import (
+    DROPPER,
+    IDLE_PERSON,
+    Desk,
+    accessible,
+    kill_console,
+    running_desk,
+    session_cookies,
+    shoot,
+    sign_in,
+)
 from playwright.sync_api import Browser, Dialog, Page, expect, sync_playwright
 
 CHROMIUM = Path("/usr/bin/chromium")
-SESSION_COOKIE = "__Host-ddz_desk"
 CHROMIUM_ARGS = [
     "--no-sandbox", "--disable-gpu", "--disable-background-networking",
     "--disable-component-update", "--no-first-run",
 ]  # fmt: skip
 MARKUP_NAME = "<script>alert(1)</script>"
-
-
-@dataclass
-class Desk:
-    stack: Stack
-    url: str
-    env: dict[str, str]
-    hands: list[str]  # finished classic hands of the bot table, oldest first
-    player: str  # a player of those hands
-    tampered: str  # a finished hand whose stored bytes were changed
-    live: str  # a hand in play: a person's turn, a long turn clock
-    person: str
-    idle: str  # an open table with no hand dealt yet
-    dropped: str  # a finished hand whose person's connection was lost: the bot played on
-
-    def token(self, kind: str, name: str, *role: str) -> str:
-        done = subprocess.run(
-            [sys.executable, "-m", "ddz.entrypoints.cli", "token", kind, name, *role],
-            env=self.env, capture_output=True, text=True, timeout=60, check=True,
-        )  # fmt: skip
-        return done.stdout.strip()
 
 
 @pytest.fixture(scope="module")
@@ -98,135 +70,10 @@ def page(browser: Browser) -> Iterator[Page]:
         context.close()
 
 
-IDLE_PERSON = "ida-at-an-idle-table"
-DROPPER = "dora-whose-connection-dropped"
-
-
-async def _play(settings: Settings) -> tuple[list[str], str, str, str, str, str]:
-    async with Driver(settings) as driver:
-        results = await driver.play("classic", hands=3, tables=1)
-        hands = [r.hand_id for r in results]
-        # a person's table: bots bid around them, then the hand waits for their turn
-        person = "pat-the-person"
-        seats = [table_pb2.SeatSpec(player_id=person, is_bot=False)] + [
-            table_pb2.SeatSpec(player_id=f"bot-live-{s}", is_bot=True) for s in (1, 2)
-        ]
-        opened = await ask("table", driver.table.OpenTable,
-                           table_pb2.OpenTableRequest(variant="classic", seats=seats))  # fmt: skip
-        live = await driver.deal(BotTable("classic", "live", opened.table.table_id))
-        # a table open with no hand dealt yet: the live tables show who sits there
-        seats = [table_pb2.SeatSpec(player_id=IDLE_PERSON, is_bot=False)] + [
-            table_pb2.SeatSpec(player_id=f"bot-idle-{s}", is_bot=True) for s in (1, 2)
-        ]
-        idle = await ask("table", driver.table.OpenTable,
-                         table_pb2.OpenTableRequest(variant="laizi", seats=seats))  # fmt: skip
-        read = await driver.read_hand(hands[-1])
-        assert read
-        dropped = await _drop_a_person(settings, driver)
-    player = next(p for p in _players(read) if p)
-    return hands, player, live, person, idle.table.table_id, dropped
-
-
-async def _drop_a_person(settings: Settings, driver: Driver) -> str:
-    """A hand whose person watched their seat, then lost the connection: once the
-    reconnect grace is over the bot plays for them to the end ("bot for dora: connection
-    lost at #N", the timeline's longest Who)."""
-    seats = [table_pb2.SeatSpec(player_id=DROPPER, is_bot=False)] + [
-        table_pb2.SeatSpec(player_id=f"bot-drop-{s}", is_bot=True) for s in (1, 2)
-    ]
-    opened = await ask("table", driver.table.OpenTable,
-                       table_pb2.OpenTableRequest(variant="classic", seats=seats))  # fmt: skip
-    hand_id = await driver.deal(BotTable("classic", "dropped", opened.table.table_id))
-    channel = bearer_channel(settings, player_token(settings, DROPPER))
-    try:
-        stub = table_pb2_grpc.TableServiceStub(channel)  # type: ignore[no-untyped-call]
-        stream = stub.WatchHand(table_pb2.WatchHandRequest(hand_id=hand_id, seat=0))
-        await stream.read()  # the person is at the seat
-        stream.cancel()  # and gone
-    finally:
-        await channel.close()
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:
-        try:
-            if "hand_settled" in _types(await driver.read_hand(hand_id)):
-                return hand_id
-        except Refusal as refusal:  # not recorded yet
-            if refusal.kind is not Kind.NOT_FOUND:
-                raise
-        await asyncio.sleep(0.5)
-    raise AssertionError(f"the bot did not finish hand {hand_id} for {DROPPER}")
-
-
-def _types(stored: list[Any]) -> list[str]:
-    from ddz.adapters import codec
-
-    return [codec.parse_envelope(item.envelope).type for item in stored]
-
-
-def _players(stored: list[Any]) -> list[str]:
-    from ddz.adapters import codec
-
-    first = codec.parse_envelope(stored[0].envelope)
-    started = codec.decode_event(first.type, first.type_version, first.payload)
-    return [seat.player_id for seat in started.seats]  # type: ignore[attr-defined]
-
-
-def _tamper(database: Path, hand_id: str, version: int) -> None:
-    """What someone with the database file can do: drop the store's guards and flip a
-    byte of one stored event of the hand."""
-    conn = sqlite3.connect(database, timeout=120, isolation_level=None)
-    try:
-        # The recorder writes meanwhile. In WAL mode a read that turns into a write fails at
-        # once (no busy wait) when a commit landed after the read began: take the write lock
-        # first, waiting for it, and read inside it.
-        conn.execute("BEGIN IMMEDIATE")
-        triggers = conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")
-        for (name,) in triggers.fetchall():
-            conn.execute(f'DROP TRIGGER "{name}"')
-        (envelope,) = conn.execute(
-            "SELECT envelope FROM events WHERE stream_id = ? AND stream_version = ?",
-            (f"hand-{hand_id}", version),
-        ).fetchone()
-        changed = bytearray(envelope)
-        changed[-70] ^= 0x01  # inside the payload, before the signature
-        conn.execute(
-            "UPDATE events SET envelope = ? WHERE stream_id = ? AND stream_version = ?",
-            (bytes(changed), f"hand-{hand_id}", version),
-        )
-        conn.execute("COMMIT")
-    finally:
-        conn.close()
-
-
 @pytest.fixture(scope="module")
 def desk(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Desk]:
-    data_dir = tmp_path_factory.mktemp("desk")
-    # a long turn clock: the person's hand stays in play while the tests look at it
-    settings = Settings.from_env({"DDZ_DATA_DIR": str(data_dir), "DDZ_TURN_TIMEOUT": "600",
-                                  "DDZ_RECONNECT_GRACE": "1"})  # fmt: skip
-    stack = Stack(settings, ephemeral_ports=True, nats_port=0)
-    # Playwright's sync API runs an event loop in this thread: the stack's own asyncio
-    # (starting NATS users, the driver) runs in a thread of its own.
-    with ThreadPoolExecutor(1) as worker:
-        worker.submit(stack.start).result()
-        try:
-            hands, player, live, person, idle, dropped = worker.submit(
-                asyncio.run, _play(stack.settings)
-            ).result()
-            tampered = hands[0]
-            _tamper(data_dir / "ddz.sqlite3", tampered, 6)
-            env = {**os.environ, **settings_env(stack.settings)}
-            yield Desk(stack, console_url(stack.settings), env, hands[1:], player, tampered,
-                       live, person, idle, dropped)  # fmt: skip
-        finally:
-            worker.submit(stack.stop).result()
-
-
-def sign_in(page: Page, desk: Desk, role: str = "support", name: str = "sam") -> None:
-    page.goto(f"{desk.url}/signin")
-    page.get_by_label("Staff token").fill(desk.token("staff", name, "--role", role))
-    page.get_by_role("button", name="Sign in").click()
-    expect(page.get_by_role("heading", level=1)).to_have_text("Find hands")
+    with running_desk(tmp_path_factory.mktemp("desk")) as started:
+        yield started
 
 
 def test_no_session_and_a_players_token_are_refused(page: Page, desk: Desk) -> None:
@@ -238,15 +85,11 @@ def test_no_session_and_a_players_token_are_refused(page: Page, desk: Desk) -> N
     page.get_by_label("Staff token").fill(desk.token("player", desk.player))
     page.get_by_role("button", name="Sign in").click()
     expect(page.get_by_role("alert")).to_contain_text("player's or operator's token")
-    assert _session_cookies(page) == []
+    assert session_cookies(page) == []
     page.get_by_label("Staff token").fill("not a token")
     page.get_by_role("button", name="Sign in").click()
     expect(page.get_by_role("alert")).to_contain_text("not a staff token")
-    assert _session_cookies(page) == []
-
-
-def _session_cookies(page: Page) -> list[Any]:
-    return [c for c in page.context.cookies() if c["name"] == SESSION_COOKIE]
+    assert session_cookies(page) == []
 
 
 def test_signing_out_ends_the_session_even_for_a_copied_cookie(
@@ -256,12 +99,12 @@ def test_signing_out_ends_the_session_even_for_a_copied_cookie(
     nothing once its owner signed out, after a console killed with SIGKILL too, while
     another open session survives that kill."""
     sign_in(page, desk, "support", "sam-signs-out")
-    (copied,) = _session_cookies(page)
+    (copied,) = session_cookies(page)
     other = browser.new_context(ignore_https_errors=True).new_page()
     sign_in(other, desk, "auditor", "ada-stays")
     page.get_by_role("button", name="Sign out").click()
     expect(page.get_by_role("heading", level=1)).to_have_text("Sign in to the dispute desk")
-    assert _session_cookies(page) == []
+    assert session_cookies(page) == []
     thief = browser.new_context(ignore_https_errors=True)
     try:
         thief.add_cookies([copied])
@@ -273,28 +116,12 @@ def test_signing_out_ends_the_session_even_for_a_copied_cookie(
                 "Sign in to the dispute desk"
             )
             if attempt == "before":
-                _kill_console(desk, stolen)
+                kill_console(desk, stolen)
     finally:
         thief.close()
     response = other.goto(f"{desk.url}/hands")
     assert response is not None and response.status == 200
     other.context.close()
-
-
-def _kill_console(desk: Desk, page: Page) -> None:
-    """SIGKILL the console and start it again, as its supervisor would; back when it
-    answers."""
-    (console,) = desk.stack.instances("console")
-    desk.stack.restart(console.name)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            if page.request.get(f"{desk.url}/signin").ok:
-                return
-        except Exception:
-            pass
-        time.sleep(0.3)
-    raise AssertionError("the console did not come back after SIGKILL")
 
 
 def test_a_sign_in_posted_from_another_site_is_refused(page: Page, desk: Desk) -> None:
@@ -312,7 +139,7 @@ def test_a_sign_in_posted_from_another_site_is_refused(page: Page, desk: Desk) -
     assert answer.value.status == 403
     assert answer.value.request.header_value("origin") == evil
     expect(page.get_by_role("alert")).to_contain_text("sent from another site")
-    assert _session_cookies(page) == []
+    assert session_cookies(page) == []
     # a sign-out posted from there leaves a signed-in member signed in
     sign_in(page, desk, "support", "sam-stays-in")
     page.route(f"{evil}/**", lambda route: route.fulfill(status=200, content_type="text/html",
@@ -539,14 +366,14 @@ def test_the_who_column_stays_readable_at_1280_px(page: Page, desk: Desk) -> Non
         "td => Math.round(td.getBoundingClientRect().height / "
         "parseFloat(getComputedStyle(td).lineHeight))")  # fmt: skip
     assert lines <= 4, f"the Who cell wraps into {lines} lines"
-    _shoot(page, Path(os.environ.get("DDZ_DESK_SCREENSHOTS", ".")), "hand-bot-for-a-person")
+    shoot(page, Path(os.environ.get("DDZ_DESK_SCREENSHOTS", ".")), "hand-bot-for-a-person")
 
 
 def test_every_page_has_headings_and_labels(page: Page, desk: Desk) -> None:
     shots = Path(os.environ.get("DDZ_DESK_SCREENSHOTS", "."))
     page.goto(f"{desk.url}/signin")
-    _accessible(page)
-    _shoot(page, shots, "signin")
+    accessible(page)
+    shoot(page, shots, "signin")
     sign_in(page, desk, "auditor", "ada")
     pages = {
         "hands": f"{desk.url}/hands",
@@ -560,30 +387,5 @@ def test_every_page_has_headings_and_labels(page: Page, desk: Desk) -> None:
     for name, url in pages.items():
         response = page.goto(url)
         assert response is not None and response.status == 200, name
-        _accessible(page)
-        _shoot(page, shots, name)
-
-
-def _accessible(page: Page) -> None:
-    """The smoke check: a language, one h1, headings in order, every field labelled,
-    every table captioned with header cells, every link named."""
-    assert page.locator("html").get_attribute("lang") == "en"
-    assert page.locator("h1").count() == 1
-    levels = [int(tag[1]) for tag in page.locator("h1, h2, h3").evaluate_all(
-        "els => els.map(e => e.tagName.toLowerCase())")]  # fmt: skip
-    assert all(b - a <= 1 for a, b in itertools.pairwise(levels)), levels
-    for field in page.locator("input:not([type=hidden]), select, textarea").all():
-        field_id = field.get_attribute("id")
-        assert field_id and page.locator(f'label[for="{field_id}"]').count() == 1, field_id
-    for table in page.locator("table").all():
-        assert table.locator("caption").count() == 1 and table.locator("th").count() > 0
-    for link in page.locator("a").all():
-        assert link.inner_text().strip() or link.get_attribute("aria-label"), link
-    assert page.locator("main#main").count() == 1
-
-
-def _shoot(page: Page, directory: Path, name: str) -> None:
-    if not os.environ.get("DDZ_DESK_SCREENSHOTS"):
-        return
-    directory.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(directory / f"desk-{name}.png"), full_page=True)
+        accessible(page)
+        shoot(page, shots, name)
