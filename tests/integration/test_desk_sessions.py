@@ -81,6 +81,11 @@ async def test_a_bad_session_is_an_invalid_argument(
     assert caught.value.kind is Kind.INVALID
     with pytest.raises(Refusal):
         await desk.EndSessions(desk_pb2.EndSessionsRequest(), CONTEXT)
+    good = desk_pb2.OpenSessionRequest(digest="b" * 64, staff="sam", role="support",
+                                       expires_at=time.time() + 60)  # fmt: skip
+    await desk.OpenSession(good, CONTEXT)
+    with pytest.raises(Refusal, match="opened already"):  # a repeat is refused, not an error
+        await desk.OpenSession(good, CONTEXT)
 
 
 def store_url(store: SqlEventStore) -> str:

@@ -43,16 +43,21 @@ class DeskSessions:
         self.engine = engine
 
     def open(self, digest: str, staff: str, role: str, expires_at: float) -> None:
+        """Record a new session; ``ValueError`` for a digest that is no SHA-256 or is one
+        of a session recorded already (the console makes a fresh secret per sign-in)."""
         now = time.time()
-        with self.engine.begin() as conn:
-            conn.execute(
-                sa.delete(desk_sessions).where(desk_sessions.c.expires_at < now - KEEP_EXPIRED)
-            )
-            conn.execute(
-                sa.insert(desk_sessions),
-                {"digest": check_digest(digest), "staff": staff[:200], "role": role[:32],
-                 "opened_at": now, "expires_at": expires_at, "ended_at": None},
-            )  # fmt: skip
+        try:
+            with self.engine.begin() as conn:
+                conn.execute(
+                    sa.delete(desk_sessions).where(desk_sessions.c.expires_at < now - KEEP_EXPIRED)
+                )
+                conn.execute(
+                    sa.insert(desk_sessions),
+                    {"digest": check_digest(digest), "staff": staff[:200], "role": role[:32],
+                     "opened_at": now, "expires_at": expires_at, "ended_at": None},
+                )  # fmt: skip
+        except sa.exc.IntegrityError:
+            raise ValueError("this session was opened already: sign in again") from None
 
     def find(self, digest: str, now: float | None = None) -> DeskSession | None:
         """The open session of ``digest``; None when there is none, it ended or expired."""
