@@ -57,7 +57,9 @@ class DeskServicer(desk_pb2_grpc.DeskServiceServicer):
     async def GetHandSummary(
         self, request: desk_pb2.GetHandSummaryRequest, context: Context
     ) -> desk_pb2.HandSummary:
-        found = await asyncio.to_thread(self.index.get, request.hand_id[:MAX_TEXT])
+        if not ids.is_hand_id(request.hand_id):
+            raise Refusal.invalid(f"a hand id is {ids.HAND_RULE}", Reason.UNKNOWN_HAND)
+        found = await asyncio.to_thread(self.index.get, request.hand_id)
         if found is None:
             raise Refusal.not_found(Reason.UNKNOWN_HAND, f"no hand {request.hand_id!r} indexed")
         return summary_pb(found)
@@ -86,8 +88,10 @@ class DeskServicer(desk_pb2_grpc.DeskServiceServicer):
     async def GetEvidence(
         self, request: desk_pb2.GetEvidenceRequest, context: Context
     ) -> desk_pb2.GetEvidenceResponse:
-        hand_id = request.hand_id[:MAX_TEXT]
-        if self.evidence is None or not hand_id:
+        hand_id = request.hand_id
+        if not ids.is_hand_id(hand_id):
+            raise Refusal.invalid(f"a hand id is {ids.HAND_RULE}", Reason.UNKNOWN_HAND)
+        if self.evidence is None:
             raise Refusal.not_found(Reason.UNKNOWN_HAND, f"no hand {hand_id!r} in the store")
         try:
             found = await asyncio.to_thread(self.evidence, hand_id)
