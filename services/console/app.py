@@ -5,7 +5,8 @@ settlement, as ``console`` (mTLS, least rights: ``ddz.adapters.security.rights``
 Started like every service (``service_runner``): its gRPC port answers health only (the
 stack, Docker and Kubernetes probe it as they probe the others), and it is SERVING
 while its web server runs. It holds no signing key, publishes nothing and has no NATS
-connection: everything it shows comes through the recorder and the settlement.
+connection: everything it shows comes through the recorder and the settlement, and its
+sessions are the recorder's too (``session.py``), so any instance serves any of them.
 """
 
 from __future__ import annotations
@@ -56,7 +57,9 @@ class ConsoleApp:
     async def start(self) -> None:
         settings = self.settings
         self.recorder, self.settlement = connect(settings)
-        sessions = Sessions(session_key(settings.data_dir), settings.console_session_ttl)
+        sessions = Sessions(
+            session_key(settings.data_dir), settings.console_session_ttl, self.recorder
+        )
         console = Console(
             Desk(self.recorder, self.settlement), sessions, LoginKeys(login_jwks_path(settings)),
             secure_cookie=not settings.insecure, trace_url=settings.trace_url,

@@ -73,6 +73,22 @@ class RecorderClient:
         response: desk_pb2.ListTablesResponse = await ask("recorder", self.desk.ListTables, request)
         return response
 
+    async def open_session(self, digest: str, staff: str, role: str, expires_at: float) -> None:
+        request = desk_pb2.OpenSessionRequest(
+            digest=digest, staff=staff, role=role, expires_at=expires_at
+        )
+        await ask("recorder", self.desk.OpenSession, request)
+
+    async def check_session(self, digest: str) -> tuple[str, str] | None:
+        request = desk_pb2.CheckSessionRequest(digest=digest)
+        found: desk_pb2.CheckSessionResponse = await ask(
+            "recorder", self.desk.CheckSession, request
+        )
+        return (found.staff, found.role) if found.open else None
+
+    async def end_session(self, digest: str) -> None:
+        await ask("recorder", self.desk.EndSessions, desk_pb2.EndSessionsRequest(digest=digest))
+
 
 class SettlementClient:
     def __init__(self, channel: grpc.aio.Channel) -> None:

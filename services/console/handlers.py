@@ -1,30 +1,30 @@
 """The desk's use cases, on its ports (``ports.py``): find hands, open one, open a
 player, list the live tables and hands, read the access log.
 
-Every hand or player page is written to the access log BEFORE anything of it is read:
-a page whose opening could not be recorded is not shown (the log is the recorder's, in
-the store's database; ``DeskService.LogAccess``).
+Every page that shows hand or player data (a search, a hand at any step and in any
+seat's view, a player, the live tables, an evidence file) is written to the access log,
+who, what and when, BEFORE anything of it is read: a page whose opening could not be
+recorded is not shown (the log is the recorder's, in the store's database;
+``DeskService.LogAccess``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 from ddz.application.errors import Kind, Reason, Refusal
 from ddz.audit import CheckResult, HandAt, NoSuchEvent, audited_report
 from ddz.audit.sight import Sight
 from ddz.audit.timeline import Entry, Timeline
+from ddz.domain import ids
 from ddz.v1 import desk_pb2, settlement_pb2
 
 from .ports import Ledgers, Records
 from .session import Staff
 
-HAND_ID = re.compile(r"[A-Za-z0-9_.:-]{1,200}")
-MAX_NAME = 200
 PAGE = 50
 
 
@@ -112,16 +112,14 @@ def hand_view(
 
 
 def check_hand_id(hand_id: str) -> str:
-    if not HAND_ID.fullmatch(hand_id):
-        raise Refusal.invalid(
-            "a hand id is 1-200 letters, digits, '-', '_', '.' or ':'", Reason.UNKNOWN_HAND
-        )
+    if not ids.is_hand_id(hand_id):
+        raise Refusal.invalid(f"a hand id is {ids.HAND_RULE}", Reason.UNKNOWN_HAND)
     return hand_id
 
 
 def check_player(player_id: str) -> str:
-    if not player_id or len(player_id) > MAX_NAME or not player_id.isprintable():
-        raise Refusal.invalid("a player id is 1-200 printable characters")
+    if not ids.is_name(player_id):
+        raise Refusal.invalid(f"a player id is {ids.NAME_RULE}")
     return player_id
 
 
@@ -130,7 +128,12 @@ class Desk:
         self.records = records
         self.ledgers = ledgers
 
-    async def hands(self, query: HandQuery, limit: int = PAGE) -> list[desk_pb2.HandSummary]:
+    async def hands(
+        self, staff: Staff, query: HandQuery, address: str, limit: int = PAGE
+    ) -> list[desk_pb2.HandSummary]:
+        """One page of a search; ``address`` is the page as asked (``/hands?...``), what
+        the access log says was looked at."""
+        await self.records.log_access(staff.name, staff.role, address)
         found = await self.records.find_hands(query.request(limit))
         return list(found.hands)
 
@@ -140,7 +143,9 @@ class Desk:
         check_hand_id(hand_id)
         if view is not None and view not in (0, 1, 2):
             raise Refusal.invalid("a seat's view is seat 0, 1 or 2")
-        await self.records.log_access(staff.name, staff.role, f"/hands/{hand_id}")
+        step = {name: value for name, value in (("at", at), ("view", view)) if value is not None}
+        what = f"/hands/{hand_id}" + (f"?{urlencode(step)}" if step else "")
+        await self.records.log_access(staff.name, staff.role, what)
         stored, audit, summary = await asyncio.gather(
             self.records.read_stream(f"hand-{hand_id}"),
             self.records.audit(hand_id),
@@ -178,9 +183,10 @@ class Desk:
         )
         return PlayerView(player_id, balance, list(ledgers.ledgers), list(hands.hands))
 
-    async def live(self) -> LiveTables:
+    async def live(self, staff: Staff) -> LiveTables:
         """The open tables, each with its hands in play (no card: the summaries carry
         none), and hands in play at no open table (an operator's, say)."""
+        await self.records.log_access(staff.name, staff.role, "/live")
         tables, found = await asyncio.gather(
             self.records.open_tables(200),
             self.records.find_hands(desk_pb2.FindHandsRequest(outcome="in_play", limit=200)),

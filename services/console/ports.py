@@ -35,3 +35,16 @@ class Ledgers(Protocol):
     async def balance(self, player_id: str) -> settlement_pb2.GetBalanceResponse: ...
 
     async def ledgers(self, player_id: str, limit: int) -> settlement_pb2.ListLedgersResponse: ...
+
+
+class SessionBook(Protocol):
+    """The desk's sessions, where every console instance sees them (the recorder's
+    ``DeskService``); a session is named by the SHA-256 of its secret."""
+
+    async def open_session(self, digest: str, staff: str, role: str, expires_at: float) -> None: ...
+
+    async def check_session(self, digest: str) -> tuple[str, str] | None:
+        """The (staff, role) of an open session; None once it ended or expired."""
+        ...
+
+    async def end_session(self, digest: str) -> None: ...

@@ -5,9 +5,12 @@ a trace id's link. Words only; what happened is ``ddz.audit``'s (the same accoun
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from urllib.parse import quote
 
 from ddz.audit import HandAt
+from ddz.audit.marks import BOT_SEAT
 from ddz.audit.timeline import Entry
 
 TRACE_ID = "{trace_id}"
@@ -28,16 +31,54 @@ def since(seconds: float | None) -> str:
     return f"{round(seconds, 1) + 0.0:+.1f} s"  # + 0.0: never "-0.0"
 
 
-def who(entry: Entry) -> str:
+@dataclass(frozen=True, slots=True)
+class Who:
+    """Who acted, short enough for the timeline's column (``name``), and why a bot moved
+    for a person (``why``, a line of its own under it)."""
+
+    name: str
+    why: str = ""
+
+
+def who(entry: Entry) -> Who:
     """Who acted: on a move, the person or the bot (for whom, and why); else the service
     that recorded the event."""
     actor = entry.actor
     if actor is None:
-        return entry.producer or "?"
-    name = f"{actor.player} (seat {actor.seat})" if actor.player else f"seat {actor.seat}"
+        return Who(entry.producer or "?")
+    seat = f"seat {actor.seat}"
     if not actor.bot:
-        return name
-    return f"{actor.mark} (seat {actor.seat})"
+        return Who(f"{actor.player} ({seat})" if actor.player else seat)
+    if actor.why == BOT_SEAT:
+        return Who(f"bot seat {actor.seat}")
+    since = f" at #{actor.since}" if actor.since is not None else ""
+    return Who(f"bot for {actor.player}", f"{seat} · {actor.why}{since}")
+
+
+@dataclass(frozen=True, slots=True)
+class Section:
+    """A part of the result's working: its heading and its lines."""
+
+    heading: str
+    lines: list[str] = field(default_factory=list)
+
+
+def sections(details: Sequence[str]) -> list[Section]:
+    """The settlement's working (``multiplier:``, ``ledger:``, ``arithmetic:``, each
+    followed by its lines) as headed sections, as a bill is read; lines before the first
+    heading make a section without one."""
+    out: list[Section] = []
+    for raw in details:
+        line = raw.strip()
+        if not line:
+            continue
+        if line.endswith(":") and raw == raw.lstrip():
+            out.append(Section(line[:-1].capitalize()))
+        else:
+            if not out:
+                out.append(Section(""))
+            out[-1].lines.append(line)
+    return out
 
 
 def seat_kind(table: HandAt, seat: int) -> str:

@@ -6,13 +6,17 @@ Stable addresses a support ticket can link: ``/hands`` (filters in the query),
 ``/players/<id>``, ``/live``, ``/access`` (auditors). Everything but ``/signin`` and
 ``/static`` needs a session; without one a page answers 401 with the sign-in form.
 A refusal from a service is a page in the staff's words with the HTTP status of its
-kind. Templates autoescape everything (a player may be named ``<script>``); the
-Content-Security-Policy allows scripts from this origin only, none inline.
+kind; a number a page takes is read by ``whole`` alone, and a bad one is a 400 page.
+Templates autoescape everything (a search may hold ``<script>``); the
+Content-Security-Policy allows scripts from this origin only, none inline. Every
+response carries ``HEADERS``; every POST must come from a page of this origin
+(``same_origin``), and the sign-in form carries a token of its own.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -26,14 +30,14 @@ from ddz.application.errors import Kind, Refusal
 from starlette.applications import Starlette
 from starlette.datastructures import QueryParams
 from starlette.requests import Request
-from starlette.responses import RedirectResponse, Response
+from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
 from . import present
 from .handlers import Desk, HandQuery, check_hand_id
-from .session import COOKIE, Sessions, Staff
+from .session import COOKIE, SIGNIN_COOKIE, SIGNIN_TTL, Sessions, Staff, cookie_name
 
 HERE = Path(__file__).resolve().parent
 OUTCOMES = {"": "any outcome", "landlord": "landlord won", "farmers": "farmers won",
@@ -48,10 +52,19 @@ HEADERS = {
         "frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
     ),
     "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
+    # same-origin, not no-referrer: under no-referrer a browser sends ``Origin: null`` on
+    # the desk's own form posts, and ``same_origin`` could not tell them from a forgery.
+    # Nothing of the desk's addresses leaves for another site either way.
+    "Referrer-Policy": "same-origin",
     "Cache-Control": "no-store",
     "Strict-Transport-Security": "max-age=31536000",
+    "Cross-Origin-Opener-Policy": "same-origin",
+    "Cross-Origin-Resource-Policy": "same-origin",
 }
+"""Every response's security headers, added in one place (``Console.__call__``)."""
+WHOLE = re.compile(r"[0-9]{1,9}")
+CURSOR = re.compile(r"([0-9]{1,12}(?:\.[0-9]{1,9})?)\|(.{1,200})")
+SAME_ORIGIN_FETCHES = ("same-origin", "none")  # Sec-Fetch-Site values of our own pages
 
 log = structlog.get_logger("ddz.console")
 
@@ -88,11 +101,12 @@ def hand_query(params: QueryParams) -> HandQuery:
     outcome = text("outcome")
     if outcome not in OUTCOMES:
         raise Refusal.invalid(f"outcome is one of {', '.join(o for o in OUTCOMES if o)}")
-    before_at, _, before_hand = text("before").partition("|")
-    try:
-        before = float(before_at) if before_at else 0.0
-    except ValueError:
-        raise Refusal.invalid("before: a page cursor from a 'next page' link") from None
+    before, before_hand = 0.0, ""
+    if cursor := text("before"):
+        found = CURSOR.fullmatch(cursor)
+        if found is None:
+            raise Refusal.invalid("before: a page cursor from a 'next page' link")
+        before, before_hand = float(found.group(1)), found.group(2)
     return HandQuery(
         player=text("player"), table_id=text("table"), room=text("room"),
         variant=text("variant"), since=parse_time(text("from"), "from"),
@@ -102,13 +116,34 @@ def hand_query(params: QueryParams) -> HandQuery:
     )  # fmt: skip
 
 
-def _int(params: QueryParams, name: str) -> int | None:
+def whole(params: QueryParams, name: str) -> int | None:
+    """The whole number a page takes as ``name`` (ASCII digits only: ``str.isdigit``
+    also passes ``²``, which ``int`` refuses); None when absent or ``all``."""
     raw = params.get(name, "").strip()
     if not raw or raw == "all":
         return None
-    if not raw.isdigit() or len(raw) > 6:
-        raise Refusal.invalid(f"{name} is a number")
+    if not WHOLE.fullmatch(raw):
+        raise Refusal.invalid(f"{name} is a whole number, such as 3")
     return int(raw)
+
+
+def address(request: Request) -> str:
+    """The page as asked, its empty fields left out: what the access log records."""
+    asked = [(k, v) for k, v in request.query_params.multi_items() if v]
+    return request.url.path + (f"?{urlencode(asked)}" if asked else "")
+
+
+def same_origin(request: Request, secure: bool) -> bool:
+    """A POST from a page of this desk: ``Origin`` is this origin and ``Sec-Fetch-Site``,
+    where the browser sends it, says same-origin. A form elsewhere that posts here
+    (signing a browser in as someone else, or out) fails both."""
+    fetched = request.headers.get("sec-fetch-site")
+    if fetched is not None and fetched not in SAME_ORIGIN_FETCHES:
+        return False
+    origin = request.headers.get("origin")
+    host = request.headers.get("host")
+    scheme = "https" if secure else "http"
+    return bool(origin and host and origin == f"{scheme}://{host}")
 
 
 def templates(trace_url: str = "") -> jinja2.Environment:
@@ -117,7 +152,7 @@ def templates(trace_url: str = "") -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True)
     env.globals.update(
         utc=utc, outcomes=OUTCOMES, when=present.when, since=present.since, who=present.who,
-        seat_kind=present.seat_kind,
+        seat_kind=present.seat_kind, sections=present.sections,
         trace_link=lambda trace_id: present.trace_link(trace_id, trace_url),
     )  # fmt: skip
     return env
@@ -134,6 +169,8 @@ class Console:
         self.sessions = sessions
         self.login = login
         self.secure_cookie = secure_cookie
+        self.cookie = cookie_name(COOKIE, secure_cookie)
+        self.signin_cookie = cookie_name(SIGNIN_COOKIE, secure_cookie)
         self.templates = Jinja2Templates(env=templates(trace_url))
         self.app = Starlette(routes=[
             Route("/", self.home),
@@ -147,7 +184,11 @@ class Console:
             Route("/live", self._page(self.live)),
             Route("/access", self._page(self.access)),
             Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static"),
+            Route("/{path:path}", self.elsewhere),
         ])  # fmt: skip
+        # Starlette's own trailing-slash redirect names the Host header's host: ``elsewhere``
+        # redirects by the path alone.
+        self.app.router.redirect_slashes = False
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         async def with_headers(message: Any) -> None:
@@ -156,6 +197,18 @@ class Console:
                 message["headers"] += [(k.lower().encode(), v.encode()) for k, v in HEADERS.items()]
             await send(message)
 
+        if scope["type"] == "http" and scope["method"] not in ("GET", "HEAD"):
+            request = Request(scope, receive)
+            if not same_origin(request, self.secure_cookie):
+                log.info("desk_cross_site_post", path=request.url.path,
+                         fetch_site=request.headers.get("sec-fetch-site", ""))  # fmt: skip
+                refused = self.render(
+                    request, "error.html", 403, staff=None,
+                    message="This form was sent from another site, so the desk did not act "
+                    "on it. Open the desk's own page and try again.",
+                )  # fmt: skip
+                await refused(scope, receive, with_headers)
+                return
         await self.app(scope, receive, with_headers)
 
     def render(self, request: Request, name: str, status: int = 200, **context: Any) -> Response:
@@ -164,15 +217,26 @@ class Console:
         )
         return response
 
+    def signin_page(self, request: Request, status: int = 200, why: str = "") -> Response:
+        """The sign-in form, with a fresh token for it (its pair in a cookie)."""
+        cookie, form_token = self.sessions.signin_pair()
+        response = self.render(request, "signin.html", status, staff=None, why=why,
+                               csrf=form_token)  # fmt: skip
+        response.set_cookie(
+            self.signin_cookie, cookie, max_age=SIGNIN_TTL, httponly=True,
+            secure=self.secure_cookie, samesite="strict", path="/",
+        )  # fmt: skip
+        return response
+
     def _page(self, page: Page) -> Callable[[Request], Awaitable[Response]]:
         async def guarded(request: Request) -> Response:
-            staff = self.sessions.read(request.cookies.get(COOKIE))
-            if staff is None:
-                return self.render(
-                    request, "signin.html", 401, staff=None,
-                    why="Sign in with a staff token to open the desk.",
-                )  # fmt: skip
+            staff: Staff | None = None
             try:
+                staff = await self.sessions.read(request.cookies.get(self.cookie))
+                if staff is None:
+                    return self.signin_page(
+                        request, 401, "Sign in with a staff token to open the desk."
+                    )
                 return await page(request, staff)
             except Refusal as refusal:
                 log.info("desk_refused", kind=refusal.kind.value, message=refusal.message)
@@ -188,29 +252,64 @@ class Console:
     async def home(self, request: Request) -> Response:
         return RedirectResponse("/hands", status_code=303)
 
+    async def elsewhere(self, request: Request) -> Response:
+        """No such page; ``/hands/`` and the like are redirected to the page without the
+        slash, by a path alone (never a host, nor ``//host``)."""
+        path = request.url.path
+        if len(path) > 1 and path.endswith("/"):
+            target = "/" + path.strip("/")
+            if request.url.query:
+                target += "?" + request.url.query
+            return RedirectResponse(target, status_code=308)
+        return HTMLResponse("Not Found", status_code=404)
+
     async def signin_form(self, request: Request) -> Response:
-        return self.render(request, "signin.html", staff=None, why="")
+        return self.signin_page(request)
 
     async def signin(self, request: Request) -> Response:
         form = await request.form(max_files=0, max_fields=4)
+        if not self.sessions.signin_allowed(request.cookies.get(self.signin_cookie),
+                                            form.get("csrf")):  # fmt: skip
+            log.info("desk_signin_refused", why="no or a stale sign-in form token")
+            return self.signin_page(
+                request, 403, "This sign-in form has expired or was not the desk's own: "
+                "sign in again here.",
+            )  # fmt: skip
         token = form.get("token")
         try:
             claims = verify_staff(token if isinstance(token, str) else "", self.login)
         except TokenError as exc:
             log.info("desk_signin_refused", why=str(exc))
-            return self.render(request, "signin.html", 401, staff=None, why=str(exc))
-        value, max_age = self.sessions.open(claims.name, claims.role, claims.expires)
+            return self.signin_page(request, 401, str(exc))
+        try:
+            value, max_age = await self.sessions.open(claims.name, claims.role, claims.expires)
+        except Refusal as refusal:
+            log.info("desk_signin_refused", why=refusal.message)
+            return self.signin_page(request, STATUS.get(refusal.kind, 500), refusal.message)
         log.info("desk_signed_in", staff=claims.name, role=claims.role)
         response = RedirectResponse("/hands", status_code=303)
         response.set_cookie(
-            COOKIE, value, max_age=max_age, httponly=True, secure=self.secure_cookie,
+            self.cookie, value, max_age=max_age, httponly=True, secure=self.secure_cookie,
             samesite="strict", path="/",
         )  # fmt: skip
+        response.delete_cookie(self.signin_cookie, path="/", secure=self.secure_cookie,
+                               httponly=True, samesite="strict")  # fmt: skip
         return response
 
     async def signout(self, request: Request) -> Response:
+        """Ends the session for every console instance, then forgets the cookie: a copy
+        of it opens nothing any more."""
+        try:
+            await self.sessions.end(request.cookies.get(self.cookie))
+        except Refusal as refusal:
+            log.warning("desk_signout_failed", kind=refusal.kind.value, message=refusal.message)
+            return self.render(
+                request, "error.html", STATUS.get(refusal.kind, 500), staff=None,
+                message="The desk could not end your session: " + refusal.message
+                + " Sign out again in a moment.",
+            )  # fmt: skip
         response = RedirectResponse("/signin", status_code=303)
-        response.delete_cookie(COOKIE, path="/", secure=self.secure_cookie, httponly=True,
+        response.delete_cookie(self.cookie, path="/", secure=self.secure_cookie, httponly=True,
                                samesite="strict")  # fmt: skip
         return response
 
@@ -218,7 +317,7 @@ class Console:
 
     async def hands(self, request: Request, staff: Staff) -> Response:
         query = hand_query(request.query_params)
-        hands = await self.desk.hands(query)
+        hands = await self.desk.hands(staff, query, address(request))
         next_link = ""
         if len(hands) == 50:
             params = {k: v for k, v in request.query_params.items() if k != "before"}
@@ -232,9 +331,9 @@ class Console:
 
     async def hand(self, request: Request, staff: Staff) -> Response:
         hand_id = check_hand_id(request.path_params["hand_id"])
-        view = _int(request.query_params, "view")
-        found = await self.desk.hand(staff, hand_id, at=_int(request.query_params, "at"),
-                                     view=view)  # fmt: skip
+        params = request.query_params
+        found = await self.desk.hand(staff, hand_id, at=whole(params, "at"),
+                                     view=whole(params, "view"))  # fmt: skip
         return self.render(request, "hand.html", staff=staff, hand=found, account=found.timeline,
                            table=found.table, summary=found.summary)  # fmt: skip
 
@@ -251,10 +350,10 @@ class Console:
         return self.render(request, "player.html", staff=staff, player=found)
 
     async def live(self, request: Request, staff: Staff) -> Response:
-        live = await self.desk.live()
+        live = await self.desk.live(staff)
         return self.render(request, "live.html", staff=staff, live=live)
 
     async def access(self, request: Request, staff: Staff) -> Response:
-        before = _int(request.query_params, "before") or 0
+        before = whole(request.query_params, "before") or 0
         entries = await self.desk.access(staff, before)
         return self.render(request, "access.html", staff=staff, entries=entries)

@@ -8,9 +8,12 @@ from collections.abc import Callable
 from typing import Any, TypeAlias
 
 import grpc
+from ddz.adapters.security.staff_tokens import ROLES
+from ddz.adapters.service_db.desk_sessions import DeskSessions
 from ddz.adapters.service_db.hand_index import HandFilter, HandIndex, HandSummary, TableSummary
 from ddz.application.errors import Reason, Refusal
 from ddz.audit.evidence import Evidence, NotEvidence
+from ddz.domain import ids
 from ddz.v1 import desk_pb2, desk_pb2_grpc
 
 Context: TypeAlias = grpc.aio.ServicerContext[Any, Any]
@@ -19,9 +22,11 @@ MAX_TEXT = 200
 
 class DeskServicer(desk_pb2_grpc.DeskServiceServicer):
     def __init__(
-        self, index: HandIndex, evidence: Callable[[str], Evidence | None] | None = None
-    ) -> None:
+        self, index: HandIndex, evidence: Callable[[str], Evidence | None] | None = None,
+        sessions: DeskSessions | None = None,
+    ) -> None:  # fmt: skip
         self.index = index
+        self.sessions = sessions or DeskSessions(index.engine)
         # A hand's evidence file from the store (None: no such hand); ``NotEvidence``
         # for a hand still in play.
         self.evidence = evidence
@@ -52,7 +57,9 @@ class DeskServicer(desk_pb2_grpc.DeskServiceServicer):
     async def GetHandSummary(
         self, request: desk_pb2.GetHandSummaryRequest, context: Context
     ) -> desk_pb2.HandSummary:
-        found = await asyncio.to_thread(self.index.get, request.hand_id[:MAX_TEXT])
+        if not ids.is_hand_id(request.hand_id):
+            raise Refusal.invalid(f"a hand id is {ids.HAND_RULE}", Reason.UNKNOWN_HAND)
+        found = await asyncio.to_thread(self.index.get, request.hand_id)
         if found is None:
             raise Refusal.not_found(Reason.UNKNOWN_HAND, f"no hand {request.hand_id!r} indexed")
         return summary_pb(found)
@@ -60,8 +67,8 @@ class DeskServicer(desk_pb2_grpc.DeskServiceServicer):
     async def LogAccess(
         self, request: desk_pb2.LogAccessRequest, context: Context
     ) -> desk_pb2.LogAccessResponse:
-        if not request.staff or not request.what:
-            raise Refusal.invalid("an access names who and what")
+        if not ids.is_staff_name(request.staff) or not request.what:
+            raise Refusal.invalid(f"an access names who ({ids.STAFF_RULE}) and what")
         await asyncio.to_thread(self.index.log_access, request.staff, request.role, request.what)
         return desk_pb2.LogAccessResponse()
 
@@ -81,8 +88,10 @@ class DeskServicer(desk_pb2_grpc.DeskServiceServicer):
     async def GetEvidence(
         self, request: desk_pb2.GetEvidenceRequest, context: Context
     ) -> desk_pb2.GetEvidenceResponse:
-        hand_id = request.hand_id[:MAX_TEXT]
-        if self.evidence is None or not hand_id:
+        hand_id = request.hand_id
+        if not ids.is_hand_id(hand_id):
+            raise Refusal.invalid(f"a hand id is {ids.HAND_RULE}", Reason.UNKNOWN_HAND)
+        if self.evidence is None:
             raise Refusal.not_found(Reason.UNKNOWN_HAND, f"no hand {hand_id!r} in the store")
         try:
             found = await asyncio.to_thread(self.evidence, hand_id)
@@ -97,6 +106,42 @@ class DeskServicer(desk_pb2_grpc.DeskServiceServicer):
     ) -> desk_pb2.ListTablesResponse:
         tables = await asyncio.to_thread(self.index.open_tables, request.limit or 200)
         return desk_pb2.ListTablesResponse(tables=[table_pb(t) for t in tables])
+
+    async def OpenSession(
+        self, request: desk_pb2.OpenSessionRequest, context: Context
+    ) -> desk_pb2.OpenSessionResponse:
+        if not ids.is_staff_name(request.staff) or request.role not in ROLES:
+            raise Refusal.invalid(f"a session is a staff member's ({ids.STAFF_RULE}) in a role")
+        try:
+            await asyncio.to_thread(self.sessions.open, request.digest, request.staff,
+                                    request.role, request.expires_at)  # fmt: skip
+        except ValueError as exc:
+            raise Refusal.invalid(str(exc)) from None
+        return desk_pb2.OpenSessionResponse()
+
+    async def CheckSession(
+        self, request: desk_pb2.CheckSessionRequest, context: Context
+    ) -> desk_pb2.CheckSessionResponse:
+        found = await asyncio.to_thread(self.sessions.find, request.digest)
+        if found is None:
+            return desk_pb2.CheckSessionResponse(open=False)
+        return desk_pb2.CheckSessionResponse(
+            open=True, staff=found.staff, role=found.role, expires_at=found.expires_at
+        )
+
+    async def EndSessions(
+        self, request: desk_pb2.EndSessionsRequest, context: Context
+    ) -> desk_pb2.EndSessionsResponse:
+        if bool(request.digest) == bool(request.staff):
+            raise Refusal.invalid("end one session (digest) or one staff member's (staff)")
+        try:
+            if request.digest:
+                ended = await asyncio.to_thread(self.sessions.end, request.digest)
+            else:
+                ended = await asyncio.to_thread(self.sessions.end_staff, request.staff[:MAX_TEXT])
+        except ValueError as exc:
+            raise Refusal.invalid(str(exc)) from None
+        return desk_pb2.EndSessionsResponse(ended=ended)
 
 
 def table_pb(table: TableSummary) -> desk_pb2.TableSummary:

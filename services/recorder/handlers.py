@@ -24,6 +24,7 @@ from enum import Enum
 
 import structlog
 from ddz.adapters.codec import CodecError
+from ddz.adapters.messaging.subjects import stream_parts
 from ddz.adapters.security.event_signing import BadEvent, EventKeyring
 from ddz.adapters.store import (
     Append,
@@ -39,6 +40,7 @@ from ddz.application.errors import Reason, Refusal
 from ddz.audit import AuditReport, audit_hand
 from ddz.audit.bulk import AllReport, audit_all
 from ddz.audit.source import load_hand
+from ddz.domain import ids
 
 log = structlog.get_logger("ddz.recorder")
 
@@ -238,6 +240,10 @@ class Reads:
         self.store = store
 
     async def stream(self, stream_id: str, after_version: int) -> list[StoredEvent]:
+        try:
+            stream_parts(stream_id)
+        except ValueError as exc:
+            raise Refusal.invalid(str(exc), Reason.UNKNOWN_STREAM) from None
         events = await asyncio.to_thread(self.store.read_stream, stream_id, after_version)
         if not events and after_version == 0:
             raise Refusal.not_found(Reason.UNKNOWN_STREAM, f"no events in stream {stream_id!r}")
@@ -273,6 +279,8 @@ class Audits:
         self.keys = Keyring.of_hmac(keys, key_id) if isinstance(keys, bytes) else keys
 
     async def hand(self, hand_id: str) -> AuditReport:
+        if hand_id and not ids.is_hand_id(hand_id):  # none at all: no such hand, as before
+            raise Refusal.invalid(f"a hand id is {ids.HAND_RULE}", Reason.UNKNOWN_HAND)
         report = await asyncio.to_thread(self._audit, hand_id)
         if report is None:
             raise Refusal.not_found(Reason.UNKNOWN_HAND, f"no hand {hand_id!r} in the event store")

@@ -18,6 +18,7 @@ from ddz.adapters.codec import CodecError
 from ddz.adapters.messaging.subjects import stream_parts
 from ddz.adapters.security.event_signing import BadEvent, EventKeyring
 from ddz.application.errors import Reason, Refusal
+from ddz.domain import ids
 from ddz.domain.hand.events import HandSettled, HandStarted
 
 from .ports import Ledgers, StartedHands, Streams
@@ -103,6 +104,8 @@ class Queries:
         return await asyncio.to_thread(self.ledgers.balance, player_id)
 
     async def ledger(self, hand_id: str) -> SettledHand:
+        if not ids.is_hand_id(hand_id):
+            raise Refusal.invalid(f"hand_id must be {ids.HAND_RULE}", Reason.UNKNOWN_HAND)
         hand = await asyncio.to_thread(self.ledgers.settled_hand, hand_id)
         if hand is None:
             raise Refusal.not_found(Reason.UNKNOWN_HAND, f"no settled hand {hand_id!r}")
@@ -120,3 +123,5 @@ class Queries:
 def _require_player(player_id: str) -> None:
     if not player_id:
         raise Refusal.invalid("player_id is empty")
+    if not ids.is_name(player_id):
+        raise Refusal.invalid(f"player_id must be {ids.NAME_RULE}")

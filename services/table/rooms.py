@@ -11,19 +11,18 @@ file, the room and the key, so the service stops at start with one clear line.
 from __future__ import annotations
 
 import json
-import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from ddz.domain import ids
 from ddz.domain.ruleset import RuleSet, ruleset_for
 from ddz.domain.settlement import BeanEscapeRule, RoomSettings
 
 DEFAULT_ROOMS_FILE = Path(__file__).with_name("rooms.toml")
 FIX = "correct it (docs/CONFIG.md, DDZ_ROOMS_FILE), or unset DDZ_ROOMS_FILE for the rooms shipped"
-ROOM_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 DEFAULT_BOT_FILL_WAIT = 5.0
 MAX_BOT_FILL_WAIT = 3600.0
 
@@ -98,8 +97,8 @@ def _room(item: Any, where: str) -> Room:
     if not isinstance(item, Mapping):
         raise ValueError(f"{where}: a room is a table of keys")
     room_id = item.get("id")
-    if not isinstance(room_id, str) or not ROOM_ID.match(room_id):
-        raise ValueError(f"{where}: 'id' must be 1-64 letters, digits, '_' or '-'")
+    if not ids.is_name(room_id):
+        raise ValueError(f"{where}: 'id' must be {ids.NAME_RULE}")
     where = f"{where} ({room_id!r})"
     unknown = set(item) - ROOM_KEYS
     if unknown:

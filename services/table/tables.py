@@ -13,7 +13,6 @@ written once it is.
 from __future__ import annotations
 
 import asyncio
-import re
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -22,6 +21,7 @@ from dataclasses import dataclass, field
 import structlog
 from ddz.adapters.messaging.table_stream import TableCursor, TableHistory
 from ddz.application.errors import Kind, Reason, Refusal
+from ddz.domain import ids
 from ddz.domain.hand import SeatInfo, next_first_bidder
 from ddz.domain.ruleset import RuleSet
 from ddz.domain.settlement import RoomSettings
@@ -40,9 +40,6 @@ from ddz.domain.table import (
 from .ports import TableLog
 
 log = structlog.get_logger("ddz.table.tables")
-
-ID_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
-"""Table and player ids: they become parts of NATS subjects and of hand ids."""
 
 
 class TableError(Refusal, ValueError):
@@ -130,8 +127,9 @@ class Table:
 
 
 def check_id(kind: str, value: str) -> str:
-    if not ID_PATTERN.match(value):
-        raise TableError(f"{kind} {value!r} must be 1-64 letters, digits, '_' or '-'")
+    """Table and player ids become parts of NATS subjects and of hand ids."""
+    if not ids.is_name(value):
+        raise TableError(f"{kind} {value!r} must be {ids.NAME_RULE}")
     return value
 
 

@@ -7,34 +7,34 @@ steps through it with the buttons and the arrow keys, looks at it as one seat sa
 (no other seat's cards), and sees a failed check once the stored bytes of a hand were
 changed; a player's token and no token are refused; a name with markup is shown as
 text; a hand in play shows no hidden cards; every page has its headings and labels.
-``DDZ_DESK_SCREENSHOTS=<dir>`` keeps the screenshots of the main pages there (the ones
-in docs/screenshots were taken so)."""
+Signing out ends the session on the server (a copied cookie opens nothing, a console
+killed with SIGKILL included), a sign-in posted from another site is refused, and a
+search is in the access log. ``DDZ_DESK_SCREENSHOTS=<dir>`` keeps the screenshots of the
+main pages there (the ones in docs/screenshots were taken so)."""
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
-import itertools
 import os
 import re
-import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 from urllib.parse import quote
 
 import pytest
-from ddz.adapters.rpc.driver import BotTable, Driver
-from ddz.adapters.rpc.grpc_client import ask
-from ddz.adapters.runtime.stack import Stack
-from ddz.adapters.runtime.stack_env import settings_env
-from ddz.config import Settings
-from ddz.entrypoints.up_cmd import console_url
-from ddz.v1 import table_pb2
+from desk_kit import (
+    DROPPER,
+    IDLE_PERSON,
+    Desk,
+    accessible,
+    kill_console,
+    running_desk,
+    session_cookies,
+    shoot,
+    sign_in,
+)
 from playwright.sync_api import Browser, Dialog, Page, expect, sync_playwright
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -43,26 +43,6 @@ CHROMIUM_ARGS = [
     "--disable-component-update", "--no-first-run",
 ]  # fmt: skip
 MARKUP_NAME = "<script>alert(1)</script>"
-
-
-@dataclass
-class Desk:
-    stack: Stack
-    url: str
-    env: dict[str, str]
-    hands: list[str]  # finished classic hands of the bot table, oldest first
-    player: str  # a player of those hands
-    tampered: str  # a finished hand whose stored bytes were changed
-    live: str  # a hand in play: a person's turn, a long turn clock
-    person: str
-    idle: str  # an open table with no hand dealt yet
-
-    def token(self, kind: str, name: str, *role: str) -> str:
-        done = subprocess.run(
-            [sys.executable, "-m", "ddz.entrypoints.cli", "token", kind, name, *role],
-            env=self.env, capture_output=True, text=True, timeout=60, check=True,
-        )  # fmt: skip
-        return done.stdout.strip()
 
 
 @pytest.fixture(scope="module")
@@ -90,96 +70,10 @@ def page(browser: Browser) -> Iterator[Page]:
         context.close()
 
 
-IDLE_PERSON = "ida-at-an-idle-table"
-
-
-async def _play(settings: Settings) -> tuple[list[str], str, str, str, str]:
-    async with Driver(settings) as driver:
-        results = await driver.play("classic", hands=3, tables=1)
-        hands = [r.hand_id for r in results]
-        # a person's table: bots bid around them, then the hand waits for their turn
-        person = "pat-the-person"
-        seats = [table_pb2.SeatSpec(player_id=person, is_bot=False)] + [
-            table_pb2.SeatSpec(player_id=f"bot-live-{s}", is_bot=True) for s in (1, 2)
-        ]
-        opened = await ask("table", driver.table.OpenTable,
-                           table_pb2.OpenTableRequest(variant="classic", seats=seats))  # fmt: skip
-        live = await driver.deal(BotTable("classic", "live", opened.table.table_id))
-        # a table open with no hand dealt yet: the live tables show who sits there
-        seats = [table_pb2.SeatSpec(player_id=IDLE_PERSON, is_bot=False)] + [
-            table_pb2.SeatSpec(player_id=f"bot-idle-{s}", is_bot=True) for s in (1, 2)
-        ]
-        idle = await ask("table", driver.table.OpenTable,
-                         table_pb2.OpenTableRequest(variant="laizi", seats=seats))  # fmt: skip
-        read = await driver.read_hand(hands[-1])
-        assert read
-    player = next(p for p in _players(read) if p)
-    return hands, player, live, person, idle.table.table_id
-
-
-def _players(stored: list[Any]) -> list[str]:
-    from ddz.adapters import codec
-
-    first = codec.parse_envelope(stored[0].envelope)
-    started = codec.decode_event(first.type, first.type_version, first.payload)
-    return [seat.player_id for seat in started.seats]  # type: ignore[attr-defined]
-
-
-def _tamper(database: Path, hand_id: str, version: int) -> None:
-    """What someone with the database file can do: drop the store's guards and flip a
-    byte of one stored event of the hand."""
-    conn = sqlite3.connect(database, timeout=120, isolation_level=None)
-    try:
-        # The recorder writes meanwhile. In WAL mode a read that turns into a write fails at
-        # once (no busy wait) when a commit landed after the read began: take the write lock
-        # first, waiting for it, and read inside it.
-        conn.execute("BEGIN IMMEDIATE")
-        triggers = conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")
-        for (name,) in triggers.fetchall():
-            conn.execute(f'DROP TRIGGER "{name}"')
-        (envelope,) = conn.execute(
-            "SELECT envelope FROM events WHERE stream_id = ? AND stream_version = ?",
-            (f"hand-{hand_id}", version),
-        ).fetchone()
-        changed = bytearray(envelope)
-        changed[-70] ^= 0x01  # inside the payload, before the signature
-        conn.execute(
-            "UPDATE events SET envelope = ? WHERE stream_id = ? AND stream_version = ?",
-            (bytes(changed), f"hand-{hand_id}", version),
-        )
-        conn.execute("COMMIT")
-    finally:
-        conn.close()
-
-
 @pytest.fixture(scope="module")
 def desk(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Desk]:
-    data_dir = tmp_path_factory.mktemp("desk")
-    # a long turn clock: the person's hand stays in play while the tests look at it
-    settings = Settings.from_env({"DDZ_DATA_DIR": str(data_dir), "DDZ_TURN_TIMEOUT": "600"})
-    stack = Stack(settings, ephemeral_ports=True, nats_port=0)
-    # Playwright's sync API runs an event loop in this thread: the stack's own asyncio
-    # (starting NATS users, the driver) runs in a thread of its own.
-    with ThreadPoolExecutor(1) as worker:
-        worker.submit(stack.start).result()
-        try:
-            hands, player, live, person, idle = worker.submit(
-                asyncio.run, _play(stack.settings)
-            ).result()
-            tampered = hands[0]
-            _tamper(data_dir / "ddz.sqlite3", tampered, 6)
-            env = {**os.environ, **settings_env(stack.settings)}
-            yield Desk(stack, console_url(stack.settings), env, hands[1:], player, tampered,
-                       live, person, idle)  # fmt: skip
-        finally:
-            worker.submit(stack.stop).result()
-
-
-def sign_in(page: Page, desk: Desk, role: str = "support", name: str = "sam") -> None:
-    page.goto(f"{desk.url}/signin")
-    page.get_by_label("Staff token").fill(desk.token("staff", name, "--role", role))
-    page.get_by_role("button", name="Sign in").click()
-    expect(page.get_by_role("heading", level=1)).to_have_text("Find hands")
+    with running_desk(tmp_path_factory.mktemp("desk")) as started:
+        yield started
 
 
 def test_no_session_and_a_players_token_are_refused(page: Page, desk: Desk) -> None:
@@ -191,16 +85,77 @@ def test_no_session_and_a_players_token_are_refused(page: Page, desk: Desk) -> N
     page.get_by_label("Staff token").fill(desk.token("player", desk.player))
     page.get_by_role("button", name="Sign in").click()
     expect(page.get_by_role("alert")).to_contain_text("player's or operator's token")
-    assert page.context.cookies() == []
+    assert session_cookies(page) == []
     page.get_by_label("Staff token").fill("not a token")
     page.get_by_role("button", name="Sign in").click()
     expect(page.get_by_role("alert")).to_contain_text("not a staff token")
-    assert page.context.cookies() == []
+    assert session_cookies(page) == []
+
+
+def test_signing_out_ends_the_session_even_for_a_copied_cookie(
+    browser: Browser, page: Page, desk: Desk
+) -> None:
+    """The cookie names a session the console ends on the server: a copy of it opens
+    nothing once its owner signed out, after a console killed with SIGKILL too, while
+    another open session survives that kill."""
+    sign_in(page, desk, "support", "sam-signs-out")
+    (copied,) = session_cookies(page)
+    other = browser.new_context(ignore_https_errors=True).new_page()
+    sign_in(other, desk, "auditor", "ada-stays")
+    page.get_by_role("button", name="Sign out").click()
+    expect(page.get_by_role("heading", level=1)).to_have_text("Sign in to the dispute desk")
+    assert session_cookies(page) == []
+    thief = browser.new_context(ignore_https_errors=True)
+    try:
+        thief.add_cookies([copied])
+        stolen = thief.new_page()
+        for attempt in ("before", "after the console's SIGKILL"):
+            response = stolen.goto(f"{desk.url}/hands")
+            assert response is not None and response.status == 401, attempt
+            expect(stolen.get_by_role("heading", level=1)).to_have_text(
+                "Sign in to the dispute desk"
+            )
+            if attempt == "before":
+                kill_console(desk, stolen)
+    finally:
+        thief.close()
+    response = other.goto(f"{desk.url}/hands")
+    assert response is not None and response.status == 200
+    other.context.close()
+
+
+def test_a_sign_in_posted_from_another_site_is_refused(page: Page, desk: Desk) -> None:
+    """Login CSRF: a page elsewhere posts the attacker's staff token to the desk's
+    sign-in from the victim's browser; the desk refuses it and sets no session."""
+    evil = "https://evil.example"
+    token = desk.token("staff", "mallory", "--role", "support")
+    form = (f'<form id="f" method="post" action="{desk.url}/signin">'
+            f'<input name="token" value="{token}"><input name="csrf" value="x"></form>'
+            '<script>document.getElementById("f").submit()</script>')  # fmt: skip
+    page.route(f"{evil}/**", lambda route: route.fulfill(
+        status=200, content_type="text/html", body=form))  # fmt: skip
+    with page.expect_response(f"{desk.url}/signin") as answer:
+        page.goto(f"{evil}/prize")
+    assert answer.value.status == 403
+    assert answer.value.request.header_value("origin") == evil
+    expect(page.get_by_role("alert")).to_contain_text("sent from another site")
+    assert session_cookies(page) == []
+    # a sign-out posted from there leaves a signed-in member signed in
+    sign_in(page, desk, "support", "sam-stays-in")
+    page.route(f"{evil}/**", lambda route: route.fulfill(status=200, content_type="text/html",
+        body=f'<form id="f" method="post" action="{desk.url}/signout"></form>'
+             '<script>document.getElementById("f").submit()</script>'))  # fmt: skip
+    with page.expect_response(f"{desk.url}/signout") as answer:
+        page.goto(f"{evil}/again")
+    assert answer.value.status == 403
+    response = page.goto(f"{desk.url}/hands")
+    assert response is not None and response.status == 200
 
 
 def test_the_session_cookie_is_http_only_secure_and_strict(page: Page, desk: Desk) -> None:
     sign_in(page, desk)
     (cookie,) = page.context.cookies()
+    assert cookie["name"].startswith("__Host-") and cookie["path"] == "/"
     assert cookie["httpOnly"] and cookie["secure"] and cookie["sameSite"] == "Strict"
     assert "." in cookie["value"] and "eyJhbGciOi" not in cookie["value"]  # not the token
     assert 0 < cookie["expires"] - dt.datetime.now(dt.UTC).timestamp() <= 30 * 60 + 5
@@ -246,7 +201,14 @@ def test_find_a_hand_by_player_and_by_time_then_step_through_it(page: Page, desk
     expect(first_play).to_contain_text(re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}"))
     expect(first_play).to_contain_text(re.compile(r"\+\d+\.\d s"))
     expect(first_play).to_contain_text("bot seat")
-    expect(page.locator("ol.result")).to_contain_text("deltas:")
+    # the result, worked out: headed sections, each a short list, as a bill is read
+    result = page.locator("div.result")
+    expect(result.locator("h3")).to_have_text(["Multiplier", "Ledger", "Arithmetic"])
+    expect(result.locator("section", has_text="Ledger")).to_contain_text("deltas:")
+    expect(result.locator("section", has_text="Arithmetic").locator("li").first).to_contain_text(
+        "base × multiplier"
+    )
+    assert result.locator("li", has_text=re.compile(r"^\w+:$")).count() == 0
 
 
 def test_one_seats_view_shows_no_other_seats_cards(page: Page, desk: Desk) -> None:
@@ -321,8 +283,10 @@ def test_markup_in_a_name_is_shown_as_text(page: Page, desk: Desk) -> None:
 
     page.on("dialog", on_dialog)
     sign_in(page, desk)
-    page.goto(f"{desk.url}/players/{quote(MARKUP_NAME, safe='')}")
-    expect(page.get_by_role("heading", level=1)).to_have_text(f"Player {MARKUP_NAME}")
+    # no player id holds markup (ddz.domain.ids): its page is refused, in words
+    response = page.goto(f"{desk.url}/players/{quote(MARKUP_NAME, safe='')}")
+    assert response is not None and response.status == 400
+    expect(page.get_by_role("alert")).to_contain_text("a player id is 1-64 letters")
     page.goto(f"{desk.url}/hands?player={quote(MARKUP_NAME)}")
     expect(page.get_by_label("Player")).to_have_value(MARKUP_NAME)
     expect(page.get_by_text("No hand matches")).to_be_visible()
@@ -372,11 +336,44 @@ def test_auditors_read_the_access_log_and_support_cannot(browser: Browser, desk:
     expect(row).to_contain_text("support")
 
 
+def test_a_search_the_live_tables_and_a_step_are_in_the_access_log(
+    browser: Browser, desk: Desk
+) -> None:
+    support = browser.new_context(ignore_https_errors=True).new_page()
+    sign_in(support, desk, "support", "sue-searches")
+    support.get_by_label("Player").fill(desk.player)
+    support.get_by_role("button", name="Search").click()
+    expect(support.locator("table.hands tbody tr").first).to_be_visible()
+    support.get_by_role("link", name="Live tables").click()
+    support.goto(f"{desk.url}/hands/{desk.hands[0]}?at=3&view=1")
+    auditor = browser.new_context(ignore_https_errors=True).new_page()
+    sign_in(auditor, desk, "auditor", "ada")
+    auditor.goto(f"{desk.url}/access")
+    rows = auditor.locator("table.access tbody tr", has_text="sue-searches")
+    expect(rows.filter(has_text=f"/hands?player={desk.player}")).to_have_count(1)
+    expect(rows.filter(has_text="/live")).to_have_count(1)
+    expect(rows.filter(has_text=f"/hands/{desk.hands[0]}?at=3&view=1")).to_have_count(1)
+    expect(rows.first).to_contain_text("support")
+    expect(rows.first).to_contain_text(re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d"))
+
+
+def test_the_who_column_stays_readable_at_1280_px(page: Page, desk: Desk) -> None:
+    sign_in(page, desk)
+    page.goto(f"{desk.url}/hands/{desk.dropped}")
+    cell = page.locator("table.timeline td.who", has_text=f"bot for {DROPPER}").first
+    expect(cell.locator(".why")).to_contain_text("connection lost at #")
+    lines = cell.evaluate(
+        "td => Math.round(td.getBoundingClientRect().height / "
+        "parseFloat(getComputedStyle(td).lineHeight))")  # fmt: skip
+    assert lines <= 4, f"the Who cell wraps into {lines} lines"
+    shoot(page, Path(os.environ.get("DDZ_DESK_SCREENSHOTS", ".")), "hand-bot-for-a-person")
+
+
 def test_every_page_has_headings_and_labels(page: Page, desk: Desk) -> None:
     shots = Path(os.environ.get("DDZ_DESK_SCREENSHOTS", "."))
     page.goto(f"{desk.url}/signin")
-    _accessible(page)
-    _shoot(page, shots, "signin")
+    accessible(page)
+    shoot(page, shots, "signin")
     sign_in(page, desk, "auditor", "ada")
     pages = {
         "hands": f"{desk.url}/hands",
@@ -390,30 +387,5 @@ def test_every_page_has_headings_and_labels(page: Page, desk: Desk) -> None:
     for name, url in pages.items():
         response = page.goto(url)
         assert response is not None and response.status == 200, name
-        _accessible(page)
-        _shoot(page, shots, name)
-
-
-def _accessible(page: Page) -> None:
-    """The smoke check: a language, one h1, headings in order, every field labelled,
-    every table captioned with header cells, every link named."""
-    assert page.locator("html").get_attribute("lang") == "en"
-    assert page.locator("h1").count() == 1
-    levels = [int(tag[1]) for tag in page.locator("h1, h2, h3").evaluate_all(
-        "els => els.map(e => e.tagName.toLowerCase())")]  # fmt: skip
-    assert all(b - a <= 1 for a, b in itertools.pairwise(levels)), levels
-    for field in page.locator("input:not([type=hidden]), select, textarea").all():
-        field_id = field.get_attribute("id")
-        assert field_id and page.locator(f'label[for="{field_id}"]').count() == 1, field_id
-    for table in page.locator("table").all():
-        assert table.locator("caption").count() == 1 and table.locator("th").count() > 0
-    for link in page.locator("a").all():
-        assert link.inner_text().strip() or link.get_attribute("aria-label"), link
-    assert page.locator("main#main").count() == 1
-
-
-def _shoot(page: Page, directory: Path, name: str) -> None:
-    if not os.environ.get("DDZ_DESK_SCREENSHOTS"):
-        return
-    directory.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(directory / f"desk-{name}.png"), full_page=True)
+        accessible(page)
+        shoot(page, shots, name)

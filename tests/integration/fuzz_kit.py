@@ -158,7 +158,7 @@ class Corpus:
             (5, self.other_algorithm, UNAUTHENTICATED),
             (4, self.expired, UNAUTHENTICATED),
             (4, self.other_scheme, UNAUTHENTICATED),
-            (2, self.signed_odd, DENIED),
+            (2, self.signed_odd, UNAUTHENTICATED),
             (2, self.wrong_token, DENIED),
         ]
         weights = [w for w, _, _ in makers]
@@ -280,7 +280,8 @@ class Corpus:
         return f"Bearer {signing_input}.{signature}"
 
     def signed_odd(self) -> str:
-        """Claims the login's key signs, odd but valid: a player nobody seated."""
+        """Claims the login's key signs whose subject is no player id (``ddz.domain.ids``:
+        a control character, 300 characters, none, not ASCII): not a player token at all."""
         rng = self.rng
         player = rng.choice(["z\u0000\u202ed", "[" * 300, "", "é中🂡", "x" * 300])
         exp = rng.choice([10 ** rng.randrange(20, 900), 2**63, int(time.time()) + 60])

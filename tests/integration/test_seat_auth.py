@@ -270,3 +270,30 @@ async def test_nothing_a_player_receives_shows_another_seats_hidden_cards(
     assert "cards_dealt" not in types
     if VARIANTS[variant].show_cards:
         assert "cards_shown" in types
+
+
+async def test_an_id_ending_in_a_newline_cannot_join_or_open_a_table(suite: Suite) -> None:
+    """``"carol\\n"`` is not ``carol``: a player token with that subject is refused before
+    it joins (it would sit as someone the desk shows as carol), and so is an operator
+    joining or seating such a player, or opening such a table."""
+    with pytest.raises(grpc.aio.AioRpcError) as caught:
+        await suite.player("carol\n").JoinRoom(table_pb2.JoinRoomRequest(room_id="classic"))
+    assert caught.value.code() is UNAUTHENTICATED
+    assert "subject is a player id" in (caught.value.details() or "")
+    invalid = grpc.StatusCode.INVALID_ARGUMENT
+    refused = {
+        "JoinRoom": lambda s: s.JoinRoom(
+            table_pb2.JoinRoomRequest(room_id="classic", player_id="carol\n")),
+        "OpenTable": lambda s: s.OpenTable(table_pb2.OpenTableRequest(
+            variant="classic", seats=[table_pb2.SeatSpec(player_id=p) for p in
+                                      ("carol\n", "bot-x1", "bot-x2")])),
+        "OpenTable(table_id)": lambda s: s.OpenTable(table_pb2.OpenTableRequest(
+            variant="classic", table_id="t1\n", seats=[table_pb2.SeatSpec(player_id=p) for p in
+                                                        ("carol", "bot-x1", "bot-x2")])),
+    }  # fmt: skip
+    for name, attempt in refused.items():
+        with pytest.raises(grpc.aio.AioRpcError) as caught:
+            await attempt(suite.operator())
+        assert caught.value.code() is invalid, name
+        assert error_reason(caught.value) == "INVALID_ARGUMENT", name
+        assert "must be 1-64 letters" in (caught.value.details() or ""), name

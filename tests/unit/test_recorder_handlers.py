@@ -323,3 +323,18 @@ async def test_auditing_an_unknown_hand_is_refused_as_unknown_hand(hand_id: str)
         await Audits(FakeStore(), "sqlite://", KEY, KEY_ID).hand(hand_id)
     assert (caught.value.kind, caught.value.reason) == (Kind.NOT_FOUND, Reason.UNKNOWN_HAND)
     assert caught.value.message == f"no hand {hand_id!r} in the event store"
+
+
+@pytest.mark.parametrize("hand_id", ["h404\n", "h 404", "h/404"])
+async def test_auditing_a_hand_id_that_is_none_is_invalid(hand_id: str) -> None:
+    with pytest.raises(Refusal) as caught:
+        await Audits(FakeStore(), "sqlite://", KEY, KEY_ID).hand(hand_id)
+    assert (caught.value.kind, caught.value.reason) == (Kind.INVALID, Reason.UNKNOWN_HAND)
+    assert "a hand id is 1-200 letters" in caught.value.message
+
+
+@pytest.mark.parametrize("stream_id", ["hand-h1\n", "hand-", "h1"])
+async def test_reading_a_stream_id_that_is_none_is_invalid(stream_id: str) -> None:
+    with pytest.raises(Refusal) as caught:
+        await Reads(FakeStore()).stream(stream_id, 0)
+    assert (caught.value.kind, caught.value.reason) == (Kind.INVALID, Reason.UNKNOWN_STREAM)

@@ -215,3 +215,16 @@ async def test_queries_refuse_an_empty_player_and_an_unknown_hand() -> None:
         await queries.ledger("h404")
     assert (caught.value.kind, caught.value.reason) == (Kind.NOT_FOUND, Reason.UNKNOWN_HAND)
     assert caught.value.message == "no settled hand 'h404'"
+
+
+@pytest.mark.parametrize("player_id", ["carol\n", "car ol", "x" * 65])
+async def test_queries_refuse_a_player_id_that_is_none(player_id: str) -> None:
+    queries = Queries(FakeLedgers())
+    for call in (queries.balance(player_id), queries.ledgers_of(player_id, 10)):
+        with pytest.raises(Refusal) as caught:
+            await call
+        assert caught.value.kind is Kind.INVALID
+        assert caught.value.message == "player_id must be 1-64 letters, digits, '_' or '-'"
+    with pytest.raises(Refusal) as caught:
+        await queries.ledger("h404\n")
+    assert (caught.value.kind, caught.value.reason) == (Kind.INVALID, Reason.UNKNOWN_HAND)

@@ -4,15 +4,19 @@ expired one, a stranger's key or a forged cookie get instead."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from console_kit import Recorder
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from ddz.adapters.security.staff_tokens import TokenError, issue_staff, verify_staff
 from ddz.adapters.security.token_keys import LoginKey, LoginKeys
 from ddz.adapters.security.tokens import TokenKeys, issue, verify
+from ddz.adapters.service_db import upgrade_service_db
+from ddz.adapters.store import make_engine
 
 from services.console.session import Sessions, session_key
 
@@ -60,25 +64,38 @@ def test_a_session_cookie_is_signed_and_short_lived(tmp_path: Path) -> None:
     key = session_key(tmp_path)
     assert session_key(tmp_path) == key  # made once, kept
     assert (tmp_path / "keys" / "console-session.key").stat().st_mode & 0o077 == 0
-    sessions = Sessions(key, ttl=60)
-    cookie, max_age = sessions.open("sam", "support", int(time.time()) + 3600)
-    assert 58 <= max_age <= 60  # the session's, not the token's, lifetime
-    staff = sessions.read(cookie)
-    assert staff is not None and (staff.name, staff.role, staff.auditor) == (
-        "sam",
-        "support",
-        False,
-    )
-    body, mac = cookie.split(".")
-    forged = body.replace(body[5], "A" if body[5] != "A" else "B") + "." + mac
-    assert sessions.read(forged) is None
-    assert Sessions(b"another key" * 4, ttl=60).read(cookie) is None
-    assert sessions.read(None) is None and sessions.read("") is None
-    # a token about to expire gives a session that ends with it
-    _, short = sessions.open("sam", "support", int(time.time()) + 5)
-    assert short <= 5
-    expired, _ = sessions.open("sam", "support", int(time.time()) - 1)
-    assert sessions.read(expired) is None
+    engine = make_engine(f"sqlite:///{tmp_path / 'ddz.sqlite3'}")
+    upgrade_service_db(engine)
+    book = Recorder(engine)
+    sessions = Sessions(key, ttl=60, book=book)
+
+    async def check() -> None:
+        cookie, max_age = await sessions.open("sam", "support", int(time.time()) + 3600)
+        assert 58 <= max_age <= 60  # the session's, not the token's, lifetime
+        staff = await sessions.read(cookie)
+        assert staff is not None
+        assert (staff.name, staff.role, staff.auditor) == ("sam", "support", False)
+        body, mac = cookie.split(".")
+        forged = body.replace(body[5], "A" if body[5] != "A" else "B") + "." + mac
+        assert await sessions.read(forged) is None
+        assert await Sessions(b"another key" * 4, ttl=60, book=book).read(cookie) is None
+        assert await sessions.read(None) is None and await sessions.read("") is None
+        # a token about to expire gives a session that ends with it
+        _, short = await sessions.open("sam", "support", int(time.time()) + 5)
+        assert short <= 5
+        expired, _ = await sessions.open("sam", "support", int(time.time()) - 1)
+        assert await sessions.read(expired) is None
+        # the cookie names the session; the table holds only its digest
+        await sessions.end(cookie)
+        assert await sessions.read(cookie) is None
+        with engine.connect() as conn:
+            digests = [row[0] for row in conn.exec_driver_sql("SELECT digest FROM desk_sessions")]
+        assert digests and all(d not in cookie for d in digests)
+
+    try:
+        asyncio.run(check())
+    finally:
+        engine.dispose()
 
 
 def test_ddz_token_prints_a_token_alone_and_refuses_a_staff_token_without_a_role(

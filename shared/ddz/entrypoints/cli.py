@@ -39,6 +39,7 @@ COMMANDS = {
     "play": "play_cmd",
     "status": "status_cmd",
     "token": "token_cmd",
+    "desk": "desk_cmd",
 }
 # Modules under ddz.entrypoints that add subcommands, in help order.
 COMMAND_MODULES = tuple(dict.fromkeys(COMMANDS.values()))

@@ -25,9 +25,8 @@ from collections.abc import Iterator
 
 from ddz.adapters.security.tokens import player_token
 from ddz.config import Settings
+from ddz.domain import ids
 from ddz.entrypoints.running_suite import running_stack
-
-NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -54,8 +53,8 @@ def player_name(given: str | None) -> str:
             name = re.sub(r"[^A-Za-z0-9_-]", "-", getpass.getuser())[:64] or "player"
         except (KeyError, OSError):
             name = "player"
-    if not NAME.match(name):
-        raise ValueError(f"--name must be 1-64 letters, digits, '_' or '-', got {name!r}")
+    if not ids.is_name(name):
+        raise ValueError(f"--name must be {ids.NAME_RULE}, got {name!r}")
     if name.startswith("bot-"):
         raise ValueError("--name must not start with 'bot-' (the bots' names)")
     return name

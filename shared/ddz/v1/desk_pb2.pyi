@@ -185,3 +185,51 @@ class ListTablesResponse(_message.Message):
     TABLES_FIELD_NUMBER: _ClassVar[int]
     tables: _containers.RepeatedCompositeFieldContainer[TableSummary]
     def __init__(self, tables: _Optional[_Iterable[_Union[TableSummary, _Mapping]]] = ...) -> None: ...
+
+class OpenSessionRequest(_message.Message):
+    __slots__ = ("digest", "staff", "role", "expires_at")
+    DIGEST_FIELD_NUMBER: _ClassVar[int]
+    STAFF_FIELD_NUMBER: _ClassVar[int]
+    ROLE_FIELD_NUMBER: _ClassVar[int]
+    EXPIRES_AT_FIELD_NUMBER: _ClassVar[int]
+    digest: str
+    staff: str
+    role: str
+    expires_at: float
+    def __init__(self, digest: _Optional[str] = ..., staff: _Optional[str] = ..., role: _Optional[str] = ..., expires_at: _Optional[float] = ...) -> None: ...
+
+class OpenSessionResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class CheckSessionRequest(_message.Message):
+    __slots__ = ("digest",)
+    DIGEST_FIELD_NUMBER: _ClassVar[int]
+    digest: str
+    def __init__(self, digest: _Optional[str] = ...) -> None: ...
+
+class CheckSessionResponse(_message.Message):
+    __slots__ = ("open", "staff", "role", "expires_at")
+    OPEN_FIELD_NUMBER: _ClassVar[int]
+    STAFF_FIELD_NUMBER: _ClassVar[int]
+    ROLE_FIELD_NUMBER: _ClassVar[int]
+    EXPIRES_AT_FIELD_NUMBER: _ClassVar[int]
+    open: bool
+    staff: str
+    role: str
+    expires_at: float
+    def __init__(self, open: _Optional[bool] = ..., staff: _Optional[str] = ..., role: _Optional[str] = ..., expires_at: _Optional[float] = ...) -> None: ...
+
+class EndSessionsRequest(_message.Message):
+    __slots__ = ("digest", "staff")
+    DIGEST_FIELD_NUMBER: _ClassVar[int]
+    STAFF_FIELD_NUMBER: _ClassVar[int]
+    digest: str
+    staff: str
+    def __init__(self, digest: _Optional[str] = ..., staff: _Optional[str] = ...) -> None: ...
+
+class EndSessionsResponse(_message.Message):
+    __slots__ = ("ended",)
+    ENDED_FIELD_NUMBER: _ClassVar[int]
+    ended: int
+    def __init__(self, ended: _Optional[int] = ...) -> None: ...

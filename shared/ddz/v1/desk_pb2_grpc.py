@@ -64,6 +64,21 @@ class DeskServiceStub:
                 request_serializer=ddz_dot_v1_dot_desk__pb2.ListTablesRequest.SerializeToString,
                 response_deserializer=ddz_dot_v1_dot_desk__pb2.ListTablesResponse.FromString,
                 _registered_method=True)
+        self.OpenSession = channel.unary_unary(
+                '/ddz.v1.DeskService/OpenSession',
+                request_serializer=ddz_dot_v1_dot_desk__pb2.OpenSessionRequest.SerializeToString,
+                response_deserializer=ddz_dot_v1_dot_desk__pb2.OpenSessionResponse.FromString,
+                _registered_method=True)
+        self.CheckSession = channel.unary_unary(
+                '/ddz.v1.DeskService/CheckSession',
+                request_serializer=ddz_dot_v1_dot_desk__pb2.CheckSessionRequest.SerializeToString,
+                response_deserializer=ddz_dot_v1_dot_desk__pb2.CheckSessionResponse.FromString,
+                _registered_method=True)
+        self.EndSessions = channel.unary_unary(
+                '/ddz.v1.DeskService/EndSessions',
+                request_serializer=ddz_dot_v1_dot_desk__pb2.EndSessionsRequest.SerializeToString,
+                response_deserializer=ddz_dot_v1_dot_desk__pb2.EndSessionsResponse.FromString,
+                _registered_method=True)
 
 
 class DeskServiceServicer:
@@ -114,6 +129,29 @@ class DeskServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def OpenSession(self, request, context):
+        """The desk's sessions, kept here so that every console instance sees the same ones:
+        opened at sign-in, looked up on every page, ended at sign-out (or all of one staff
+        member's at once). Sessions are named by the SHA-256 of the cookie's secret.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CheckSession(self, request, context):
+        """An open session's staff member and role; open = false once it ended or expired.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def EndSessions(self, request, context):
+        """End one session (digest) or every open session of one staff member (staff).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_DeskServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -146,6 +184,21 @@ def add_DeskServiceServicer_to_server(servicer, server):
                     servicer.ListTables,
                     request_deserializer=ddz_dot_v1_dot_desk__pb2.ListTablesRequest.FromString,
                     response_serializer=ddz_dot_v1_dot_desk__pb2.ListTablesResponse.SerializeToString,
+            ),
+            'OpenSession': grpc.unary_unary_rpc_method_handler(
+                    servicer.OpenSession,
+                    request_deserializer=ddz_dot_v1_dot_desk__pb2.OpenSessionRequest.FromString,
+                    response_serializer=ddz_dot_v1_dot_desk__pb2.OpenSessionResponse.SerializeToString,
+            ),
+            'CheckSession': grpc.unary_unary_rpc_method_handler(
+                    servicer.CheckSession,
+                    request_deserializer=ddz_dot_v1_dot_desk__pb2.CheckSessionRequest.FromString,
+                    response_serializer=ddz_dot_v1_dot_desk__pb2.CheckSessionResponse.SerializeToString,
+            ),
+            'EndSessions': grpc.unary_unary_rpc_method_handler(
+                    servicer.EndSessions,
+                    request_deserializer=ddz_dot_v1_dot_desk__pb2.EndSessionsRequest.FromString,
+                    response_serializer=ddz_dot_v1_dot_desk__pb2.EndSessionsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -310,6 +363,87 @@ class DeskService:
             '/ddz.v1.DeskService/ListTables',
             ddz_dot_v1_dot_desk__pb2.ListTablesRequest.SerializeToString,
             ddz_dot_v1_dot_desk__pb2.ListTablesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def OpenSession(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/ddz.v1.DeskService/OpenSession',
+            ddz_dot_v1_dot_desk__pb2.OpenSessionRequest.SerializeToString,
+            ddz_dot_v1_dot_desk__pb2.OpenSessionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CheckSession(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/ddz.v1.DeskService/CheckSession',
+            ddz_dot_v1_dot_desk__pb2.CheckSessionRequest.SerializeToString,
+            ddz_dot_v1_dot_desk__pb2.CheckSessionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def EndSessions(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/ddz.v1.DeskService/EndSessions',
+            ddz_dot_v1_dot_desk__pb2.EndSessionsRequest.SerializeToString,
+            ddz_dot_v1_dot_desk__pb2.EndSessionsResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -32,13 +32,13 @@ NO_EVENTS = f"{SUBJECT_ROOT}.{INTERNAL}.none"
 """A subject no event is published on: the filter of a consumer that wants no bucket
 now (a consumer must filter on something)."""
 
-_STREAM_ID = re.compile(r"^([a-z][a-z_]*)-([A-Za-z0-9_-]+)$")
-_TOKEN = re.compile(r"^[A-Za-z0-9_-]+$")
+_STREAM_ID = re.compile(r"([a-z][a-z_]*)-([A-Za-z0-9_-]+)")
+_TOKEN = re.compile(r"[A-Za-z0-9_-]+")
 
 
 def stream_parts(stream_id: str) -> tuple[str, str]:
     """``("hand", "7f3a")`` for ``"hand-7f3a"``."""
-    match = _STREAM_ID.match(stream_id)
+    match = _STREAM_ID.fullmatch(stream_id)
     if not match:
         raise ValueError(
             f"stream id {stream_id!r} must look like <category>-<id> "
@@ -66,7 +66,7 @@ def partition_of(hand_id: str, count: int) -> int:
 
 def subject_for(stream_id: str, event_type: str, internal: bool = False) -> str:
     """The subject an event of ``stream_id`` is published on."""
-    if not _TOKEN.match(event_type):
+    if not _TOKEN.fullmatch(event_type):
         raise ValueError(f"event type {event_type!r} is not a valid subject token")
     return f"{stream_filter(stream_id, internal)[:-1]}{event_type}"
 

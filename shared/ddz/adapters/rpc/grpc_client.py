@@ -129,6 +129,12 @@ REPEATS: Mapping[str, Repeat] = MappingProxyType({
     "ddz.v1.DeskService/LogAccess": once(
         "appends a line to the access log: a repeat would log the page twice; the console "
         "shows no page whose opening it could not log, so staff open it again"),
+    "ddz.v1.DeskService/OpenSession": once(
+        "opens a session under a secret the console just made: a repeat of one that was "
+        "applied is refused (the session exists), so staff sign in again instead"),
+    "ddz.v1.DeskService/CheckSession": READ,
+    "ddz.v1.DeskService/EndSessions": Repeat(
+        True, "ending sessions that are ended already changes nothing"),
     "ddz.v1.TableService/OpenTable": once(
         "without a table id every call opens another table"),
     "ddz.v1.TableService/GetTable": READ,

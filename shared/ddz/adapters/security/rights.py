@@ -113,6 +113,11 @@ RIGHTS: Mapping[str, Right] = MappingProxyType({
         CONSOLE, OPERATOR, why="open tables (room, rules, who sits; no card): the live tables"),
     "ddz.v1.DeskService/ListAccess": only(
         CONSOLE, OPERATOR, why="the desk's access log, for auditors and the operator"),
+    "ddz.v1.DeskService/OpenSession": only(CONSOLE, why="the desk opens a session at sign-in"),
+    "ddz.v1.DeskService/CheckSession": only(
+        CONSOLE, why="the desk looks its session up on every page"),
+    "ddz.v1.DeskService/EndSessions": only(
+        CONSOLE, OPERATOR, why="sign-out, and the operator ending a staff member's sessions"),
     "grpc.health.v1.Health/Check": OPEN,
     "grpc.health.v1.Health/List": OPEN,
     "grpc.health.v1.Health/Watch": OPEN,

@@ -21,6 +21,7 @@ from typing import Literal
 import jwt
 
 from ddz.adapters.security.token_keys import LoginKey, LoginKeys
+from ddz.domain import ids
 
 ISSUER = "ddz-login"  # as ddz.adapters.security.tokens: the same login signs both
 ALGORITHMS = ["EdDSA"]  # pinned: the algorithm never comes from the token
@@ -54,8 +55,8 @@ def issue_staff(key: LoginKey, name: str, role: str, ttl: float = STAFF_TOKEN_TT
     """A staff token for ``name`` as ``role``, signed as the login."""
     if role not in ROLES:
         raise ValueError(f"a staff role is one of {', '.join(ROLES)}, got {role!r}")
-    if not name or not name.isprintable() or len(name) > 200:
-        raise ValueError("a staff name is 1-200 printable characters")
+    if not ids.is_staff_name(name):
+        raise ValueError(f"a staff name is {ids.STAFF_RULE}")
     issued = int(time.time())
     claims = {
         "iss": ISSUER, "aud": STAFF_AUDIENCE, "sub": name, "kind": STAFF_KIND, "role": role,
@@ -99,6 +100,8 @@ def verify_staff(token: str, login: LoginKeys) -> StaffClaims:
     name, role, expires = raw["sub"], raw.get("role"), raw["exp"]
     if raw["kind"] != STAFF_KIND or role not in ROLES or not isinstance(name, str):
         raise TokenError("not a staff token")
+    if not ids.is_staff_name(name):
+        raise TokenError(f"not a staff token: a staff name is {ids.STAFF_RULE}")
     if isinstance(expires, bool) or not isinstance(expires, int):
         raise TokenError("malformed token claims: exp")
     return StaffClaims(name=name, role=role, expires=expires)

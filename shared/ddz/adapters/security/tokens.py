@@ -51,6 +51,7 @@ import jwt
 from ddz.adapters.security.token_keys import LoginKey, LoginKeys, login_jwks_path, login_key
 from ddz.adapters.security.token_keys import table_token_key as table_token_key  # re-exported
 from ddz.config import Settings
+from ddz.domain import ids
 
 PREFIX = "ddz1"
 AUTH_HEADER = "authorization"
@@ -247,6 +248,8 @@ def _login(raw: Mapping[str, Any]) -> Claims:
         raise TokenError("malformed token: a login token is a player or operator token")
     if not isinstance(subject, str) or not isinstance(jti, str):
         raise TokenError("malformed token claims: sub and jti are text")
+    if kind == "player" and not ids.is_name(subject):
+        raise TokenError(f"a player token's subject is a player id ({ids.NAME_RULE})")
     if isinstance(expires, bool) or not isinstance(expires, int):
         raise TokenError("malformed token claims: exp")
     return Claims(kind=kind, player=subject, expires=expires, nonce=jti)

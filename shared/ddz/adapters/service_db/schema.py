@@ -160,3 +160,19 @@ desk_access = sa.Table(
     sa.Column("what", sa.String(400), nullable=False),
     sa.Index("ix_desk_access_at", "at"),
 )
+
+desk_sessions = sa.Table(
+    "desk_sessions",
+    metadata,
+    # The desk's signed-in sessions, so that signing out ends one for every console
+    # instance (ddz.adapters.service_db.desk_sessions). The id is the SHA-256 of the
+    # cookie's session secret: this table alone opens no session.
+    sa.Column("digest", sa.String(64), primary_key=True),
+    sa.Column("staff", sa.String(200), nullable=False),
+    sa.Column("role", sa.String(32), nullable=False),
+    sa.Column("opened_at", sa.Float(), nullable=False),
+    sa.Column("expires_at", sa.Float(), nullable=False),
+    sa.Column("ended_at", sa.Float(), nullable=True),  # signed out, or ended by the operator
+    sa.Index("ix_desk_sessions_staff", "staff", "ended_at"),
+    sa.Index("ix_desk_sessions_expires", "expires_at"),
+)
