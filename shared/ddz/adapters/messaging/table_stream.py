@@ -175,7 +175,8 @@ def occurred_at(envelope: envelope_pb2.EventEnvelope) -> float:
     """The envelope's time, Unix seconds (to the microsecond, as a datetime has it;
     read from the fields: ``ToDatetime`` costs more than the rest of a view update)."""
     stamp = envelope.occurred_at
-    return stamp.seconds + (stamp.nanos // 1000) / 1e6
+    seconds: float = stamp.seconds + (stamp.nanos // 1000) / 1e6
+    return seconds
 
 
 # -- the stream ------------------------------------------------------------------------
