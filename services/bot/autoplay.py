@@ -165,6 +165,21 @@ class AutoPlay:
     async def _decide(
         self, fold: HandFold, seat: int, command: Command
     ) -> rules_pb2.DecideResponse | None:
+        """The move's answer, its events learned. Meanwhile the hand's events from the
+        bus are held, so that those of the move itself (most of what comes) are folded
+        once, from the answer, and never verified: the answer comes from the rules
+        service over its authenticated channel, as a learned event always has."""
+        if self.feed is None:
+            return await self._send(fold, seat, command)
+        self.feed.hold(fold.hand_id)
+        try:
+            return await self._send(fold, seat, command)
+        finally:
+            await self.feed.release(fold.hand_id)
+
+    async def _send(
+        self, fold: HandFold, seat: int, command: Command
+    ) -> rules_pb2.DecideResponse | None:
         move = Move(fold.hand_id, seat, command, fold.version, str(uuid.uuid4()))
         for delay in (*RETRY_DELAYS, None):
             started = time.perf_counter()

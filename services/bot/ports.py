@@ -62,6 +62,14 @@ class Hands(Protocol):
         """Fold the events a decision answered with, ahead of the bus."""
         ...
 
+    def hold(self, hand_id: str) -> None:
+        """Keep what the bus brings of the hand until ``release`` (a move is in flight)."""
+        ...
+
+    async def release(self, hand_id: str) -> None:
+        """Fold what was kept, now that the move's answer is learned."""
+        ...
+
     async def load(self, hand_id: str) -> HandFold | None:
         """Read the hand from the bus again (it brought nothing for a while)."""
         ...

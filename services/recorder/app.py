@@ -29,7 +29,7 @@ from ddz.adapters.store.keys import Ed25519Signer, Keyring, ensure_signing_key
 from ddz.adapters.telemetry.health import Check, database_reachable
 from ddz.audit.evidence import Evidence, build_evidence
 from ddz.audit.keys import NoAuditKeys, auditor_keyring
-from ddz.audit.source import load_hand
+from ddz.audit.source import hand_stream_id, load_hand
 from ddz.config import Settings, redacted_url
 from ddz.v1 import (
     audit_pb2,
@@ -43,7 +43,7 @@ from ddz.v1 import (
 from .audit_servicer import AuditServicer
 from .consumer import StoreConsumer
 from .desk_servicer import DeskServicer
-from .handlers import Audits, Reads, Record
+from .handlers import Audits, Reads, Record, VerifiedChains
 from .servicer import RecorderServicer
 
 NAME = "recorder"
@@ -75,6 +75,7 @@ class RecorderApp:
         self.index: HandIndex | None = None  # the dispute desk's hand summaries
         self.audits: Audits | None = None
         self._auditing: asyncio.Task[None] | None = None
+        self.chains: VerifiedChains | None = None  # what ``Record`` verified as it stored
 
     async def start(self) -> None:
         # The signing key first: made when missing, its public key published for auditors.
@@ -92,6 +93,7 @@ class RecorderApp:
             self.store, sign_head=self._sign_head if self.sign_heads else None,
             keyring=event_keyring(self.settings), on_stored=self.index.apply_many,
         )  # fmt: skip
+        self.chains = record.chains
         self.consumer = StoreConsumer(self.bus, record, self.durable)
         self.lease = Lease(
             self.bus, writer_lease(self.settings.database_url), self.holder,
@@ -140,9 +142,16 @@ class RecorderApp:
             return 0
         hands = index.pending_audits(AUDIT_BATCH)
         for hand_id in hands:
-            report = audits._audit(hand_id)
+            # A hand this process verified as it stored it is not verified twice: the
+            # audit recomputes the stored chain and checks it ends at the head verified
+            # (DECISIONS.md, "The recorder's audit trusts what it verified").
+            stream_id = hand_stream_id(hand_id)
+            verified = self.chains.head(stream_id) if self.chains is not None else None
+            report = audits._audit(hand_id, verified)
             if report is not None:
                 index.set_audit(hand_id, report.verdict.value, report.message)
+            if self.chains is not None:
+                self.chains.forget(stream_id)
         return len(hands)
 
     def _evidence(self, hand_id: str, keys: Keyring) -> Evidence | None:

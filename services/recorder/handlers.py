@@ -18,6 +18,7 @@ Store calls are blocking: each use case makes them in a worker thread.
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import Enum
@@ -34,6 +35,7 @@ from ddz.adapters.store import (
     StoredEvent,
     VersionConflict,
 )
+from ddz.adapters.store.chain import GENESIS_HASH
 from ddz.adapters.store.keys import Keyring
 from ddz.adapters.telemetry import metrics
 from ddz.application.errors import Reason, Refusal
@@ -101,6 +103,9 @@ class Record:
         # each stream's stored events (``HandIndex.apply_many``).
         self.on_stored = on_stored
         self.keyring = keyring  # nothing is stored that its producer did not sign
+        # The chains this process verified and stored from their first event: the
+        # background audit need not verify those signatures again (``VerifiedChains``).
+        self.chains = VerifiedChains()
         self.stored = 0  # events written (not counting redeliveries)
 
     async def __call__(
@@ -148,7 +153,7 @@ class Record:
         whole = {stream_id: items for stream_id, items in streams.items() if _consecutive(items)}
         done: dict[str, list[Exception | None]] = {}
         try:
-            self.store.append_streams([
+            rows = self.store.append_streams([
                 Append(stream_id, items[0].version - 1, [i.data for i in items],
                        [i.trace_id for i in items])
                 for stream_id, items in whole.items()
@@ -156,8 +161,8 @@ class Record:
         except Exception:
             pass  # sort out which stream is the problem (or retry them), one by one
         else:
-            for stream_id, items in whole.items():
-                self._after_write(stream_id, items, stored)
+            for (stream_id, items), appended in zip(whole.items(), rows, strict=True):
+                self._after_write(stream_id, items, appended, stored)
                 done[stream_id] = [None] * len(items)
         written = [
             done[stream_id] if stream_id in done else self._write(stream_id, items, stored)
@@ -182,36 +187,92 @@ class Record:
         ``stored``."""
         if _consecutive(items):
             try:
-                self.store.append(
+                written = self.store.append(
                     stream_id,
                     items[0].version - 1,
                     [i.data for i in items],
                     [i.trace_id for i in items],
                 )
-                self._after_write(stream_id, items, stored)
+                self._after_write(stream_id, items, written, stored)
                 return [None] * len(items)
             except Exception:
                 pass  # sort out which of them is the problem (or retry them), one by one
         results: list[Exception | None] = []
         for item in items:
             try:
-                self.store.append(stream_id, max(item.version - 1, 0), [item.data], [item.trace_id])
-                self._after_write(stream_id, [item], stored)
+                written = self.store.append(
+                    stream_id, max(item.version - 1, 0), [item.data], [item.trace_id]
+                )
+                self._after_write(stream_id, [item], written, stored)
                 results.append(None)
             except Exception as exc:
                 results.append(exc)
         return results
 
     def _after_write(
-        self, stream_id: str, items: list[_Arrival], stored: list[tuple[str, Sequence[bytes]]]
+        self,
+        stream_id: str,
+        items: list[_Arrival],
+        written: Sequence[StoredEvent],
+        stored: list[tuple[str, Sequence[bytes]]],
     ) -> None:
         self.stored += len(items)
         stored.append((stream_id, [i.data for i in items]))
+        self.chains.extend(stream_id, written)
         if self.sign_head is not None and any(i.event_type == HAND_END_TYPE for i in items):
             try:
                 self.sign_head(stream_id)
             except Exception:  # the events are stored; a missing signature shows in audits
                 log.exception("sign_head_failed", stream_id=stream_id)
+
+
+class VerifiedChains:
+    """The head (version, hash) of each stream whose every event this process verified
+    (``EventKeyring.open``: the producer's signature) and saw stored, from version 1 on,
+    each row's ``prev_hash`` the head it knew: so the stored chain up to that head is
+    the bytes it verified, whatever is done to the store later (the audit recomputes the
+    chain from the stored bytes; ``ddz.audit.provenance``). In memory only: after a
+    restart, or for a stream whose chain it did not follow from the start (another
+    writer before it, a break in the chain), it knows nothing and the audit verifies
+    every signature. Bounded: the oldest streams are forgotten first."""
+
+    def __init__(self, limit: int = 50_000) -> None:
+        self.limit = limit
+        self._heads: dict[str, tuple[int, str]] = {}
+        self._lock = threading.Lock()
+
+    def extend(self, stream_id: str, written: Sequence[StoredEvent]) -> None:
+        """``written``: the rows ``append`` returned for events verified on arrival (a
+        row stored before with the same bytes included)."""
+        if not written:
+            return
+        with self._lock:
+            head = self._heads.pop(stream_id, None)
+        for row in written:
+            if head is not None and row.stream_version <= head[0]:
+                continue  # stored before with these bytes (a redelivery): already in
+            known = (
+                row.stream_version == 1 and row.prev_hash == GENESIS_HASH
+                if head is None
+                else row.stream_version == head[0] + 1 and row.prev_hash == head[1]
+            )
+            if not known:
+                return  # not the chain followed (or not from its start): forget it
+            head = (row.stream_version, row.hash)
+        assert head is not None
+        with self._lock:  # the writer extends, the auditing thread reads and forgets
+            self._heads[stream_id] = head
+            if len(self._heads) > self.limit:
+                del self._heads[next(iter(self._heads))]
+
+    def head(self, stream_id: str) -> tuple[int, str] | None:
+        """The verified head of ``stream_id``, None when this process does not know it."""
+        with self._lock:
+            return self._heads.get(stream_id)
+
+    def forget(self, stream_id: str) -> None:
+        with self._lock:
+            self._heads.pop(stream_id, None)
 
 
 def _consecutive(items: list[_Arrival]) -> bool:
@@ -287,13 +348,19 @@ class Audits:
         metrics.hands_audited(report.verdict.value)
         return report
 
-    def _audit(self, hand_id: str) -> AuditReport | None:
+    def _audit(
+        self, hand_id: str, verified_through: tuple[int, str] | None = None
+    ) -> AuditReport | None:
+        """``verified_through``: the head up to which the caller verified the events'
+        signatures as it stored them (``VerifiedChains``), not verified again."""
         if not hand_id:
             return None
         record = load_hand(self.store, hand_id)
         if record is None:
             return None
-        return audit_hand(record.events, self.keys, record.signatures)
+        return audit_hand(
+            record.events, self.keys, record.signatures, verified_through=verified_through
+        )
 
     async def all(self, limit: int | None) -> AllReport:
         """Every hand of the store (the oldest ``limit``; None: all of them)."""

@@ -10,7 +10,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
-from ddz.adapters.store import SqlEventStore, StoredEvent
+import sqlalchemy as sa
+from ddz.adapters.store import SqlEventStore, StoredEvent, chain
+from ddz.adapters.store.schema import events, stream_signatures
 from ddz.audit import CHECKS, audit_hand
 from ddz.audit.bulk import audit_all
 from ddz.domain.cards import Rank, card_counts
@@ -28,6 +30,7 @@ from ddz.domain.ruleset import VARIANTS
 from ddz.domain.settlement import LedgerLine
 from ddz.domain.shuffle import in_deck_order
 from ddz.v1 import envelope_pb2
+from signing_kit import tampered
 from tamper_kit import (
     KEY,
     PRODUCERS,
@@ -43,6 +46,8 @@ from tamper_kit import (
     rows_of,
     signed_by,
 )
+
+from services.recorder.handlers import Audits, Record, Verdict
 
 
 def _move_a_card(history: History) -> History:
@@ -313,3 +318,97 @@ def test_auditing_with_another_key_fails_the_signature_check(
     hand_id = by_variant["ct"][0]
     assert _audit(source, hand_id).clean
     assert _audit(source, hand_id, key=b"someone else's key").failed_check == "signature"
+
+
+# --- the recorder's own audit: it trusts only the chain it verified as it stored it -------
+
+
+def _rewrite_from(store: SqlEventStore, stream_id: str, version: int) -> None:
+    """An insider with the database's admin rights but no producer's key: event
+    ``version`` rewritten (another causation id, its signature kept), and every stored
+    hash from it on recomputed, so the chain holds and the next append follows it."""
+    with store.engine.begin() as conn:
+        if store.engine.dialect.name == "sqlite":
+            conn.exec_driver_sql("DROP TRIGGER IF EXISTS events_no_update")
+        else:
+            conn.exec_driver_sql("ALTER TABLE events DISABLE TRIGGER events_append_only")
+        rows = conn.execute(
+            sa.select(events.c.stream_version, events.c.envelope, events.c.prev_hash)
+            .where(events.c.stream_id == stream_id, events.c.stream_version >= version)
+            .order_by(events.c.stream_version)
+        ).all()
+        previous = rows[0].prev_hash
+        for number, envelope, _ in rows:
+            if number == version:
+                envelope = tampered(envelope)
+            row_hash = chain.chain_hash(previous, envelope)
+            conn.execute(
+                sa.update(events)
+                .where(events.c.stream_id == stream_id, events.c.stream_version == number)
+                .values(envelope=envelope, prev_hash=previous, hash=row_hash)
+            )
+            previous = row_hash
+
+
+def _sign_again(store: SqlEventStore, stream_id: str) -> None:
+    """The stream's head signatures replaced by one over its head now, with the
+    recorder's key (an insider holding it)."""
+    with store.engine.begin() as conn:
+        if store.engine.dialect.name == "sqlite":
+            conn.exec_driver_sql("DROP TRIGGER IF EXISTS stream_signatures_no_delete")
+        else:
+            conn.exec_driver_sql(
+                "ALTER TABLE stream_signatures DISABLE TRIGGER stream_signatures_append_only"
+            )
+        conn.execute(sa.delete(stream_signatures).where(stream_signatures.c.stream_id == stream_id))
+    store.sign_head(stream_id, KEY, "k1")
+
+
+async def test_the_recorders_audit_verifies_again_what_it_did_not_see_stored_whole(
+    store: SqlEventStore, originals: tuple[SqlEventStore, dict[str, list[str]]]
+) -> None:
+    """The recorder's background audit skips the producer signatures of a chain it
+    verified and stored from its first event, up to the head it remembers. A hand
+    altered in the store before its end (re-chained, so the recorder went on appending
+    to it and signed its head) and one altered after (re-chained and re-signed with the
+    recorder's key) are verified in full, and fail ``producer_signature``; an untouched
+    one is clean without a second verification."""
+    source, by_variant = originals
+    record = Record(
+        store, keyring=PRODUCERS.keyring, sign_head=lambda s: store.sign_head(s, KEY, "k1")
+    )
+    audits = Audits(store, "", _keys())
+    clean, before, after = by_variant["classic"][:3]
+
+    def envelopes(hand_id: str) -> list[bytes]:
+        return [row.envelope for row in source.read_stream(f"hand-{hand_id}")]
+
+    for hand_id in (clean, after):
+        assert {o.verdict for o in await record(envelopes(hand_id))} == {Verdict.STORED}
+    stored = store.read_stream(f"hand-{clean}")
+    assert record.chains.head(f"hand-{clean}") == (len(stored), stored[-1].hash)
+    report = audits._audit(clean, record.chains.head(f"hand-{clean}"))
+    assert report is not None and report.clean, report.message
+    (check,) = [c for c in report.checks if c.name == "producer_signature"]
+    assert check.detail.endswith(f"#1..#{len(stored)} verified as they were stored")
+
+    # Altered mid-hand: the recorder's next append no longer follows the chain it knew.
+    first, rest = envelopes(before)[:10], envelopes(before)[10:]
+    await record(first)
+    _rewrite_from(store, f"hand-{before}", 5)
+    assert {o.verdict for o in await record(rest)} == {Verdict.STORED}
+    assert store.read_signatures(f"hand-{before}")  # its head signed over the altered chain
+    assert record.chains.head(f"hand-{before}") is None
+    altered = audits._audit(before, record.chains.head(f"hand-{before}"))
+    assert altered is not None and altered.failed_check == "producer_signature"
+    assert "event #5 " in altered.message and "does not verify" in altered.message
+
+    # Altered after its end and signed again: the head remembered is not the stored one.
+    remembered = record.chains.head(f"hand-{after}")
+    assert remembered is not None
+    _rewrite_from(store, f"hand-{after}", 5)
+    _sign_again(store, f"hand-{after}")
+    assert _audit(store, after).failed_check == "producer_signature"  # the hand page's audit
+    resigned = audits._audit(after, remembered)
+    assert resigned is not None and resigned.failed_check == "producer_signature"
+    assert "event #5 " in resigned.message

@@ -249,3 +249,29 @@ async def test_a_batch_of_many_streams_is_indexed_at_once_and_a_bad_one_costs_on
     assert index.get("b2") is None  # its events are stored: a rebuild brings it back
     rebuild_hand_index(store, index)
     assert [h.hand_id for h in index.find(HandFilter(player="ann"))] == ["b3", "b2", "b1"]
+
+
+async def test_events_counted_over_many_batches_as_a_recorder_fetches_them(
+    store: SqlEventStore, index: HandIndex
+) -> None:
+    """Batches that only add events to hands already indexed (plays and passes, most of
+    them) are counted together; the count is every event stored, whatever the batches.
+    A hand whose start was never indexed (its summary's write failed) gets a summary
+    from its next batch, counting what that batch brought."""
+    one = hand("c1", 4, ("ann", "bob", "cy"), T0)
+    two = hand("c2", 5, ("dee", "eve", "fay"), T0 + dt.timedelta(minutes=1))
+    three = hand("c3", 6, ("gus", "hal", "ivy"), T0 + dt.timedelta(minutes=2))
+    batches = [[*one[:3], *two[:3]]] + [
+        [*one[i : i + 5], *two[i : i + 5]] for i in range(3, max(len(one), len(two)), 5)
+    ]
+    await record(store, index, *batches)
+    for hand_id, events in (("c1", one), ("c2", two)):
+        summary = index.get(hand_id)
+        assert summary is not None and summary.events == len(events), hand_id
+        assert summary.outcome != "" and summary.seats
+
+    keep = Record(store, keyring=KEYRING)  # its start stored and not indexed
+    assert {o.verdict for o in await keep(three[:3])} == {Verdict.STORED}
+    await record(store, index, three[3:8])
+    late = index.get("c3")
+    assert late is not None and late.events == 5

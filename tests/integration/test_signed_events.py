@@ -19,7 +19,7 @@ from ddz.adapters.messaging.hand_stream import HandCursor
 from ddz.adapters.messaging.subjects import subject_for
 from ddz.adapters.messaging.table_stream import JetStreamTableLog, TableCursor
 from ddz.adapters.runtime.nats_server import start_nats_server
-from ddz.adapters.security.event_signing import EventSigner
+from ddz.adapters.security.event_signing import EventKeyring, EventSigner
 from ddz.domain.hand import Disconnect, HandState, SeatInfo, StartHand, decide, replay
 from ddz.domain.ruleset import CLASSIC
 from ddz.domain.settlement import RoomSettings
@@ -91,6 +91,52 @@ async def test_a_forged_event_on_a_hand_is_left_out_and_the_hand_goes_on(
         await feed.handle_data(forged)
     fold = await feed.load("h1")
     assert fold is not None and fold.version == 3
+
+
+class CountingKeyring(EventKeyring):
+    """The test keyring, counting the signatures it checks."""
+
+    checked = 0
+
+    def check(
+        self, data: bytes, envelope: envelope_pb2.EventEnvelope, *, verify: bool = True
+    ) -> None:
+        self.checked += 1
+        super().check(data, envelope, verify=verify)
+
+
+async def test_a_feed_holding_a_hand_folds_its_answer_once_and_still_refuses_a_forgery(
+    bus: EventBus,
+) -> None:
+    """While a move of the bot's is in flight on a hand, its feed holds what the bus
+    brings of it; once the answer is learned, the move's own events are dropped without
+    a check, and anything else is checked as ever: a forgery is never folded."""
+    cursor = await deal(bus, "h2")
+    keyring = CountingKeyring(keys=KEYRING.keys)
+    feed = HandFeed(bus, keyring=keyring)
+    fold = await feed.load("h2")
+    assert fold is not None and fold.version == cursor.version
+    checked = keyring.checked
+
+    feed.hold("h2")
+    more = decide(fold.state, Disconnect(0))
+    assert isinstance(more, list)
+    cursor, published = await hand_stream.publish(
+        bus, "h2", cursor, more, causation_id="t", correlation_id="t", producer="rules",
+        signer=RULES,
+    )  # fmt: skip
+    forged = forged_settled("h2", cursor.version + 1, None)
+    for data in [p.envelope for p in published] + [forged]:
+        await feed.handle_data(data)  # held: neither checked nor folded yet
+    assert (fold.version, keyring.checked) == (cursor.version - len(published), checked)
+
+    await feed.learn("h2", [p.message for p in published])  # the answer
+    await feed.release("h2")
+    assert fold.version == cursor.version  # the move, folded once, from the answer
+    assert keyring.checked == checked + 1  # only the forgery was looked at: refused
+    with pytest.raises(Reject, match="not signed by its producer"):
+        await feed.handle_data(forged)  # no longer held: refused on arrival, as before
+    assert fold.version == cursor.version
 
 
 async def test_a_table_record_signed_by_another_producer_is_not_the_tables(

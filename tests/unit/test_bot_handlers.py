@@ -86,12 +86,20 @@ class FakeHands:
         self.hands = {fold.hand_id: fold for fold in folds}
         self.learned: list[tuple[str, int]] = []
         self.loads: list[str] = []
+        self.held: list[str] = []
+        self.released: list[str] = []
 
     def get(self, hand_id: str) -> HandFold | None:
         return self.hands.get(hand_id)
 
     async def learn(self, hand_id: str, envelopes: Iterable[envelope_pb2.EventEnvelope]) -> None:
         self.learned.append((hand_id, len(list(envelopes))))
+
+    def hold(self, hand_id: str) -> None:
+        self.held.append(hand_id)
+
+    async def release(self, hand_id: str) -> None:
+        self.released.append(hand_id)
 
     async def load(self, hand_id: str) -> HandFold | None:
         self.loads.append(hand_id)

@@ -83,6 +83,7 @@ def audit_hand(
     signatures: Sequence[StreamSignature] = (),
     *,
     key_id: str = "k1",
+    verified_through: tuple[int, str] | None = None,
 ) -> AuditReport:
     """Audit one hand's stream: ``events`` as stored (in version order, as
     ``EventStore.read_stream`` gives them), the stream's head ``signatures`` and the
@@ -90,11 +91,19 @@ def audit_hand(
     ``producer_signature`` fails), or the bytes of the operator's HMAC key named
     ``key_id`` (hands signed before Ed25519; no event keyring). Never raises for a bad
     record: every problem is a failed check in the report (a check that crashes on one
-    fails it too)."""
+    fails it too).
+
+    ``verified_through``: ``(version, hash)`` of a head the caller itself stored after
+    verifying every producer signature up to it (the recorder, of a chain it wrote from
+    its first event, ``ddz.audit.provenance``); the signatures of the events it pins are
+    then not verified again. Every other check runs in full."""
     if not events:
         raise ValueError("no events to audit")
     keyring = Keyring.of_hmac(keys, key_id) if isinstance(keys, bytes) else keys
-    audit = Audit(events, keyring, signatures, stream_id=events[0].stream_id)
+    audit = Audit(
+        events, keyring, signatures, stream_id=events[0].stream_id,
+        verified_through=verified_through,
+    )  # fmt: skip
     failure: CheckResult | None = None
     step_name = HASH_CHAIN
     try:

@@ -56,6 +56,10 @@ class Audit:
     signatures: Sequence[StreamSignature]
     stream_id: str = ""
     signed_by: str = ""  # the key id of the signature the signature check accepted
+    # (version, hash) of a head whose events 1..version the caller verified, producer
+    # signature and all, as it stored them (the recorder's own chain): see
+    # ``ddz.audit.provenance``
+    verified_through: tuple[int, str] | None = None
     passed: list[CheckResult] = field(default_factory=list)
     envelopes: list[envelope_pb2.EventEnvelope] = field(default_factory=list)
     decoded: list[AuditedEvent] = field(default_factory=list)

@@ -12,7 +12,8 @@ held until the versions before it arrive. A hand first seen in the middle (a ser
 restarted mid-hand, a consumer created late) or a gap that does not fill is read back
 from JetStream (``hand_stream.read``), the single source of truth the rules service
 writes to. ``on_change`` is called after each batch of newly applied events; ``learn``
-applies the events a call returned, ahead of the consumer.
+applies the events a call returned, ahead of the consumer (and ``hold``/``release``
+keep what the bus brings of a hand while such a call is in flight).
 """
 
 from __future__ import annotations
@@ -111,6 +112,7 @@ class HandFeed:
         self._failure: str | None = None  # why the last fetch failed; None: it did not
         self._next_seq = 0  # the stream sequence after the last message settled
         self._nakked: set[int] = set()  # sequences handed back, not yet delivered again
+        self._holding: dict[str, list[bytes]] = {}  # hands whose events wait for an answer
 
     def get(self, hand_id: str) -> HandFold | None:
         return self.hands.get(hand_id)
@@ -151,6 +153,10 @@ class HandFeed:
             return  # a straggler of a finished hand that is no longer kept
         if fold is not None and envelope.stream_version <= fold.version:
             return  # already applied (learned from a call's answer, or redelivered)
+        held = self._holding.get(hand_id)
+        if held is not None:
+            held.append(data)  # opened once the answer in flight is learned (``release``)
+            return
         try:
             # Verified only now, when it would be folded: what is ignored costs nothing.
             self.keyring.check(data, envelope)
@@ -378,6 +384,29 @@ class HandFeed:
             else:
                 fold = self.hands[hand_id] = HandFold(hand_id, self.keep_log)
         await self._offer(fold, entry)
+
+    def hold(self, hand_id: str) -> None:
+        """Keep the hand's events from the bus unopened until ``release``: a call that
+        will answer with the events it makes (``learn``) is in flight on the hand, and
+        what the bus brings first is mostly those same events. Held messages are acked
+        as they come (as an event learned first is): a process killed meanwhile reads
+        its unfinished hands back from the bus when it starts again."""
+        self._holding.setdefault(hand_id, [])
+
+    async def release(self, hand_id: str) -> None:
+        """Apply what was held since ``hold``, after the answer was learned: its own
+        events are then skipped without being verified or decoded; any other (a hidden
+        event, another seat's) is verified and folded as it would have been. One that
+        fails has the hand read back from the bus."""
+        for data in self._holding.pop(hand_id, ()):
+            try:
+                await self.handle_data(data)
+            except Reject as exc:  # never folded, as on the bus
+                log.error("message_rejected", durable=self._durable, reason=str(exc))
+            except Exception:
+                log.exception("held_message_failed", durable=self._durable, hand_id=hand_id)
+                with contextlib.suppress(Exception):
+                    await self.load(hand_id)
 
     async def learn(self, hand_id: str, envelopes: Iterable[envelope_pb2.EventEnvelope]) -> None:
         """Apply events a call answered with (a decision's public events), ahead of the

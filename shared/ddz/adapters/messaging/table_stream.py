@@ -21,7 +21,6 @@ table's own events.
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -173,9 +172,11 @@ def envelope_for(
 
 
 def occurred_at(envelope: envelope_pb2.EventEnvelope) -> float:
-    """The envelope's time, Unix seconds."""
-    stamp: dt.datetime = envelope.occurred_at.ToDatetime(tzinfo=dt.UTC)
-    return stamp.timestamp()
+    """The envelope's time, Unix seconds (to the microsecond, as a datetime has it;
+    read from the fields: ``ToDatetime`` costs more than the rest of a view update)."""
+    stamp = envelope.occurred_at
+    seconds: float = stamp.seconds + (stamp.nanos // 1000) / 1e6
+    return seconds
 
 
 # -- the stream ------------------------------------------------------------------------

@@ -23,7 +23,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from ddz.adapters.service_db.index_fold import change_of
+from ddz.adapters.service_db.index_fold import Counted, change_of, count_all
 from ddz.adapters.service_db.schema import (
     desk_access,
     hand_players,
@@ -131,10 +131,14 @@ class HandIndex:
                   if (write := change_of(stream_id, envelopes)) is not None]  # fmt: skip
         if not writes:
             return
+        counted = [write for write in writes if isinstance(write, Counted)]
         try:
             with self._write() as conn:
                 for write in writes:
-                    write(conn)
+                    if not isinstance(write, Counted):
+                        write(conn)
+                if counted:  # in one statement: most streams of a batch only add events
+                    count_all(conn, counted)
             return
         except Exception:
             if len(writes) == 1:

@@ -143,6 +143,42 @@ def _upsert_table(conn: Connection, table_id: str, change: _TableChange, hands: 
         )
 
 
+@dataclass(frozen=True, slots=True)
+class Counted:
+    """A hand's newly stored events that change nothing in its summary but its count
+    (most batches: plays and passes). ``count_all`` writes a batch's in one statement;
+    called alone, it is any other change's write."""
+
+    hand_id: str
+    events: int
+
+    def __call__(self, conn: Connection) -> None:
+        _upsert(conn, self.hand_id, _Change(events=self.events))
+
+
+def count_all(conn: Connection, counted: Sequence[Counted]) -> None:
+    """The counts of a batch's hands, in two statements whatever their number: the
+    summaries found at once, then one executemany of their counts. A summary not there
+    yet (its start was in no batch indexed) is made as any change makes it."""
+    s = hand_summaries.c
+    found = set(
+        conn.execute(
+            sa.select(s.hand_id).where(s.hand_id.in_({c.hand_id for c in counted}))
+        ).scalars()
+    )
+    known = [{"counted_id": c.hand_id, "more": c.events} for c in counted if c.hand_id in found]
+    if known:
+        conn.execute(
+            sa.update(hand_summaries)
+            .where(s.hand_id == sa.bindparam("counted_id"))
+            .values(events=s.events + sa.bindparam("more")),
+            known,
+        )
+    for change in counted:
+        if change.hand_id not in found:
+            change(conn)
+
+
 def _hand_change(hand_id: str, envelopes: Sequence[bytes]) -> Write:
     change = _Change(events=len(envelopes))
     for data in envelopes:
@@ -169,6 +205,8 @@ def _hand_change(hand_id: str, envelopes: Sequence[bytes]) -> Write:
             case _:  # seed_revealed: the end of the record; audit it (again)
                 change.values.update(audit="", audit_detail="")
                 change.values.setdefault("ended_at", when)
+    if not change.values and change.seats is None and change.deltas is None:
+        return Counted(hand_id, change.events)
     return lambda conn: _upsert(conn, hand_id, change)
 
 

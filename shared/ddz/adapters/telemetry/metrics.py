@@ -14,11 +14,12 @@ subject says (``bus.delivery_of``: the delivery count and the consumer's pending
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from wsgiref.simple_server import WSGIServer
 
 import structlog
@@ -168,27 +169,35 @@ for _verdict in VERDICTS:
     HANDS_AUDITED.labels(_verdict)
 
 
+@functools.lru_cache(maxsize=4096)
+def _child(metric: Any, *labels: str) -> Any:
+    """``metric.labels(*labels)``, looked up once: the metrics below are counted for
+    every call and every message, and ``labels`` takes a lock and builds its key each
+    time. Their label values are few (services, methods, codes, event types, durables)."""
+    return metric.labels(*labels)
+
+
 def rpc_finished(service: str, method: str, code: str, seconds: float) -> None:
     """One gRPC call ended with status ``code`` (a ``grpc.StatusCode`` name)."""
-    RPC_HANDLED.labels(service, method, code).inc()
-    RPC_DURATION.labels(service, method).observe(seconds)
+    _child(RPC_HANDLED, service, method, code).inc()
+    _child(RPC_DURATION, service, method).observe(seconds)
 
 
 def event_published(category: str, event_type: str) -> None:
     """An event of a ``category`` stream (``hand``, ``table``) was stored."""
-    EVENTS_PUBLISHED.labels(category, event_type).inc()
+    _child(EVENTS_PUBLISHED, category, event_type).inc()
 
 
 def event_consumed(durable: str, delivery: DeliveryTokens | None) -> None:
     """A message reached ``durable``'s loop; ``delivery``: what its reply subject says
     (``bus.delivery_of``), None for a message that did not come from JetStream."""
-    EVENTS_CONSUMED.labels(durable).inc()
-    redelivered = EVENTS_REDELIVERED.labels(durable)  # 0 until one is: a rate, not nothing
+    _child(EVENTS_CONSUMED, durable).inc()
+    redelivered = _child(EVENTS_REDELIVERED, durable)  # 0 until one is: a rate, not nothing
     if delivery is None:
         return
     if delivery.delivered > 1:
         redelivered.inc()
-    CONSUMER_PENDING.labels(durable).set(delivery.pending)
+    _child(CONSUMER_PENDING, durable).set(delivery.pending)
 
 
 def follow_hands(feed: str, count: Callable[[], int]) -> None:
