@@ -24,12 +24,13 @@ from pathlib import Path
 
 from ddz.adapters import codec
 from ddz.adapters.store import create_store
+from ddz.bot.kinds import make_player
 from ddz.domain.hand import Recorded
 from ddz.domain.hand.state import replay
 from ddz.domain.ruleset import CLASSIC
 from ddz.domain.selfplay import hand_seed, play_hand, run_seed
 from ddz.domain.settlement import RoomSettings
-from ddz.player_kinds import PLAYER_KINDS, make_player
+from ddz.player_kinds import PLAYER_KINDS
 
 DECODERS = 4  # processes that decode every event: recorder, table, bot, rules
 FOLDERS = 2  # processes that fold every event into a live hand state: table, bot

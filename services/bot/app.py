@@ -39,8 +39,8 @@ from ddz.adapters.runtime.service_runner import connect_bus
 from ddz.adapters.security.event_signing import event_keyring
 from ddz.adapters.telemetry.health import Check
 from ddz.application.tasks import cancel_and_wait
+from ddz.bot.kinds import make_player
 from ddz.config import Settings
-from ddz.player_kinds import make_player
 from ddz.v1 import bot_pb2, bot_pb2_grpc
 
 from .autoplay import AutoPlay, in_partition

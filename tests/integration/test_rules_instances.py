@@ -42,9 +42,9 @@ from ddz.adapters.runtime.service_runner import RunningService, start_service, s
 from ddz.adapters.runtime.stack_env import settings_env
 from ddz.adapters.security.event_signing import event_keyring
 from ddz.adapters.telemetry.metrics import REGISTRY
+from ddz.bot.kinds import make_player
 from ddz.config import Settings
 from ddz.domain.hand import CommandRejected, Phase, hand_events, replay, view_for
-from ddz.player_kinds import make_player
 from ddz.v1 import bot_pb2, bot_pb2_grpc, dealer_pb2_grpc, rules_pb2, rules_pb2_grpc
 from deal_kit import assigned
 from suite_kit import eventually, suite_settings

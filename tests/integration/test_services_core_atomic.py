@@ -16,10 +16,10 @@ from ddz.adapters.messaging.server import (
 )
 from ddz.adapters.messaging.subjects import stream_filter, subject_for
 from ddz.application.errors import Kind, Refusal
+from ddz.bot.kinds import make_player
 from ddz.domain import selfplay
 from ddz.domain.ruleset import CLASSIC
 from ddz.domain.settlement import RoomSettings
-from ddz.player_kinds import make_player
 from signing_kit import DEALER, KEYRING
 
 

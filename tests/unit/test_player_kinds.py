@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from ddz.player_kinds import PLAYER_KINDS, make_player
+from ddz.bot.kinds import make_player
+from ddz.player_kinds import PLAYER_KINDS
 
 
 def test_every_player_kind_is_made_and_unknown_kinds_are_refused() -> None:

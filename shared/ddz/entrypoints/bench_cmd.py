@@ -40,6 +40,7 @@ from ddz.adapters.rpc.driver import Driver
 from ddz.adapters.rpc.grpc_client import ask, make_channel
 from ddz.adapters.runtime.stack import Stack
 from ddz.adapters.telemetry.metrics import calls_handled
+from ddz.bot.kinds import make_player
 from ddz.config import Settings
 from ddz.domain.ruleset import ruleset_for
 from ddz.domain.selfplay import hand_seed, play_hand, run_seed
@@ -50,7 +51,7 @@ from ddz.entrypoints.progress import Progress, add_quiet
 from ddz.entrypoints.running_suite import answering_suite, own_stack
 from ddz.entrypoints.simulate_cmd import failing_suite
 from ddz.entrypoints.up_cmd import count_of, parse_scale
-from ddz.player_kinds import PLAYER_KINDS, make_player
+from ddz.player_kinds import PLAYER_KINDS
 from ddz.v1 import bot_pb2, bot_pb2_grpc, recorder_pb2, recorder_pb2_grpc
 
 DRAIN_TIMEOUT = 120.0
