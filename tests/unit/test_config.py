@@ -26,7 +26,9 @@ def test_defaults(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert dict(settings.ports) == {
         "dealer": 50051, "rules": 50052, "bot": 50053,
         "settlement": 50054, "table": 50055, "recorder": 50056, "console": 50057,
+        "play": 50058,
     }  # fmt: skip
+    assert settings.listen_address("play", settings.play_web_port) == "127.0.0.1:8444"
     assert settings.console_web_address == "127.0.0.1:8443"
     assert (settings.log_level, settings.log_format, settings.log_to_file) == (
         "INFO",

@@ -30,6 +30,11 @@ no signing key, publishes nothing, calls no RPC that acts for a seat."""
 PLAYER_FACING: frozenset[str] = frozenset({"table"})
 """Services whose listener takes TLS clients without a client certificate."""
 
+TABLE_FRONTS: frozenset[str] = frozenset({"play"})
+"""Services that relay players' calls to the table, each with the player's own token
+(services/play: gRPC-Web for browsers). They need no right of their own: the table's
+tokens decide, as for any player."""
+
 
 @dataclass(frozen=True, slots=True)
 class Right:
