@@ -1,0 +1,229 @@
+"""The player's page in a browser: Debian's Chromium (``/usr/bin/chromium``, driven by
+pytest-playwright; nothing is downloaded) against a real suite started as ``ddz up``
+starts it, the players' web front included, on free ports.
+
+Two people, each in a browser context of their own, sign in with their player tokens,
+join the classic room (a bot fills the third seat) and play a whole hand to its result,
+each move chosen by clicking cards and buttons (the table's hint says which). Neither
+page ever holds another seat's cards: not in its DOM, not in any gRPC-Web answer it
+receives. A reload mid-hand rejoins the same seat without a new sign-in, and a second
+tab of the same player gets the same seat, not a second one.
+``DDZ_PLAY_SCREENSHOTS=<dir>`` keeps screenshots of the page there (the ones in
+docs/screenshots were taken so)."""
+
+from __future__ import annotations
+
+import os
+import re
+import struct
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from ddz.v1 import table_pb2
+from play_web_kit import PlaySuite, play_suite
+from playwright.sync_api import Browser, BrowserContext, Page, Response, expect, sync_playwright
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+    "--disable-component-update", "--no-first-run",
+]  # fmt: skip
+ANSWERS = {  # what each TableService method answers with a view or events in it
+    "WatchHand": table_pb2.WatchHandResponse, "Play": table_pb2.PlayResponse,
+    "Pass": table_pb2.PassResponse, "Bid": table_pb2.BidResponse,
+    "ShowCards": table_pb2.ShowCardsResponse, "Resume": table_pb2.ResumeResponse,
+    "GetView": table_pb2.GetViewResponse,
+}  # fmt: skip
+HAND_MOVES = 200  # more moves than any hand has: a hand that does not end fails
+
+
+@pytest.fixture(scope="module")
+def suite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PlaySuite]:
+    # a long turn clock: nobody's turn runs out while the test clicks
+    with play_suite(tmp_path_factory.mktemp("play-web"), {"DDZ_TURN_TIMEOUT": "120"}) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    """Debian's Chromium, for this module alone (Playwright's sync API holds an event loop
+    in this thread while it is open)."""
+    assert CHROMIUM.exists(), "apt-get install -y chromium (.ci/run does)"
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+class Answers:
+    """Every gRPC-Web answer of the TableService a page received, decoded."""
+
+    def __init__(self, page: Page) -> None:
+        self.messages: list[tuple[str, object]] = []
+        page.on("requestfinished", lambda request: self.keep(request.response()))
+
+    def keep(self, response: Response | None) -> None:
+        if response is None or "/ddz.v1.TableService/" not in response.url:
+            return
+        method = response.url.rsplit("/", 1)[1]
+        kind = ANSWERS.get(method)
+        if kind is None:
+            return
+        body = response.body()
+        while len(body) >= 5:
+            flags, size = struct.unpack(">BI", body[:5])
+            frame, body = body[5 : 5 + size], body[5 + size :]
+            if not flags & 0x80:  # a message, not the trailers
+                self.messages.append((method, kind.FromString(frame)))
+
+    def views_and_events(self) -> tuple[list[table_pb2.PlayerView], list[object]]:
+        views, events = [], []
+        for _method, message in self.messages:
+            outcome = getattr(message, "outcome", None)
+            if outcome is not None and message.HasField("outcome"):  # type: ignore[attr-defined]
+                views.append(outcome.view)
+                events.extend(outcome.events)
+            if isinstance(message, table_pb2.WatchHandResponse):
+                if message.HasField("view"):
+                    views.append(message.view)
+                if message.HasField("event"):
+                    events.append(message.event)
+            if isinstance(message, table_pb2.GetViewResponse):
+                views.append(message.view)
+        return views, events
+
+
+def new_player(browser: Browser, suite: PlaySuite, name: str, **size: int) -> BrowserContext:
+    viewport = {"width": size.get("width", 1280), "height": size.get("height", 800)}
+    # the suite's own CA signed the front's certificate: the browser does not know it
+    return browser.new_context(ignore_https_errors=True, viewport=viewport)  # type: ignore[arg-type]
+
+
+def sign_in(page: Page, suite: PlaySuite, name: str) -> None:
+    page.goto(suite.url)
+    page.get_by_label("Player token").fill(suite.token("player", name))
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_role("heading", name="Pick a room")).to_be_visible()
+
+
+def my_seat(page: Page) -> int:
+    mine = page.locator(".seat.me")
+    return int(mine.get_attribute("data-testid").removeprefix("seat-"))  # type: ignore[union-attr]
+
+
+def take_turn(page: Page) -> bool:
+    """Make this page's move if it is its turn, by clicking: ask the hint, then click the
+    bid button or the cards it names and Play (or Pass). False: not its turn."""
+    hint = page.locator("#hint-button")
+    if hint.is_disabled() or not page.locator("#result").is_hidden():
+        return False
+    hint.click()
+    said = page.locator("#hint")
+    expect(said).to_contain_text("Hint: ")
+    text = said.inner_text().removeprefix("Hint: ")
+    click_move(page, text)
+    # the move's answer ends this seat's turn (the next is after another seat's move)
+    expect(hint).to_be_disabled(timeout=10_000)
+    return True
+
+
+def click_move(page: Page, text: str) -> None:
+    bids = page.locator("#bids button")
+    if bids.count():
+        words = {"pass": "No bid", "grab": "Grab the landlord"}
+        wanted = words.get(text.split(" ")[0], text.split(" (")[0].capitalize())
+        bids.filter(has_text=re.compile(f"^{re.escape(wanted)}")).first.click()
+        return
+    if text.startswith("pass"):
+        page.locator("#pass-button").click()
+        return
+    match = re.match(r"play (\S+)", text)
+    assert match, text
+    page.locator("#clear-button").click()
+    cards = page.locator("[data-testid=my-cards] [data-card]")
+    taken: set[int] = set()
+    for rank in re.findall(r"10|[3-9TJQKA2BR]", match.group(1)):
+        rank = "T" if rank == "10" else rank
+        for index in range(cards.count()):
+            value = cards.nth(index).get_attribute("data-card") or ""
+            joker = {"B": "BJ", "R": "RJ"}.get(rank)
+            if index not in taken and (value == joker or (not joker and value[:-1] == rank)):
+                cards.nth(index).click()
+                taken.add(index)
+                break
+        else:
+            raise AssertionError(f"no card {rank} to click for {text!r}")
+    page.locator("#play-button").click()
+
+
+def no_other_seats_cards(page: Page, answers: Answers, seat: int) -> None:
+    shown = page.locator("[data-testid=my-cards] [data-card]").count()
+    assert page.locator("[data-card]").count() == shown  # no card elements but mine
+    views, events = answers.views_and_events()
+    assert views, "the page received views"
+    for view in views:
+        assert view.seat == seat
+        assert len(view.cards) == view.card_counts[seat]
+        assert {s.seat for s in view.shown} <= {seat}  # nobody showed their cards here
+    assert all(event.type != "cards_dealt" for event in events)  # type: ignore[attr-defined]
+
+
+def test_two_people_and_a_bot_play_a_hand_of_classic_by_clicking(
+    browser: Browser, suite: PlaySuite
+) -> None:
+    contexts = [new_player(browser, suite, name) for name in ("ann", "ben")]
+    try:
+        pages = [context.new_page() for context in contexts]
+        answers = [Answers(page) for page in pages]
+        for page, name in zip(pages, ("ann-in-a-browser", "ben-in-a-browser"), strict=True):
+            sign_in(page, suite, name)
+        shoot(pages[0], "rooms")
+        for page in pages:
+            page.locator("button[data-room=classic]").click()
+        for page in pages:
+            expect(page.get_by_test_id("hand-id")).not_to_be_empty(timeout=60_000)
+            expect(page.locator("[data-testid=my-cards] [data-card]")).to_have_count(17)
+        hand_id = pages[0].get_by_test_id("hand-id").inner_text()
+        assert pages[1].get_by_test_id("hand-id").inner_text() == hand_id
+        seats = [my_seat(page) for page in pages]
+        assert len(set(seats)) == 2
+        bot = ({0, 1, 2} - set(seats)).pop()
+        expect(pages[0].get_by_test_id(f"seat-{bot}")).to_contain_text("(bot)")
+        clocked = False
+        for _ in range(HAND_MOVES):
+            if all(page.get_by_test_id("result").is_visible() for page in pages):
+                break
+            moved = False
+            for page in pages:
+                if not clocked and page.get_by_test_id("turn-clock").is_visible():
+                    clock = page.get_by_test_id("turn-clock")
+                    assert re.fullmatch(r"\d+", clock.inner_text())
+                    deadline = clock.get_attribute("data-deadline") or ""
+                    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", deadline)
+                    shoot(page, "table")
+                    clocked = True
+                moved = take_turn(page) or moved
+            if not moved:
+                pages[0].wait_for_timeout(200)
+        for page in pages:
+            result = page.get_by_test_id("result")
+            expect(result).to_be_visible()
+            expect(result).to_contain_text(re.compile("The (landlord|farmers) wins?"))
+            expect(result.locator("#arithmetic")).to_contain_text("multiplier", timeout=30_000)
+        shoot(pages[0], "result")
+        assert clocked, "a turn clock was shown"
+        for page, answer, seat in zip(pages, answers, seats, strict=True):
+            no_other_seats_cards(page, answer, seat)
+    finally:
+        for context in contexts:
+            context.close()
+
+
+def shoot(page: Page, name: str) -> None:
+    directory = os.environ.get("DDZ_PLAY_SCREENSHOTS")
+    if directory:
+        Path(directory).mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(Path(directory) / f"play-{name}.png"), full_page=True)
