@@ -4,7 +4,8 @@ starts it, the players' web front included, on free ports.
 
 Two people, each in a browser context of their own, sign in with their player tokens,
 join the classic room (a bot fills the third seat) and play a whole hand to its result,
-each move chosen by clicking cards and buttons (the table's hint says which). Neither
+each move chosen by clicking cards and buttons (the table's hint says which), and the
+hand's evidence file downloaded from the page verifies with ``ddz audit --bundle``. Neither
 page ever holds another seat's cards: not in its DOM, not in any gRPC-Web answer it
 receives. A reload mid-hand rejoins the same seat without a new sign-in, and a second
 tab of the same player gets the same seat, not a second one.
@@ -16,6 +17,8 @@ from __future__ import annotations
 import os
 import re
 import struct
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,6 +26,7 @@ import pytest
 from ddz.v1 import table_pb2
 from play_web_kit import PlaySuite, play_suite
 from playwright.sync_api import Browser, BrowserContext, Page, Response, expect, sync_playwright
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -124,9 +128,11 @@ def take_turn(page: Page) -> bool:
     said = page.locator("#hint")
     expect(said).to_contain_text("Hint: ")
     text = said.inner_text().removeprefix("Hint: ")
+    before = page.locator("#table").get_attribute("data-version")
     click_move(page, text)
-    # the move's answer ends this seat's turn (the next is after another seat's move)
-    expect(hint).to_be_disabled(timeout=10_000)
+    # the move's answer moves the hand on (a refusal would say why it did not)
+    expect(page.locator("#refusal")).to_be_hidden()
+    expect(page.locator("#table")).not_to_have_attribute("data-version", before or "")
     return True
 
 
@@ -172,7 +178,7 @@ def no_other_seats_cards(page: Page, answers: Answers, seat: int) -> None:
 
 
 def test_two_people_and_a_bot_play_a_hand_of_classic_by_clicking(
-    browser: Browser, suite: PlaySuite
+    browser: Browser, suite: PlaySuite, tmp_path: Path
 ) -> None:
     contexts = [new_player(browser, suite, name) for name in ("ann", "ben")]
     try:
@@ -215,11 +221,35 @@ def test_two_people_and_a_bot_play_a_hand_of_classic_by_clicking(
             expect(result.locator("#arithmetic")).to_contain_text("multiplier", timeout=30_000)
         shoot(pages[0], "result")
         assert clocked, "a turn clock was shown"
+        evidence = download_evidence(pages[1], tmp_path)
+        assert evidence.name == f"hand-{hand_id}.ddz-evidence.json"
+        audit = subprocess.run(
+            [sys.executable, "-m", "ddz.entrypoints.cli", "audit", "--bundle", str(evidence)],
+            env=suite.env, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert audit.returncode == 0, audit.stdout + audit.stderr
         for page, answer, seat in zip(pages, answers, seats, strict=True):
             no_other_seats_cards(page, answer, seat)
     finally:
         for context in contexts:
             context.close()
+
+
+def download_evidence(page: Page, directory: Path) -> Path:
+    """Click the hand's evidence link until the file comes (the recorder may still be
+    storing the hand's last events: the page then says the hand is not ready)."""
+    for _ in range(50):
+        try:
+            with page.expect_download(timeout=3_000) as downloading:
+                page.get_by_role("button", name="Download the evidence file").click()
+        except PlaywrightTimeout:
+            expect(page.locator("#refusal")).to_be_visible()
+            continue
+        download = downloading.value
+        path = directory / download.suggested_filename
+        download.save_as(path)
+        return path
+    raise AssertionError("the evidence file never came")
 
 
 def shoot(page: Page, name: str) -> None:

@@ -1,12 +1,16 @@
 """The TableService over gRPC-Web, apart from the page: a client in Node.js written
 from the protos (web/test/play_hand.test.mjs, ``@connectrpc/connect-node``) lists the
-rooms, is refused without a token and for another seat, and plays a whole hand of
-classic with the table's hints against two bots, through the suite's web front."""
+rooms, is refused without a token and for another seat, plays a whole hand of classic
+with the table's hints against two bots, through the suite's web front, and fetches the
+hand's evidence file (refused to a player who did not sit in it), which ``ddz audit
+--bundle`` verifies. The page's bundle and the generated client are checked to be built
+from the current sources."""
 
 from __future__ import annotations
 
 import re
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,18 +24,39 @@ def suite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PlaySuite]:
         yield running
 
 
-def node_test(suite: PlaySuite, token: str, room: str) -> subprocess.CompletedProcess[str]:
+def node_test(
+    suite: PlaySuite, token: str, room: str, evidence: Path
+) -> subprocess.CompletedProcess[str]:
     node_modules()
     env = {**suite.env, "PLAY_URL": suite.url, "PLAY_CA": str(suite.ca),
-           "PLAY_TOKEN": token, "PLAY_ROOM": room}  # fmt: skip
+           "PLAY_TOKEN": token, "PLAY_ROOM": room, "PLAY_EVIDENCE": str(evidence),
+           "PLAY_OTHER_TOKEN": suite.token("player", "otto-not-seated")}  # fmt: skip
     return subprocess.run(
         ["node", "--test", "--test-reporter=spec", str(Path("test") / "play_hand.test.mjs")],
         cwd=WEB, env=env, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
 
 
-def test_a_node_client_plays_a_hand_of_classic_over_grpc_web(suite: PlaySuite) -> None:
-    done = node_test(suite, suite.token("player", "nora-in-node"), "classic")
+def test_a_node_client_plays_a_hand_of_classic_over_grpc_web(
+    suite: PlaySuite, tmp_path: Path
+) -> None:
+    evidence = tmp_path / "hand.ddz-evidence.json"
+    done = node_test(suite, suite.token("player", "nora-in-node"), "classic", evidence)
     assert done.returncode == 0, done.stdout + done.stderr
     counts = dict(re.findall(r"^\S+ (pass|fail) (\d+)$", done.stdout, re.MULTILINE))
     assert counts == {"pass": "3", "fail": "0"}, done.stdout
+    # the evidence file the client received verifies offline
+    audit = subprocess.run(
+        [sys.executable, "-m", "ddz.entrypoints.cli", "audit", "--bundle", str(evidence)],
+        env=suite.env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert audit.returncode == 0, audit.stdout + audit.stderr
+
+
+def test_the_vendored_page_and_client_are_built_from_the_current_sources() -> None:
+    node_modules()
+    done = subprocess.run(
+        [sys.executable, "tools/build_play_web.py", "--check"], cwd=WEB.parent,
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr

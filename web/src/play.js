@@ -144,7 +144,8 @@ function follow(handId) {
   Object.assign(state, { handId, view: null, position: 0n, lastMove: {} });
   state.selected.clear();
   $("hand-id").textContent = handId;
-  $("evidence-help").textContent = "";
+  $("evidence").hidden = true;
+  $("evidence-help").hidden = true;
   $("result").hidden = true;
   $("timed-out").hidden = true;
   refuse(null);
@@ -202,6 +203,7 @@ function render(view) {
   if (now && now.handId === view.handId && view.version < now.version) return;
   if (!now || now.version !== view.version) $("hint").textContent = "";
   state.view = view;
+  $("table").dataset.version = String(view.version);
   say("");
   const wild = new Set(view.wild.map(symbol));
   renderSeats(view);
@@ -379,7 +381,25 @@ function renderResult(view) {
       textContent: `${who}: ${line.amount > 0n ? "+" : ""}${line.amount} ${line.reason.replaceAll("_", " ")}${line.detail ? ` (${line.detail})` : ""}`,
     });
   }));
-  $("evidence-help").textContent = "(the hand is over)";
+  $("evidence").hidden = false;
+  $("evidence-help").hidden = false;
+  $("evidence-name").textContent = `hand-${view.handId}.ddz-evidence.json`;
+}
+
+async function downloadEvidence() {
+  refuse(null);
+  try {
+    const found = await table.getHandEvidence({ handId: state.handId }, auth(state.token));
+    const link = document.createElement("a");
+    link.href = URL.createObjectURL(new Blob([found.file], { type: "application/json" }));
+    link.download = found.fileName;
+    document.body.append(link);
+    link.click();
+    link.remove();
+    setTimeout(() => URL.revokeObjectURL(link.href), 10_000);
+  } catch (error) {
+    refuse(error);
+  }
 }
 
 // --- moves --------------------------------------------------------------------------
@@ -427,6 +447,7 @@ const play = () => act(() => table.play({ ...seatIds(), cards: selectedCards() }
 const pass = () => act(() => table.pass(seatIds(), auth(state.seatToken)));
 
 $("play-button").addEventListener("click", play);
+$("evidence").addEventListener("click", downloadEvidence);
 $("pass-button").addEventListener("click", pass);
 $("hint-button").addEventListener("click", hint);
 $("clear-button").addEventListener("click", () => { state.selected.clear(); render(state.view); });

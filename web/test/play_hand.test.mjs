@@ -2,10 +2,11 @@
 // protoc-gen-es generates, web/gen/) with @connectrpc/connect-node: it signs in with a
 // player token, joins a room, follows its seat with WatchHand and plays each of its
 // turns with the table's own hint, to the hand's end. Run by tests/e2e/test_play_web.py
-// against a real suite (PLAY_URL, PLAY_CA, PLAY_TOKEN, PLAY_ROOM).
+// against a real suite (PLAY_URL, PLAY_CA, PLAY_TOKEN, PLAY_OTHER_TOKEN: a player who
+// does not sit, PLAY_ROOM, PLAY_EVIDENCE: where to write the hand's evidence file).
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { createClient, ConnectError, Code } from "@connectrpc/connect";
 import { createGrpcWebTransport } from "@connectrpc/connect-node";
 import { TableService } from "../gen/ddz/v1/table_pb.js";
@@ -93,5 +94,26 @@ test("a player plays a whole hand over gRPC-Web", { timeout: 240_000 }, async ()
   assert.equal(last.ledger?.deltas.length, 3, "the hand was settled");
   assert.equal(last.ledger.deltas.reduce((a, b) => a + b, 0n) + last.ledger.system, 0n);
   assert.ok(moves > 0, "the player moved");
+
+  // The hand's evidence file, for the player who sat in it (the recorder may still be
+  // storing the hand's last events: WRONG_PHASE until then).
+  let evidence = null;
+  for (let tries = 0; !evidence && tries < 50; tries += 1) {
+    try {
+      evidence = await table.getHandEvidence({ handId: joined.handId }, bearer(PLAY_TOKEN));
+    } catch (error) {
+      if (error.code !== Code.FailedPrecondition && error.code !== Code.NotFound) throw error;
+      await new Promise((done) => setTimeout(done, 200));
+    }
+  }
+  assert.ok(evidence, "the evidence file came");
+  assert.equal(evidence.fileName, `hand-${joined.handId}.ddz-evidence.json`);
+  assert.ok(new TextDecoder().decode(evidence.file).includes(joined.handId));
+  // Another player did not sit in this hand: not theirs to have.
+  await assert.rejects(
+    table.getHandEvidence({ handId: joined.handId }, bearer(process.env.PLAY_OTHER_TOKEN)),
+    (error) => error.code === Code.PermissionDenied && /did not sit in hand/.test(error.rawMessage),
+  );
+  if (process.env.PLAY_EVIDENCE) writeFileSync(process.env.PLAY_EVIDENCE, evidence.file);
   assert.equal(last.finalHands.length, 3, "every seat's cards left are public at the end");
 });

@@ -1425,6 +1425,45 @@ export declare type HintRequest = Message<"ddz.v1.HintRequest"> & {
 export declare const HintRequestSchema: GenMessage<HintRequest>;
 
 /**
+ * @generated from message ddz.v1.GetHandEvidenceRequest
+ */
+export declare type GetHandEvidenceRequest = Message<"ddz.v1.GetHandEvidenceRequest"> & {
+  /**
+   * @generated from field: string hand_id = 1;
+   */
+  handId: string;
+};
+
+/**
+ * Describes the message ddz.v1.GetHandEvidenceRequest.
+ * Use `create(GetHandEvidenceRequestSchema)` to create a new message.
+ */
+export declare const GetHandEvidenceRequestSchema: GenMessage<GetHandEvidenceRequest>;
+
+/**
+ * @generated from message ddz.v1.GetHandEvidenceResponse
+ */
+export declare type GetHandEvidenceResponse = Message<"ddz.v1.GetHandEvidenceResponse"> & {
+  /**
+   * The file's exact bytes (canonical JSON) and its name, e.g. hand-<id>.ddz-evidence.json.
+   *
+   * @generated from field: bytes file = 1;
+   */
+  file: Uint8Array;
+
+  /**
+   * @generated from field: string file_name = 2;
+   */
+  fileName: string;
+};
+
+/**
+ * Describes the message ddz.v1.GetHandEvidenceResponse.
+ * Use `create(GetHandEvidenceResponseSchema)` to create a new message.
+ */
+export declare const GetHandEvidenceResponseSchema: GenMessage<GetHandEvidenceResponse>;
+
+/**
  * @generated from service ddz.v1.TableService
  */
 export declare const TableService: GenService<{
@@ -1622,6 +1661,20 @@ export declare const TableService: GenService<{
     methodKind: "unary";
     input: typeof RefreshSeatTokenRequestSchema;
     output: typeof RefreshSeatTokenResponseSchema;
+  },
+  /**
+   * The evidence file of a hand that has ended (docs/AUDIT.md: every event of the hand,
+   * the recorder's signed head; `ddz audit --bundle FILE` verifies it offline), for a
+   * player who sat in it: their player or seat token; an operator token for any hand.
+   * A hand the caller did not sit in: PERMISSION_DENIED. A hand still in play, or not
+   * yet stored whole: FAILED_PRECONDITION (WRONG_PHASE); ask again in a moment.
+   *
+   * @generated from rpc ddz.v1.TableService.GetHandEvidence
+   */
+  getHandEvidence: {
+    methodKind: "unary";
+    input: typeof GetHandEvidenceRequestSchema;
+    output: typeof GetHandEvidenceResponseSchema;
   },
 }>;
 
