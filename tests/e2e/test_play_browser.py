@@ -257,3 +257,35 @@ def shoot(page: Page, name: str) -> None:
     if directory:
         Path(directory).mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(Path(directory) / f"play-{name}.png"), full_page=True)
+
+
+def test_a_reload_mid_hand_rejoins_the_same_seat_and_a_second_tab_gets_no_second_seat(
+    browser: Browser, suite: PlaySuite
+) -> None:
+    context = new_player(browser, suite, "cleo")
+    try:
+        page = context.new_page()
+        sign_in(page, suite, "cleo-reloads")
+        page.locator("button[data-room=classic]").click()
+        hand = page.get_by_test_id("hand-id")
+        expect(hand).not_to_be_empty(timeout=60_000)
+        hand_id, seat = hand.inner_text(), my_seat(page)
+        cards = page.locator("[data-testid=my-cards] [data-card]")
+        expect(cards).to_have_count(17)
+        held = sorted(cards.nth(i).get_attribute("data-card") or "" for i in range(17))
+        page.reload()  # no sign-in asked: the token lasts
+        expect(page.get_by_test_id("hand-id")).to_have_text(hand_id, timeout=30_000)
+        assert my_seat(page) == seat
+        expect(page.locator("#notice")).to_contain_text("back at your seat")
+        expect(cards).not_to_have_count(0)
+        again = sorted(cards.nth(i).get_attribute("data-card") or "" for i in range(cards.count()))
+        assert set(again) <= set(held)  # the same hand (cards only leave it)
+        second = context.new_page()  # the same player in a second tab: the same seat
+        second.goto(suite.url)
+        expect(second.get_by_test_id("hand-id")).to_have_text(hand_id, timeout=30_000)
+        assert my_seat(second) == seat
+        seats = second.locator("[data-testid^=seat-]")
+        names = [seats.nth(i).locator(".name").inner_text() for i in range(seats.count())]
+        assert sum(name.startswith("cleo-reloads") for name in names) == 1
+    finally:
+        context.close()

@@ -36,6 +36,7 @@ const state = {
   lastMove: {}, // seat -> what it did last, in words
   watching: 0, // the stream's generation: a new hand stops the old stream's loop
   deadline: 0, // ms (page clock) when the turn runs out
+  lost: false, // the stream broke: reconnecting
 };
 
 // --- words ------------------------------------------------------------------------
@@ -162,6 +163,7 @@ async function watch(generation) {
       );
       for await (const update of stream) {
         if (generation !== state.watching) return;
+        if (state.lost) { state.lost = false; say("Connected again: you are at your seat."); }
         state.position = update.position;
         if (update.event) note(update.event);
         if (update.view) render(update.view);
@@ -172,11 +174,11 @@ async function watch(generation) {
       if (error instanceof ConnectError && [7, 16].includes(error.code)) {
         return say(`This seat is no longer yours: ${explain(error)}`);
       }
+      state.lost = true;
       say("Connection lost: reconnecting to your seat…");
       await new Promise((done) => setTimeout(done, RETRY_MS));
       continue;
     }
-    say("");
   }
 }
 
@@ -204,7 +206,6 @@ function render(view) {
   if (!now || now.version !== view.version) $("hint").textContent = "";
   state.view = view;
   $("table").dataset.version = String(view.version);
-  say("");
   const wild = new Set(view.wild.map(symbol));
   renderSeats(view);
   renderCards(view, wild);
@@ -458,6 +459,7 @@ $("next-hand").addEventListener("click", async () => {
   say("Waiting for the others to be ready…");
   try {
     const next = await table.nextHand({ tableId: state.tableId }, { ...auth(state.seatToken), timeoutMs: 120_000 });
+    say("");
     follow(next.handId);
   } catch (error) {
     say(`No next hand: ${explain(error)}`);
