@@ -1,5 +1,6 @@
 """A real suite with the players' web front, as ``ddz up`` starts it (on free ports),
-for the page's and the gRPC-Web client's tests; player tokens from the real CLI."""
+for the page's and the gRPC-Web client's tests; player tokens from the real CLI; signing
+in on the page, and its screenshots (``DDZ_PLAY_SCREENSHOTS=<dir>``)."""
 
 from __future__ import annotations
 
@@ -17,8 +18,14 @@ import pytest
 from ddz.adapters.runtime.stack import Stack
 from ddz.adapters.runtime.stack_env import settings_env
 from ddz.entrypoints.up_cmd import play_url
+from playwright.sync_api import Page, expect
 
 ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+    "--disable-component-update", "--no-first-run",
+]  # fmt: skip
 WEB = ROOT / "web"
 
 
@@ -69,3 +76,17 @@ def node_modules() -> Path:
         subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=WEB, check=True,
                        timeout=600)  # fmt: skip
     return modules
+
+
+def sign_in(page: Page, suite: PlaySuite, name: str) -> None:
+    page.goto(suite.url)
+    page.get_by_label("Player token").fill(suite.token("player", name))
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_role("heading", name="Pick a room")).to_be_visible()
+
+
+def shoot(page: Page, name: str) -> None:
+    directory = os.environ.get("DDZ_PLAY_SCREENSHOTS")
+    if directory:
+        Path(directory).mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(Path(directory) / f"play-{name}.png"), full_page=True)

@@ -14,7 +14,6 @@ docs/screenshots were taken so)."""
 
 from __future__ import annotations
 
-import os
 import re
 import struct
 import subprocess
@@ -24,15 +23,10 @@ from pathlib import Path
 
 import pytest
 from ddz.v1 import table_pb2
-from play_web_kit import PlaySuite, play_suite
+from play_web_kit import CHROMIUM, CHROMIUM_ARGS, PlaySuite, play_suite, shoot, sign_in
 from playwright.sync_api import Browser, BrowserContext, Page, Response, expect, sync_playwright
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--no-first-run",
-]  # fmt: skip
 ANSWERS = {  # what each TableService method answers with a view or events in it
     "WatchHand": table_pb2.WatchHandResponse, "Play": table_pb2.PlayResponse,
     "Pass": table_pb2.PassResponse, "Bid": table_pb2.BidResponse,
@@ -104,13 +98,6 @@ def new_player(browser: Browser, suite: PlaySuite, name: str, **size: int) -> Br
     viewport = {"width": size.get("width", 1280), "height": size.get("height", 800)}
     # the suite's own CA signed the front's certificate: the browser does not know it
     return browser.new_context(ignore_https_errors=True, viewport=viewport)  # type: ignore[arg-type]
-
-
-def sign_in(page: Page, suite: PlaySuite, name: str) -> None:
-    page.goto(suite.url)
-    page.get_by_label("Player token").fill(suite.token("player", name))
-    page.get_by_role("button", name="Sign in").click()
-    expect(page.get_by_role("heading", name="Pick a room")).to_be_visible()
 
 
 def my_seat(page: Page) -> int:
@@ -250,13 +237,6 @@ def download_evidence(page: Page, directory: Path) -> Path:
         download.save_as(path)
         return path
     raise AssertionError("the evidence file never came")
-
-
-def shoot(page: Page, name: str) -> None:
-    directory = os.environ.get("DDZ_PLAY_SCREENSHOTS")
-    if directory:
-        Path(directory).mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(Path(directory) / f"play-{name}.png"), full_page=True)
 
 
 def test_a_reload_mid_hand_rejoins_the_same_seat_and_a_second_tab_gets_no_second_seat(
