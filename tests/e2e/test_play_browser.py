@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from ddz.v1 import table_pb2
+from ddz.v1 import hand_events_pb2, table_pb2
 from play_web_kit import CHROMIUM, CHROMIUM_ARGS, PlaySuite, play_suite, shoot, sign_in
 from playwright.sync_api import Browser, BrowserContext, Page, Response, expect, sync_playwright
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
@@ -133,6 +133,9 @@ def click_move(page: Page, text: str) -> None:
     if text.startswith("pass"):
         page.locator("#pass-button").click()
         return
+    if text.startswith("show"):  # show one's hand to everyone (§6)
+        page.get_by_role("button", name="Show cards").click()
+        return
     match = re.match(r"play (\S+)", text)
     assert match, text
     page.locator("#clear-button").click()
@@ -157,25 +160,33 @@ def no_other_seats_cards(page: Page, answers: Answers, seat: int) -> None:
     assert page.locator("[data-card]").count() == shown  # no card elements but mine
     views, events = answers.views_and_events()
     assert views, "the page received views"
+    # another seat's cards reach a page only once that seat has shown them (§6)
+    showed = {seat} | {
+        hand_events_pb2.CardsShown.FromString(event.payload).seat  # type: ignore[attr-defined]
+        for event in events
+        if event.type == "cards_shown"  # type: ignore[attr-defined]
+    }
     for view in views:
         assert view.seat == seat
         assert len(view.cards) == view.card_counts[seat]
-        assert {s.seat for s in view.shown} <= {seat}  # nobody showed their cards here
+        assert {s.seat for s in view.shown} <= showed
     assert all(event.type != "cards_dealt" for event in events)  # type: ignore[attr-defined]
 
 
-def test_two_people_and_a_bot_play_a_hand_of_classic_by_clicking(
-    browser: Browser, suite: PlaySuite, tmp_path: Path
+@pytest.mark.parametrize("room", ["classic", "laizi"])
+def test_two_people_and_a_bot_play_a_hand_by_clicking(
+    browser: Browser, suite: PlaySuite, tmp_path: Path, room: str
 ) -> None:
     contexts = [new_player(browser, suite, name) for name in ("ann", "ben")]
     try:
         pages = [context.new_page() for context in contexts]
         answers = [Answers(page) for page in pages]
-        for page, name in zip(pages, ("ann-in-a-browser", "ben-in-a-browser"), strict=True):
+        for page, name in zip(pages, (f"ann-{room}", f"ben-{room}"), strict=True):
             sign_in(page, suite, name)
-        shoot(pages[0], "rooms")
+        if room == "classic":
+            shoot(pages[0], "rooms")
         for page in pages:
-            page.locator("button[data-room=classic]").click()
+            page.locator(f"button[data-room={room}]").click()
         for page in pages:
             expect(page.get_by_test_id("hand-id")).not_to_be_empty(timeout=60_000)
             expect(page.locator("[data-testid=my-cards] [data-card]")).to_have_count(17)
@@ -196,7 +207,7 @@ def test_two_people_and_a_bot_play_a_hand_of_classic_by_clicking(
                     assert re.fullmatch(r"\d+", clock.inner_text())
                     deadline = clock.get_attribute("data-deadline") or ""
                     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", deadline)
-                    shoot(page, "table")
+                    shoot(page, f"table-{room}" if room != "classic" else "table")
                     clocked = True
                 moved = take_turn(page) or moved
             if not moved:
@@ -206,7 +217,10 @@ def test_two_people_and_a_bot_play_a_hand_of_classic_by_clicking(
             expect(result).to_be_visible()
             expect(result).to_contain_text(re.compile("The (landlord|farmers) wins?"))
             expect(result.locator("#arithmetic")).to_contain_text("multiplier", timeout=30_000)
-        shoot(pages[0], "result")
+        shoot(pages[0], "result" if room == "classic" else f"result-{room}")
+        if room == "laizi":  # the wildcard rank drawn (§5) is named on the table
+            expect(pages[0].locator("#wild-line")).to_be_visible()
+            expect(pages[0].locator("#wild")).not_to_be_empty()
         assert clocked, "a turn clock was shown"
         evidence = download_evidence(pages[1], tmp_path)
         assert evidence.name == f"hand-{hand_id}.ddz-evidence.json"

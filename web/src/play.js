@@ -37,6 +37,7 @@ const state = {
   watching: 0, // the stream's generation: a new hand stops the old stream's loop
   deadline: 0, // ms (page clock) when the turn runs out
   lost: false, // the stream broke: reconnecting
+  hinted: null, // the last hint's play (its cards and reading)
 };
 
 // --- words ------------------------------------------------------------------------
@@ -54,7 +55,7 @@ const seatName = (view, seat) => {
   return info && info.isBot ? `${name} (bot)` : name;
 };
 const bidWords = (bid) => {
-  if (bid.action === BidAction.CALL) return `call ${bid.score}`;
+  if (bid.action === BidAction.CALL) return bid.score ? `call ${bid.score}` : "call the landlord";
   if (bid.action === BidAction.GRAB) return "grab the landlord";
   return bid.action === BidAction.PASS ? "no bid" : "bid";
 };
@@ -373,8 +374,8 @@ function renderResult(view) {
   const factors = view.multiplier ? view.multiplier.factors.map((f) => `${f.factor}`).join(" × ") : "1";
   const multiplier = view.ledger ? view.ledger.multiplier : view.multiplierTotal;
   $("arithmetic").textContent = view.ledger
-    ? `Base ${view.base} × multiplier ${multiplier} (${factors}) = ${BigInt(view.base) * multiplier} a farmer; ` +
-      `the landlord's change is the farmers' together. The room's own terms, line by line:`
+    ? `Stake: base ${view.base} × multiplier ${multiplier} (${factors}) = ${BigInt(view.base) * multiplier}. ` +
+      `What each seat got by the room's terms (points or beans, fees), line by line:`
     : "Settling the hand…";
   $("ledger-lines").replaceChildren(...(view.ledger ? view.ledger.lines : []).map((line) => {
     const who = line.seat === undefined ? "system" : seatName(view, line.seat);
@@ -430,6 +431,7 @@ async function hint() {
     const answer = await table.hint(seatIds(), auth(state.seatToken));
     const move = answer.move;
     if (move.move.case === "play") {
+      state.hinted = move.move.value;
       const wanted = [...move.move.value.cards];
       state.selected.clear();
       for (const card of state.view.cards) {
@@ -444,7 +446,13 @@ async function hint() {
   }
 }
 
-const play = () => act(() => table.play({ ...seatIds(), cards: selectedCards() }, auth(state.seatToken)));
+// The hint's reading goes with its cards (a wildcard play may read several ways, §3).
+const sorted = (text) => [...text].sort().join("");
+const play = () => {
+  const cards = selectedCards();
+  const hinted = state.hinted && sorted(state.hinted.cards) === sorted(cards) ? state.hinted.declared : undefined;
+  return act(() => table.play({ ...seatIds(), cards, declared: hinted }, auth(state.seatToken)));
+};
 const pass = () => act(() => table.pass(seatIds(), auth(state.seatToken)));
 
 $("play-button").addEventListener("click", play);
