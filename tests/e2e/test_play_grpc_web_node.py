@@ -8,9 +8,13 @@ from the current sources."""
 
 from __future__ import annotations
 
+import json
 import re
+import ssl
 import subprocess
 import sys
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -60,3 +64,44 @@ def test_the_vendored_page_and_client_are_built_from_the_current_sources() -> No
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
+
+
+def connect_json(suite: PlaySuite, method: str, body: dict[str, object],
+                 token: str = "") -> tuple[int, dict[str, object]]:  # fmt: skip
+    """A Connect-protocol unary call (JSON over HTTP/1.1), as curl would make it."""
+    headers = {"content-type": "application/json", "connect-protocol-version": "1"}
+    if token:
+        headers["authorization"] = f"Bearer {token}"
+    request = urllib.request.Request(
+        f"{suite.url}/ddz.v1.TableService/{method}", data=json.dumps(body).encode(),
+        headers=headers, method="POST",
+    )  # fmt: skip
+    context = ssl.create_default_context(cafile=str(suite.ca))
+    try:
+        with urllib.request.urlopen(request, context=context, timeout=30) as answer:
+            return answer.status, json.loads(answer.read())
+    except urllib.error.HTTPError as refused:
+        return refused.code, json.loads(refused.read())
+
+
+def test_the_connect_protocol_answers_in_json_with_the_tables_refusals(suite: PlaySuite) -> None:
+    status, rooms = connect_json(suite, "ListRooms", {})
+    assert status == 200
+    assert {room["roomId"] for room in rooms["rooms"]} >= {"classic", "laizi"}  # type: ignore[attr-defined]
+    status, refused = connect_json(suite, "JoinRoom", {"roomId": "classic"})
+    assert status == 401 and refused["code"] == "unauthenticated"
+    assert "no token" in str(refused["message"])
+    token = suite.token("player", "petra-json")
+    status, refused = connect_json(suite, "GetHandEvidence", {"handId": "nohand"}, token)
+    assert status in (400, 404) and refused["code"] in ("invalid_argument", "not_found")
+    status, refused = connect_json(suite, "Play", {"handId": "h" * 100_000}, token)
+    assert status >= 400  # a request far larger than any TableService call: refused unread
+
+
+def test_the_page_is_served_with_a_strict_content_security_policy(suite: PlaySuite) -> None:
+    context = ssl.create_default_context(cafile=str(suite.ca))
+    with urllib.request.urlopen(suite.url, context=context, timeout=30) as page:
+        policy = page.headers["Content-Security-Policy"]
+        assert "script-src 'self'" in policy and "unsafe-inline" not in policy
+        assert "connect-src 'self'" in policy and "frame-ancestors 'none'" in policy
+        assert 'name="token"' in page.read().decode()
