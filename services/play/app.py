@@ -12,15 +12,21 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import grpc
+import structlog
 from ddz.adapters.rpc.grpc_client import make_channel
 from ddz.adapters.runtime.web_server import WebServer
+from ddz.adapters.security.token_keys import login_key
+from ddz.adapters.security.tokens import issue
 from ddz.adapters.telemetry.health import Check
 from ddz.config import Settings
 
 from .gateway import TableForward, TableGateway
+from .handlers import Guests
 from .servicer import PlayWeb
 
 NAME = "play"
+
+log = structlog.get_logger("ddz.play")
 
 
 class PlayApp:
@@ -34,7 +40,12 @@ class PlayApp:
     async def start(self) -> None:
         settings = self.settings
         self.channel = make_channel(settings, "table")
-        app = PlayWeb(TableGateway(TableForward(self.channel)))
+        guests = None
+        if settings.play_guests:  # the login's key signs guests' tokens: a local suite's
+            key = login_key(settings)
+            guests = Guests(lambda name, ttl: issue(key, "player", name, ttl))
+            log.warning("play_guests", why="DDZ_PLAY_GUESTS: anyone may play as a guest")
+        app = PlayWeb(TableGateway(TableForward(self.channel)), guests)
         self.web = await WebServer.start(
             app, settings, settings.listen_address("play", settings.play_web_port), NAME
         )

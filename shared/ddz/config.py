@@ -56,7 +56,7 @@ SERVICE_PORTS: Mapping[str, int] = MappingProxyType(
 DEFAULT_CONSOLE_WEB_PORT = 8443
 """Where the console serves its pages over HTTPS by default (``DDZ_CONSOLE_WEB_PORT``)."""
 DEFAULT_PLAY_WEB_PORT = 8444  # the players' web front's page and gRPC-Web (services/play)
-DEFAULT_CONSOLE_SESSION_TTL = 30 * 60.0
+CONSOLE_SESSION_TTL = 30 * 60.0
 """Seconds a console session lasts after sign-in (``DDZ_CONSOLE_SESSION_TTL``)."""
 
 METRICS_PORT_OFFSET = 1000
@@ -181,8 +181,9 @@ class Settings:
     event_keyring_file: Path | None = None  # DDZ_EVENT_KEYRING: the producers' public keys
     # The console (services/console; docs/OPERATIONS.md "The dispute desk").
     console_web_port: int = DEFAULT_CONSOLE_WEB_PORT  # DDZ_CONSOLE_WEB_PORT: its HTTPS pages
-    console_session_ttl: float = DEFAULT_CONSOLE_SESSION_TTL  # DDZ_CONSOLE_SESSION_TTL
+    console_session_ttl: float = CONSOLE_SESSION_TTL  # DDZ_CONSOLE_SESSION_TTL
     play_web_port: int = DEFAULT_PLAY_WEB_PORT  # DDZ_PLAY_WEB_PORT (services/play)
+    play_guests: bool = False  # DDZ_PLAY_GUESTS: the page may make guests' player tokens
     # DDZ_TRACE_URL: a trace's page in the operator's tracing UI, "{trace_id}" in it; the
     # desk links each event's trace id there (blank: the id is shown as text)
     trace_url: str = ""
@@ -318,10 +319,9 @@ class Settings:
             event_signing_key_file=path_of(env, "DDZ_EVENT_SIGNING_KEY"),
             event_keyring_file=path_of(env, "DDZ_EVENT_KEYRING"),
             console_web_port=web_port_of(env, "DDZ_CONSOLE_WEB_PORT", DEFAULT_CONSOLE_WEB_PORT),
-            console_session_ttl=float_of(
-                env, "DDZ_CONSOLE_SESSION_TTL", DEFAULT_CONSOLE_SESSION_TTL
-            ),
+            console_session_ttl=float_of(env, "DDZ_CONSOLE_SESSION_TTL", CONSOLE_SESSION_TTL),
             play_web_port=web_port_of(env, "DDZ_PLAY_WEB_PORT", DEFAULT_PLAY_WEB_PORT),
+            play_guests=bool_of(env, "DDZ_PLAY_GUESTS", False),
             trace_url=trace_url_of(env),
         )
 

@@ -105,3 +105,11 @@ def test_the_page_is_served_with_a_strict_content_security_policy(suite: PlaySui
         assert "script-src 'self'" in policy and "unsafe-inline" not in policy
         assert "connect-src 'self'" in policy and "frame-ancestors 'none'" in policy
         assert 'name="token"' in page.read().decode()
+    # guests may not play here unless the operator says so (DDZ_PLAY_GUESTS)
+    with urllib.request.urlopen(f"{suite.url}/guest", context=context, timeout=30) as asked:
+        assert json.loads(asked.read()) == {"guests": False}
+    refused = urllib.request.Request(f"{suite.url}/guest", method="POST",
+                                     headers={"x-ddz-guest": "1"})  # fmt: skip
+    with pytest.raises(urllib.error.HTTPError) as caught:
+        urllib.request.urlopen(refused, context=context, timeout=30)
+    assert caught.value.code == 404

@@ -137,6 +137,7 @@ function signOut(why = "") {
   state.token = "";
   state.watching += 1;
   show("signin");
+  offerGuests();
   say(why ? `Sign in again: ${why}` : "");
 }
 
@@ -506,9 +507,32 @@ $("signin-form").addEventListener("submit", (event) => {
   start();
 });
 $("sign-out").addEventListener("click", () => signOut());
+$("guest").addEventListener("click", playAsGuest);
+
+async function offerGuests() {
+  try {
+    const answer = await fetch("/guest", { headers: { accept: "application/json" } });
+    $("guest-line").hidden = !(answer.ok && (await answer.json()).guests);
+  } catch {
+    $("guest-line").hidden = true;
+  }
+}
+
+async function playAsGuest() {
+  say("");
+  const answer = await fetch("/guest", { method: "POST", headers: { "x-ddz-guest": "1" } });
+  const found = await answer.json();
+  if (!answer.ok) return say(found.error);
+  state.token = found.token;
+  localStorage.setItem(KEY.token, state.token);
+  return start();
+}
 
 function start() {
-  if (!state.token) return show("signin");
+  if (!state.token) {
+    offerGuests();
+    return show("signin");
+  }
   try {
     const claims = JSON.parse(atob(state.token.split(".")[1].replace(/-/g, "+").replace(/_/g, "/")));
     $("who-name").textContent = `Signed in as ${claims.sub}`;

@@ -82,6 +82,7 @@ def settings_env(settings: Settings) -> dict[str, str]:
         "DDZ_CONSOLE_WEB_PORT": str(settings.console_web_port),
         "DDZ_CONSOLE_SESSION_TTL": repr(settings.console_session_ttl),
         "DDZ_PLAY_WEB_PORT": str(settings.play_web_port),
+        "DDZ_PLAY_GUESTS": "1" if settings.play_guests else "0",
     }
     if settings.nats_url:
         env["DDZ_NATS_URL"] = settings.nats_url
