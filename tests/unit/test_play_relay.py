@@ -1,13 +1,16 @@
-"""The players' web front's relay (services/play/handlers.py) and its mapping of the
-table's status codes to Connect's: what of a browser's call goes on to the table."""
+"""The players' web front's use cases (services/play/handlers.py: the relay, guests) and
+its mapping of the table's status codes to Connect's."""
 
 from __future__ import annotations
 
+import re
+
 import grpc
 import pytest
+from ddz.application.errors import Reason, Refusal
 
 from services.play.gateway import SERVICE, connect_code, endpoints
-from services.play.handlers import Relay
+from services.play.handlers import GUEST_TTL, Guests, Relay
 
 
 def test_a_unary_call_without_a_deadline_gets_the_relays_and_a_stream_none() -> None:
@@ -51,3 +54,19 @@ class _Forward:
 
     def stream(self, method: object) -> object:
         return lambda request, ctx: None
+
+
+def test_guests_get_fresh_names_at_most_so_many_a_minute() -> None:
+    now = [100.0]
+    signed: list[tuple[str, float]] = []
+    guests = Guests(lambda name, ttl: signed.append((name, ttl)) or f"token-of-{name}",
+                    per_minute=3, clock=lambda: now[0])  # fmt: skip
+    names = [guests.token()[0] for _ in range(3)]
+    assert len(set(names)) == 3 and all(re.fullmatch(r"guest-[0-9a-f]{8}", n) for n in names)
+    assert [ttl for _name, ttl in signed] == [GUEST_TTL] * 3
+    with pytest.raises(Refusal) as refused:
+        guests.token()
+    assert refused.value.reason == Reason.RATE_LIMITED
+    now[0] += 60.0  # a minute later: room again
+    name, token = guests.token()
+    assert token == f"token-of-{name}"
