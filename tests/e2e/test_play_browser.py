@@ -253,7 +253,7 @@ def download_evidence(page: Page, directory: Path) -> Path:
     raise AssertionError("the evidence file never came")
 
 
-def test_a_reload_mid_hand_rejoins_the_same_seat_and_a_second_tab_gets_no_second_seat(
+def test_a_reload_or_a_lost_network_rejoins_the_same_seat_and_a_second_tab_no_other(
     browser: Browser, suite: PlaySuite
 ) -> None:
     context = new_player(browser, suite, "cleo")
@@ -281,5 +281,12 @@ def test_a_reload_mid_hand_rejoins_the_same_seat_and_a_second_tab_gets_no_second
         seats = second.locator("[data-testid^=seat-]")
         names = [seats.nth(i).locator(".name").inner_text() for i in range(seats.count())]
         assert sum(name.startswith("cleo-reloads") for name in names) == 1
+        # the network goes away and comes back: the page follows the same seat again
+        second.close()
+        context.set_offline(True)
+        expect(page.locator("#notice")).to_contain_text("Connection lost", timeout=30_000)
+        context.set_offline(False)
+        expect(page.locator("#notice")).to_contain_text("Connected again", timeout=30_000)
+        expect(page.get_by_test_id("hand-id")).to_have_text(hand_id)
     finally:
         context.close()

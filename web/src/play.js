@@ -38,6 +38,7 @@ const state = {
   deadline: 0, // ms (page clock) when the turn runs out
   lost: false, // the stream broke: reconnecting
   hinted: null, // the last hint's play (its cards and reading)
+  cut: null, // aborts the stream when the browser says the network is gone
 };
 
 // --- words ------------------------------------------------------------------------
@@ -159,13 +160,22 @@ function follow(handId) {
 async function watch(generation) {
   while (generation === state.watching) {
     try {
+      if (!navigator.onLine) throw new Error("offline");
+      if (state.lost) {
+        // Back: the seat's view as of now (a stream brings only what happens next).
+        const now = await table.getView({ handId: state.handId, seat: state.seat }, auth(state.seatToken));
+        if (generation !== state.watching) return;
+        render(now.view);
+        state.lost = false;
+        say("Connected again: you are at your seat.");
+      }
+      state.cut = new AbortController();
       const stream = table.watchHand(
         { handId: state.handId, seat: state.seat, afterPosition: state.position },
-        auth(state.seatToken),
+        { ...auth(state.seatToken), signal: state.cut.signal },
       );
       for await (const update of stream) {
         if (generation !== state.watching) return;
-        if (state.lost) { state.lost = false; say("Connected again: you are at your seat."); }
         state.position = update.position;
         if (update.event) note(update.event);
         if (update.view) render(update.view);
@@ -507,6 +517,9 @@ $("signin-form").addEventListener("submit", (event) => {
   start();
 });
 $("sign-out").addEventListener("click", () => signOut());
+// The browser knows before the stream does that the network is gone: drop the stream,
+// say so, and follow the seat again (from the last position) once it is back.
+window.addEventListener("offline", () => state.cut && state.cut.abort());
 $("guest").addEventListener("click", playAsGuest);
 
 async function offerGuests() {
