@@ -267,6 +267,12 @@ def test_a_reload_or_a_lost_network_rejoins_the_same_seat_and_a_second_tab_no_ot
         cards = page.locator("[data-testid=my-cards] [data-card]")
         expect(cards).to_have_count(17)
         held = sorted(cards.nth(i).get_attribute("data-card") or "" for i in range(17))
+        # cards are picked by keyboard too: focus, → to the next, Space picks
+        cards.first.focus()
+        page.keyboard.press("ArrowRight")
+        page.keyboard.press("Space")
+        expect(cards.nth(1)).to_have_attribute("aria-pressed", "true")
+        expect(cards.first).to_have_attribute("aria-pressed", "false")
         page.reload()  # no sign-in asked: the token lasts
         expect(page.get_by_test_id("hand-id")).to_have_text(hand_id, timeout=30_000)
         assert my_seat(page) == seat
