@@ -117,7 +117,9 @@ def take_turn(page: Page) -> bool:
     text = said.inner_text().removeprefix("Hint: ")
     before = page.locator("#table").get_attribute("data-version")
     click_move(page, text)
-    # the move's answer moves the hand on (a refusal would say why it did not)
+    # the move's answer (rendered before the page is no longer busy) moves the hand on;
+    # a refusal would say why it did not
+    expect(page.locator("#table")).to_have_attribute("data-busy", "0")
     expect(page.locator("#refusal")).to_be_hidden()
     expect(page.locator("#table")).not_to_have_attribute("data-version", before or "")
     return True

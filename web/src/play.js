@@ -421,6 +421,7 @@ const seatIds = () => ({ handId: state.handId, seat: state.seat });
 
 async function act(call) {
   refuse(null);
+  $("table").dataset.busy = "1"; // a move in flight (tests wait for its answer)
   try {
     const answer = await call();
     if (answer && answer.outcome && answer.outcome.view) {
@@ -429,6 +430,8 @@ async function act(call) {
     }
   } catch (error) {
     refuse(error);
+  } finally {
+    $("table").dataset.busy = "0";
   }
 }
 
