@@ -11,16 +11,14 @@ sessions are the recorder's too (``session.py``), so any instance serves any of 
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import grpc
 import structlog
-import uvicorn
+from ddz.adapters.runtime.web_server import WebServer
 from ddz.adapters.security.token_keys import LoginKeys, login_jwks_path
 from ddz.adapters.telemetry.health import Check
-from ddz.config import WILDCARD_HOSTS, Settings
+from ddz.config import Settings
 
 from .clients import RecorderClient, SettlementClient, connect
 from .handlers import Desk
@@ -28,20 +26,8 @@ from .servicer import Console
 from .session import Sessions, session_key
 
 NAME = "console"
-START_PATIENCE = 10.0  # seconds the web server has to bind its port
 
 log = structlog.get_logger("ddz.console")
-
-
-class _Server(uvicorn.Server):
-    """uvicorn without its own signal handlers: the service runner owns SIGTERM."""
-
-    def install_signal_handlers(self) -> None:  # uvicorn < 0.29
-        pass
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Generator[None, None, None]:  # uvicorn >= 0.29
-        yield
 
 
 class ConsoleApp:
@@ -51,8 +37,7 @@ class ConsoleApp:
         self.settings = settings
         self.recorder: RecorderClient | None = None
         self.settlement: SettlementClient | None = None
-        self.server: _Server | None = None
-        self.serving: asyncio.Task[None] | None = None
+        self.web: WebServer | None = None
 
     async def start(self) -> None:
         settings = self.settings
@@ -64,41 +49,17 @@ class ConsoleApp:
             Desk(self.recorder, self.settlement), sessions, LoginKeys(login_jwks_path(settings)),
             secure_cookie=not settings.insecure, trace_url=settings.trace_url,
         )  # fmt: skip
-        host, port = settings.console_web_address.rsplit(":", 1)
-        tls: dict[str, str] = {}
-        if not settings.insecure:
-            tls = {"ssl_certfile": str(settings.tls_cert_path),
-                   "ssl_keyfile": str(settings.tls_key_path)}  # fmt: skip
-        else:
-            log.warning("console_plaintext", why="DDZ_INSECURE: the desk serves plain HTTP")
-        config = uvicorn.Config(
-            console, host=host.strip("[]"), port=int(port), log_config=None, access_log=False,
-            lifespan="off", server_header=False, proxy_headers=False, **tls,  # type: ignore[arg-type]
-        )  # fmt: skip
-        self.server = _Server(config)
-        self.serving = asyncio.create_task(self.server.serve())
-        async with asyncio.timeout(START_PATIENCE):
-            while not self.server.started:
-                if self.serving.done():
-                    self.serving.result()  # its error, if it failed
-                    raise OSError(f"the console could not serve on {host}:{port}")
-                await asyncio.sleep(0.02)
-        shown = "127.0.0.1" if host in WILDCARD_HOSTS else host
-        scheme = "http" if settings.insecure else "https"
-        log.info("console_serving", url=f"{scheme}://{shown}:{port}")
+        self.web = await WebServer.start(console, settings, settings.console_web_address, NAME)
 
     def checks(self) -> Mapping[str, Check]:
-        return {"web": lambda: self.serving is not None and not self.serving.done()}
+        return {"web": lambda: self.web is not None and self.web.running()}
 
     def add_to_server(self, server: grpc.aio.Server) -> None:
         pass  # no RPCs of its own: health (and reflection) only
 
     async def close(self) -> None:
-        if self.server is not None:
-            self.server.should_exit = True
-        if self.serving is not None:
-            with contextlib.suppress(Exception):
-                await self.serving
+        if self.web is not None:
+            await self.web.stop()
         for client in (self.recorder, self.settlement):
             if client is not None:
                 await client.channel.close()

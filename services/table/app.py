@@ -53,12 +53,13 @@ from ddz.domain.table import HandAssigned
 from ddz.v1 import (
     bot_pb2_grpc,
     dealer_pb2_grpc,
+    desk_pb2_grpc,
     settlement_pb2_grpc,
     table_pb2,
     table_pb2_grpc,
 )
 
-from .clients import BotClient, DealerClient, RulesClient, SettlementClient
+from .clients import BotClient, DealerClient, EvidenceClient, RulesClient, SettlementClient
 from .clock import TurnClock
 from .credentials import SignedTokens
 from .forwarding import Forwarder, Switch, servicer_handlers
@@ -166,6 +167,7 @@ class TableApp:
             auto_play_seconds=self.settings.autoplay_turn_timeout,
             auto_play_after=self.settings.timeouts_to_autoplay,
             reconnect_grace=self.settings.reconnect_grace,
+            evidence=EvidenceClient(desk_pb2_grpc.DeskServiceStub(self._channel("recorder"))),  # type: ignore[no-untyped-call]
         )
         self.servicer = TableServicer(self.handlers)
         self.clock = TurnClock(self.handlers.timing, self.handlers.moves.time_out)

@@ -13,13 +13,15 @@ from ddz.v1 import (
     bot_pb2_grpc,
     dealer_pb2,
     dealer_pb2_grpc,
+    desk_pb2,
+    desk_pb2_grpc,
     rules_pb2,
     settlement_pb2,
     settlement_pb2_grpc,
     table_pb2,
 )
 
-from .ports import DealOrder, Dealt, Decision
+from .ports import DealOrder, Dealt, Decision, EvidenceFile
 
 
 class DealerClient:
@@ -101,3 +103,15 @@ class SettlementClient:
             "settlement", self.stub.GetBalance, request
         )
         return int(answer.balance)
+
+
+class EvidenceClient:
+    """The recorder's evidence files (``DeskService.GetEvidence``)."""
+
+    def __init__(self, stub: desk_pb2_grpc.DeskServiceStub) -> None:
+        self.stub = stub
+
+    async def evidence(self, hand_id: str) -> EvidenceFile:
+        request = desk_pb2.GetEvidenceRequest(hand_id=hand_id)
+        answer: desk_pb2.GetEvidenceResponse = await ask("recorder", self.stub.GetEvidence, request)
+        return EvidenceFile(answer.file, answer.file_name)

@@ -17,18 +17,20 @@ import structlog
 from ddz.adapters.messaging.bus import EventBus
 from ddz.adapters.messaging.hand_fold import HandFold
 from ddz.adapters.messaging.room_queue import RoomQueueKV
+from ddz.application.errors import Refusal
 from ddz.application.tasks import cancel_and_wait
 from ddz.domain.table import HandAssigned
 
 from .auth import Gate
 from .clock import Timing
 from .dealing import Dealing
+from .evidence import HandEvidence
 from .floor import Floor
 from .joining import Joining
 from .limits import Limits, RateLimits, StreamSlots
 from .lobby import Seat
 from .moves import Moves
-from .ports import Bot, Dealer, Hands, Rules, Settlement, Tokens
+from .ports import Bot, Dealer, EvidenceFile, EvidenceFiles, Hands, Rules, Settlement, Tokens
 from .presence import Presence
 from .rooms import Rooms
 from .seating import Seating
@@ -36,6 +38,13 @@ from .tables import Table, Tables
 from .watching import Watching
 
 log = structlog.get_logger("ddz.table")
+
+
+class _NoEvidence:
+    """A table wired without the recorder (unit tests of other use cases)."""
+
+    async def evidence(self, hand_id: str) -> EvidenceFile:
+        raise Refusal.unavailable("this table service has no evidence files")
 
 
 class TableHandlers:
@@ -57,6 +66,7 @@ class TableHandlers:
         auto_play_seconds: float = 3.0,
         auto_play_after: int = 2,
         reconnect_grace: float = 0.0,
+        evidence: EvidenceFiles | None = None,
     ) -> None:
         # A closed table is forgotten this long after its last hand is over: meanwhile
         # the others at it are told why it closed (NextHand, GetTable). Default: as long
@@ -84,6 +94,7 @@ class TableHandlers:
         self.watching = Watching(
             self.floor, self.moves, self.gate, self.presence, bot, self.limits.streams
         )
+        self.evidence = HandEvidence(self.floor, self.gate, evidence or _NoEvidence())
         self._evictions: dict[str, asyncio.Task[None]] = {}
         self._deals: dict[str, asyncio.Task[None]] = {}
         tables.on_closed = self.table_closed

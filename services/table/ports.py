@@ -114,6 +114,21 @@ class Settlement(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class EvidenceFile:
+    """A hand's evidence file: its exact bytes and its name."""
+
+    data: bytes
+    name: str
+
+
+class EvidenceFiles(Protocol):
+    async def evidence(self, hand_id: str) -> EvidenceFile:
+        """The recorder's evidence file of an ended hand (a ``Refusal`` while it has
+        not stored the hand whole)."""
+        ...
+
+
 class Tokens(Protocol):
     def caller(self, token: str) -> Caller:
         """Who the token is for; ``ValueError`` saying why it is not valid."""

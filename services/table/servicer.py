@@ -212,3 +212,11 @@ class TableServicer(table_pb2_grpc.TableServiceServicer):
         seat = request.seat if request.HasField("seat") else None
         move = await self.watching.hint(token_of(context), request.hand_id, seat)
         return table_pb2.TableSuggestResponse(move=move)
+
+    # -- evidence ------------------------------------------------------------------------
+
+    async def GetHandEvidence(
+        self, request: table_pb2.GetHandEvidenceRequest, context: Context
+    ) -> table_pb2.GetHandEvidenceResponse:
+        found = await self.handlers.evidence.evidence(token_of(context), request.hand_id)
+        return table_pb2.GetHandEvidenceResponse(file=found.data, file_name=found.name)

@@ -25,6 +25,7 @@ from ddz.environment import (
     path_of,
     trace_url_of,
     traces_of,
+    web_port_of,
 )
 from ddz.player_kinds import DEFAULT_PLAYER, PLAYER_KINDS
 from ddz.urls import nats_servers, sqlite_url
@@ -47,13 +48,15 @@ SERVICE_PORTS: Mapping[str, int] = MappingProxyType(
         # The dispute desk: its gRPC port answers health only; its pages are HTTPS on
         # ``DDZ_CONSOLE_WEB_PORT`` (services/console).
         "console": 50057,
+        "play": 50058,  # health only; the page and gRPC-Web on DDZ_PLAY_WEB_PORT
     }
 )
 """The services of the suite and their default gRPC ports (``DDZ_<SERVICE>_PORT``)."""
 
 DEFAULT_CONSOLE_WEB_PORT = 8443
 """Where the console serves its pages over HTTPS by default (``DDZ_CONSOLE_WEB_PORT``)."""
-DEFAULT_CONSOLE_SESSION_TTL = 30 * 60.0
+DEFAULT_PLAY_WEB_PORT = 8444  # the players' web front's page and gRPC-Web (services/play)
+CONSOLE_SESSION_TTL = 30 * 60.0
 """Seconds a console session lasts after sign-in (``DDZ_CONSOLE_SESSION_TTL``)."""
 
 METRICS_PORT_OFFSET = 1000
@@ -178,7 +181,9 @@ class Settings:
     event_keyring_file: Path | None = None  # DDZ_EVENT_KEYRING: the producers' public keys
     # The console (services/console; docs/OPERATIONS.md "The dispute desk").
     console_web_port: int = DEFAULT_CONSOLE_WEB_PORT  # DDZ_CONSOLE_WEB_PORT: its HTTPS pages
-    console_session_ttl: float = DEFAULT_CONSOLE_SESSION_TTL  # DDZ_CONSOLE_SESSION_TTL
+    console_session_ttl: float = CONSOLE_SESSION_TTL  # DDZ_CONSOLE_SESSION_TTL
+    play_web_port: int = DEFAULT_PLAY_WEB_PORT  # DDZ_PLAY_WEB_PORT (services/play)
+    play_guests: bool = False  # DDZ_PLAY_GUESTS: the page may make guests' player tokens
     # DDZ_TRACE_URL: a trace's page in the operator's tracing UI, "{trace_id}" in it; the
     # desk links each event's trace id there (blank: the id is shown as text)
     trace_url: str = ""
@@ -313,12 +318,10 @@ class Settings:
             seat_streams=int_of(env, "DDZ_SEAT_STREAMS", 4, low=1, high=1000),
             event_signing_key_file=path_of(env, "DDZ_EVENT_SIGNING_KEY"),
             event_keyring_file=path_of(env, "DDZ_EVENT_KEYRING"),
-            console_web_port=int_of(
-                env, "DDZ_CONSOLE_WEB_PORT", DEFAULT_CONSOLE_WEB_PORT, low=0, high=65535
-            ),
-            console_session_ttl=float_of(
-                env, "DDZ_CONSOLE_SESSION_TTL", DEFAULT_CONSOLE_SESSION_TTL
-            ),
+            console_web_port=web_port_of(env, "DDZ_CONSOLE_WEB_PORT", DEFAULT_CONSOLE_WEB_PORT),
+            console_session_ttl=float_of(env, "DDZ_CONSOLE_SESSION_TTL", CONSOLE_SESSION_TTL),
+            play_web_port=web_port_of(env, "DDZ_PLAY_WEB_PORT", DEFAULT_PLAY_WEB_PORT),
+            play_guests=bool_of(env, "DDZ_PLAY_GUESTS", False),
             trace_url=trace_url_of(env),
         )
 

@@ -48,6 +48,11 @@ def float_of(env: Mapping[str, str], name: str, default: float) -> float:
     return value
 
 
+def web_port_of(env: Mapping[str, str], name: str, default: int) -> int:
+    """A web server's port (``DDZ_CONSOLE_WEB_PORT``, ``DDZ_PLAY_WEB_PORT``); 0: any free one."""
+    return int_of(env, name, default, low=0, high=65535)
+
+
 def int_of(env: Mapping[str, str], name: str, default: int, *, low: int, high: int) -> int:
     raw = env.get(name, "").strip()
     if not raw:

@@ -14,6 +14,7 @@ import struct
 import subprocess
 import termios
 import time
+from pathlib import Path
 
 from ddz.adapters.runtime.stack import Stack
 from ddz.adapters.runtime.stack_env import settings_env
@@ -33,12 +34,13 @@ class Terminal:
     """A program in a pseudo-terminal: type lines, read the screen (the text since the
     program last cleared it, without escape codes)."""
 
-    def __init__(self, args: list[str], env: dict[str, str]) -> None:
+    def __init__(self, args: list[str], env: dict[str, str], cwd: Path | None = None) -> None:
         self.master, slave = pty.openpty()
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 150, 0, 0))
         self.process = subprocess.Popen(
-            args, stdin=slave, stdout=slave, stderr=slave, env=env, start_new_session=True
-        )
+            args, stdin=slave, stdout=slave, stderr=slave, env=env, start_new_session=True,
+            cwd=cwd,
+        )  # fmt: skip
         os.close(slave)
         self.output = ""
 

@@ -22,6 +22,7 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from ddz.adapters.runtime.stack import Stack
@@ -58,13 +59,13 @@ PROMPT = r"→ (your bid|your turn|the hand is over)"
 TURN = 10.0
 
 
-def test_a_person_plays_a_hand_against_bots_by_typing(stack: Stack) -> None:
+def test_a_person_plays_a_hand_against_bots_by_typing(stack: Stack, tmp_path: Path) -> None:
     """Join, be matched with two bots, play by typing the hinted moves, see the
-    settlement, quit."""
+    settlement, save the hand's evidence file (which verifies), quit."""
     term = Terminal(
         [sys.executable, "-m", "ddz.entrypoints.cli", "play", "--room", "classic",
          "--name", "tester"],
-        env_for(stack),
+        env_for(stack), cwd=tmp_path,
     )  # fmt: skip
     try:
         term.wait_for(r"your hand: [0-9TJQKA2BR ]+ \(17 cards\)")
@@ -101,6 +102,21 @@ def test_a_person_plays_a_hand_against_bots_by_typing(stack: Stack) -> None:
         system = re.search(r"system\s+([+-]\d+)", block)
         assert system is not None, block
         assert sum(deltas) + int(system.group(1)) == 0  # §10: nothing created or lost
+        saved = None
+        for _ in range(30):  # the recorder may still be storing the hand's last events
+            term.output = ""
+            term.type("evidence")
+            said = term.wait_for(r"(saved (\S+\.ddz-evidence\.json)|no evidence file: [^\n]+)")
+            if said.group(2):
+                saved = tmp_path / said.group(2)
+                break
+            time.sleep(0.3)
+        assert saved is not None and saved.is_file(), "the evidence file was saved"
+        audit = subprocess.run(
+            [sys.executable, "-m", "ddz.entrypoints.cli", "audit", "--bundle", str(saved)],
+            env=env_for(stack), capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert audit.returncode == 0, audit.stdout + audit.stderr
         term.type("q")
         assert term.close() == 0
     finally:

@@ -185,6 +185,8 @@ def test_ctrl_c_stops_ddz_up_and_leaves_no_process(tmp_path: Path) -> None:
             pytest.fail("ddz up did not start:\n" + "".join(lines) + stderr)
         assert len(pids) == len(SERVICE_PORTS) + 1, "".join(lines)
         assert f"table        127.0.0.1:{ports['table']}" in "".join(lines)
+        # the player's page, where ddz up says it is
+        assert f"play         https://127.0.0.1:{settings.play_web_port}" in "".join(lines)
         up.send_signal(signal.SIGINT)
         assert up.wait(30) == 0
     finally:

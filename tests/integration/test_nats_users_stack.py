@@ -32,13 +32,14 @@ from nats_auth_kit import VIOLATION, settings_for
 def test_every_service_plays_on_its_own_user(tmp_path: Path) -> None:
     settings = settings_for(tmp_path)
     with Stack(settings, ephemeral_ports=True, nats_port=0) as stack:
-        # every service with a NATS user (the console has none: it speaks only gRPC)
+        # every service with a NATS user (the console and the players' web front have
+        # none: they speak only gRPC)
         seeds = {
             name: nats_auth.seed_path(tmp_path, name)
             for name in stack.services
             if name in nats_auth.ROLES
         }
-        assert set(stack.services) - set(seeds) == {"console"}
+        assert set(stack.services) - set(seeds) == {"console", "play"}
         assert all(seed.is_file() and seed.stat().st_mode & 0o077 == 0 for seed in seeds.values())
         done = ddz(stack.settings, "simulate", "--hands", "2", "--json", timeout=120)
         assert done.returncode == 0, done.stderr

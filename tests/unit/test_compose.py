@@ -201,8 +201,8 @@ def test_scaling_works_by_design(compose: dict[str, Any]) -> None:
         assert "container_name" not in service, f"{name}: --scale needs generated names"
         assert "network_mode" not in service  # each instance its own network namespace
     published = {name: service["ports"] for name, service in services.items() if "ports" in service}
-    assert set(published) == {"table", "grafana", "console"}, (
-        "only the players' entry point, the dashboard and the desk"
+    assert set(published) == {"table", "play", "grafana", "console"}, (
+        "only the players' entry points (gRPC, the web front), the dashboard and the desk"
     )
     assert all(p.startswith("127.0.0.1:") for p in published.pop("grafana"))  # this host's
     # the desk is for staff: on the host's loopback only, one instance

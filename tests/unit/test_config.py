@@ -26,7 +26,10 @@ def test_defaults(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert dict(settings.ports) == {
         "dealer": 50051, "rules": 50052, "bot": 50053,
         "settlement": 50054, "table": 50055, "recorder": 50056, "console": 50057,
+        "play": 50058,
     }  # fmt: skip
+    assert settings.listen_address("play", settings.play_web_port) == "127.0.0.1:8444"
+    assert not settings.play_guests  # guests play only where the operator says so
     assert settings.console_web_address == "127.0.0.1:8443"
     assert (settings.log_level, settings.log_format, settings.log_to_file) == (
         "INFO",
@@ -57,6 +60,8 @@ def test_every_variable_is_read(tmp_path: Path) -> None:
         "DDZ_BOT_PLAYER": "Greedy",
         "DDZ_BOT_MAX_MS": "40",
         "DDZ_ATOMIC_DECISIONS": "off",
+        "DDZ_PLAY_WEB_PORT": "9444",
+        "DDZ_PLAY_GUESTS": "1",
         **{f"DDZ_{name.upper()}_PORT": str(60000 + n) for n, name in enumerate(SERVICE_PORTS)},
     }
     settings = Settings.from_env(env)
@@ -74,6 +79,7 @@ def test_every_variable_is_read(tmp_path: Path) -> None:
     assert settings.max_message_bytes == 65536
     assert (settings.bot_player, settings.bot_max_ms) == ("greedy", 40.0)
     assert not settings.atomic_decisions
+    assert (settings.play_web_port, settings.play_guests) == (9444, True)
     assert [settings.port(name) for name in SERVICE_PORTS] == list(
         range(60000, 60000 + len(SERVICE_PORTS))
     )
@@ -97,6 +103,8 @@ def test_every_variable_is_read(tmp_path: Path) -> None:
         ("DDZ_BOT_PLAYER", "clever"),
         ("DDZ_BOT_MAX_MS", "0"),
         ("DDZ_ATOMIC_DECISIONS", "sometimes"),
+        ("DDZ_PLAY_WEB_PORT", "70000"),
+        ("DDZ_PLAY_GUESTS", "perhaps"),
     ],
 )
 def test_bad_values_name_the_variable(name: str, value: str) -> None:
@@ -174,7 +182,8 @@ def test_settings_env_gives_child_processes_the_same_settings(tmp_path: Path) ->
     settings = Settings.from_env(
         {"DDZ_DATA_DIR": str(tmp_path), "DDZ_BOT_PLAYER": "random", "DDZ_BOT_MAX_MS": "12.5",
          "DDZ_AUDIT_KEY": "k", "DDZ_TURN_TIMEOUT": "3", "DDZ_ATOMIC_DECISIONS": "0",
-         "DDZ_RULES_ADDR": "dns:///rules:50052", "DDZ_TABLE_LISTEN": "0.0.0.0:6000"}
+         "DDZ_RULES_ADDR": "dns:///rules:50052", "DDZ_TABLE_LISTEN": "0.0.0.0:6000",
+         "DDZ_PLAY_WEB_PORT": "9444", "DDZ_PLAY_GUESTS": "1"}
     )  # fmt: skip
     assert Settings.from_env(settings_env(settings)) == settings
 

@@ -20,7 +20,7 @@ import yaml
 from ddz.adapters.messaging import nats_auth
 from ddz.adapters.messaging.server import MIN_SERVER_VERSION
 from ddz.adapters.security.certs import SPIFFE_PREFIX
-from ddz.adapters.security.rights import RIGHTS
+from ddz.adapters.security.rights import RIGHTS, TABLE_FRONTS
 from ddz.adapters.telemetry import metrics
 from ddz.config import OPERATOR, RETIRED, SERVICE_PORTS, Settings
 from ddz.entrypoints import serve_cmd
@@ -40,10 +40,10 @@ PROTO_SERVICE = {
     "SettlementService": "settlement", "TableService": "table",
     "RecorderService": "recorder", "AuditService": "recorder", "DeskService": "recorder",
 }  # fmt: skip
-NO_NATS = {"console"}
+NO_NATS = {"console", "play"}
 """Services with no NATS user: everything they show comes through other services."""
-WEB_PORTS = {"console": Settings().console_web_port}
-"""Services that also serve HTTPS pages (the desk), on a port of their own."""
+WEB_PORTS = {"console": Settings().console_web_port, "play": Settings().play_web_port}
+"""Services that also serve HTTPS pages (the desk, the player's page), on a port of their own."""
 SECRET_MOUNTS = {"tls": "/etc/ddz/tls", "nats": "/etc/ddz/nats"}
 
 
@@ -155,8 +155,9 @@ def test_each_service_runs_its_real_command_on_its_ports() -> None:
         expected = {"grpc": settings.port(name), "metrics": settings.metrics_port(name),
                     "probe": int(probe.rsplit(":", 1)[1]) if probe else None}  # fmt: skip
         if name in WEB_PORTS:
-            expected["https"] = settings.console_web_port
-            assert settings.console_web_port == WEB_PORTS[name]
+            expected["https"] = WEB_PORTS[name]
+            web = settings.console_web_port if name == "console" else settings.play_web_port
+            assert web == WEB_PORTS[name]
         assert ports == expected
         assert ports["grpc"] == port
         template = find("Deployment", name)["spec"]["template"]
@@ -290,6 +291,7 @@ def test_network_policies_let_through_only_who_has_a_right() -> None:
         # forwards its players' calls to the active table instance
         called = {s for s in SERVICE_PORTS if name in callers_of(s) and s != name}
         called |= {name} & FORWARDING
+        called |= {"table"} if name in TABLE_FRONTS else set()  # a player's calls, relayed
         egress = spec["egress"]
         assert {p for r in egress for p in _peers(r, "to") if p != "nats"} == called
         for callee in called:

@@ -34,6 +34,7 @@ def test_any_time_and_after_the_hand() -> None:
         assert read("   ", bidding=phase) is None
     assert read("n", bidding=False, over=True) == Typed("next")
     assert read("q", bidding=False, over=True) == Typed("quit")
+    assert read("evidence", bidding=False, over=True) == Typed("evidence")
     assert read("33", bidding=False, over=True).kind == "error"  # type: ignore[union-attr]
 
 

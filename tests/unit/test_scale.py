@@ -138,3 +138,12 @@ def test_each_console_instance_serves_its_pages_on_a_port_of_its_own(tmp_path: P
     second = stack._instance_env["console-2"]
     assert int(second["DDZ_CONSOLE_WEB_PORT"]) not in (placed.console_web_port, 0)
     assert second["DDZ_CONSOLE_PORT"] != str(placed.port("console"))
+
+
+def test_each_play_instance_serves_its_page_on_a_port_of_its_own(tmp_path: Path) -> None:
+    settings = Settings.from_env({"DDZ_DATA_DIR": str(tmp_path)})
+    stack = Stack(settings, scale={"play": 2})
+    placed = stack._place_instances(settings)
+    second = stack._instance_env["play-2"]
+    assert int(second["DDZ_PLAY_WEB_PORT"]) not in (placed.play_web_port, 0)
+    assert second["DDZ_PLAY_PORT"] != str(placed.port("play"))

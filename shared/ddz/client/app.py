@@ -22,6 +22,7 @@ import contextlib
 import os
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, Literal
 
 import grpc
@@ -357,6 +358,8 @@ class PlayApp:
                 await self._hint()
             case "resume":
                 await self._resume()
+            case "evidence":
+                await self._evidence()
             case _:
                 await self._move(typed)
         return None
@@ -370,6 +373,22 @@ class PlayApp:
         self.leaving = False
         self.scene.follow_move(answer.outcome)
         self.scene.message = "auto-play is off: you play your own turns again"
+
+    async def _evidence(self) -> None:
+        """The hand's evidence file, saved in the current directory (the table gives it to
+        the players who sat in the hand, once it has ended)."""
+        try:
+            found = await self.session.evidence(self.hand_id)
+        except grpc.aio.AioRpcError as exc:
+            self.scene.message = f"no evidence file: {refusal(exc)}"
+            return
+        path = Path(Path(found.file_name).name or f"hand-{self.hand_id}.ddz-evidence.json")
+        try:
+            path.write_bytes(found.file)
+        except OSError as exc:
+            self.scene.message = f"could not save {path}: {exc.strerror or exc}"
+            return
+        self.scene.message = f"saved {path}: check it with  ddz audit --bundle {path}"
 
     async def _hint(self) -> None:
         try:

@@ -11,6 +11,7 @@ any time  hint / ?       ask for a suggestion      show    show your hand (§6)
           help / h       what to type               quit (q, but not while playing:
                                                     there q is a queen)
 after     next / n       another hand at this table
+          evidence       save the hand's evidence file here (ddz audit --bundle checks it)
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ from typing import Literal
 
 from ddz.domain.cards import CardNotationError, format_counts, parse_ranks
 
-Kind = Literal["bid", "play", "pass", "show", "hint", "help", "quit", "next", "resume", "error"]
+Kind = Literal[
+    "bid", "play", "pass", "show", "hint", "help", "quit", "next", "resume", "evidence", "error"
+]
 
 BID_WORDS = {"1": 1, "2": 2, "3": 3}
 
@@ -48,8 +51,11 @@ def read(line: str, *, bidding: bool, over: bool = False) -> Typed | None:
         return Typed("hint")
     if text in ("next", "n", "again", "another"):
         return Typed("next")
+    if text == "evidence":
+        return Typed("evidence")
     if over:
-        return Typed("error", error="the hand is over: type 'next' for another, 'quit' to stop")
+        return Typed("error", error="the hand is over: type 'next' for another, 'evidence' to save "
+                     "its evidence file, 'quit' to stop")  # fmt: skip
     if text == "resume":
         return Typed("resume")
     if text in ("show", "show cards"):
@@ -74,7 +80,7 @@ def read(line: str, *, bidding: bool, over: bool = False) -> Typed | None:
 HELP = (
     "bidding: pass (p), 1 / 2 / 3, call, grab   playing: cards like 33344456 or 10JQKA, "
     "pass (p)   any time: hint (?), show, resume (end auto-play), help (h), quit   "
-    "after a hand: next (n), quit (q)"
+    "after a hand: next (n), evidence (save the hand's evidence file), quit (q)"
 )
 
 

@@ -212,6 +212,11 @@ class Session:
         move: table_pb2.SuggestedMove = answer.move
         return move
 
+    async def evidence(self, hand_id: str) -> table_pb2.GetHandEvidenceResponse:
+        request = table_pb2.GetHandEvidenceRequest(hand_id=hand_id)
+        answer: table_pb2.GetHandEvidenceResponse = await self.table.GetHandEvidence(request)
+        return answer
+
     async def close(self) -> None:
         await cancel_and_wait([self._refresher])
         await self._login.close()

@@ -110,6 +110,8 @@ def describe(stack: Stack) -> str:
         lines.append(
             f"  console      {console_url(settings)}  (sign in with: ddz token staff NAME)"
         )
+    if stack.instances("play"):
+        lines.append(f"  play         {play_url(settings)}  (sign in with: ddz token player NAME)")
     if stack.cluster is not None:
         lines.append(f"  streams      {settings.stream_replicas} replicas")
 
@@ -135,6 +137,13 @@ def describe(stack: Stack) -> str:
 def console_url(settings: Settings) -> str:
     """The dispute desk's address in a browser (loopback for a wildcard host)."""
     host, port = settings.console_web_address.rsplit(":", 1)
+    host = "127.0.0.1" if host in WILDCARD_HOSTS else host
+    return f"https://{host}:{port}"
+
+
+def play_url(settings: Settings) -> str:
+    """The player's page in a browser (loopback for a wildcard host)."""
+    host, port = settings.listen_address("play", settings.play_web_port).rsplit(":", 1)
     host = "127.0.0.1" if host in WILDCARD_HOSTS else host
     return f"https://{host}:{port}"
 

@@ -472,3 +472,17 @@ class HintRequest(_message.Message):
     hand_id: str
     seat: int
     def __init__(self, hand_id: _Optional[str] = ..., seat: _Optional[int] = ...) -> None: ...
+
+class GetHandEvidenceRequest(_message.Message):
+    __slots__ = ("hand_id",)
+    HAND_ID_FIELD_NUMBER: _ClassVar[int]
+    hand_id: str
+    def __init__(self, hand_id: _Optional[str] = ...) -> None: ...
+
+class GetHandEvidenceResponse(_message.Message):
+    __slots__ = ("file", "file_name")
+    FILE_FIELD_NUMBER: _ClassVar[int]
+    FILE_NAME_FIELD_NUMBER: _ClassVar[int]
+    file: bytes
+    file_name: str
+    def __init__(self, file: _Optional[bytes] = ..., file_name: _Optional[str] = ...) -> None: ...

@@ -119,6 +119,11 @@ class TableServiceStub:
                 request_serializer=ddz_dot_v1_dot_table__pb2.RefreshSeatTokenRequest.SerializeToString,
                 response_deserializer=ddz_dot_v1_dot_table__pb2.RefreshSeatTokenResponse.FromString,
                 _registered_method=True)
+        self.GetHandEvidence = channel.unary_unary(
+                '/ddz.v1.TableService/GetHandEvidence',
+                request_serializer=ddz_dot_v1_dot_table__pb2.GetHandEvidenceRequest.SerializeToString,
+                response_deserializer=ddz_dot_v1_dot_table__pb2.GetHandEvidenceResponse.FromString,
+                _registered_method=True)
 
 
 class TableServiceServicer:
@@ -279,6 +284,17 @@ class TableServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetHandEvidence(self, request, context):
+        """The evidence file of a hand that has ended (docs/AUDIT.md: every event of the hand,
+        the recorder's signed head; `ddz audit --bundle FILE` verifies it offline), for a
+        player who sat in it: their player or seat token; an operator token for any hand.
+        A hand the caller did not sit in: PERMISSION_DENIED. A hand still in play, or not
+        yet stored whole: FAILED_PRECONDITION (WRONG_PHASE); ask again in a moment.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_TableServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -366,6 +382,11 @@ def add_TableServiceServicer_to_server(servicer, server):
                     servicer.RefreshSeatToken,
                     request_deserializer=ddz_dot_v1_dot_table__pb2.RefreshSeatTokenRequest.FromString,
                     response_serializer=ddz_dot_v1_dot_table__pb2.RefreshSeatTokenResponse.SerializeToString,
+            ),
+            'GetHandEvidence': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetHandEvidence,
+                    request_deserializer=ddz_dot_v1_dot_table__pb2.GetHandEvidenceRequest.FromString,
+                    response_serializer=ddz_dot_v1_dot_table__pb2.GetHandEvidenceResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -827,6 +848,33 @@ class TableService:
             '/ddz.v1.TableService/RefreshSeatToken',
             ddz_dot_v1_dot_table__pb2.RefreshSeatTokenRequest.SerializeToString,
             ddz_dot_v1_dot_table__pb2.RefreshSeatTokenResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetHandEvidence(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/ddz.v1.TableService/GetHandEvidence',
+            ddz_dot_v1_dot_table__pb2.GetHandEvidenceRequest.SerializeToString,
+            ddz_dot_v1_dot_table__pb2.GetHandEvidenceResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -169,6 +169,7 @@ REPEATS: Mapping[str, Repeat] = MappingProxyType({
         "mints a new seat token for the same seat: a repeat mints another, as good"),
     "ddz.v1.TableService/NextHand": once(
         "marks the seat ready: a repeat after the deal would be a call for the hand after"),
+    "ddz.v1.TableService/GetHandEvidence": READ,
     "grpc.health.v1.Health/Check": READ,
     "grpc.health.v1.Health/List": READ,
     "grpc.health.v1.Health/Watch": READ,

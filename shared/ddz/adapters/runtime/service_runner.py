@@ -223,8 +223,11 @@ async def start_service(
     return RunningService(name, service, server, exposition)
 
 
-START_ORDER = ("dealer", "recorder", "settlement", "rules", "bot", "table", "console")
-"""Every service after the ones it calls (rules -> dealer, bot -> rules, table -> all)."""
+START_ORDER = (
+    "dealer", "recorder", "settlement", "rules", "bot", "table", "console", "play",
+)  # fmt: skip
+"""Every service after the ones it calls (rules -> dealer, bot -> rules, table -> all,
+play -> table)."""
 
 
 async def start_services(

@@ -307,6 +307,8 @@ class Stack:
                     own[f"DDZ_{service.upper()}_PROBE_PORT"] = str(free_port(settings.host))
                 if service == "console":  # its pages too
                     own["DDZ_CONSOLE_WEB_PORT"] = str(free_port(settings.host))
+                if service == "play":  # its page and gRPC-Web too
+                    own["DDZ_PLAY_WEB_PORT"] = str(free_port(settings.host))
                 self._instance_env[name] = own
                 targets.append(f"{dial_host}:{port}")
             addresses[service] = ",".join(targets)

@@ -15,10 +15,11 @@ from ddz.adapters.runtime.nats_server import (
 from ddz.config import SERVICE_PORTS, Settings
 
 SERVICES: tuple[str, ...] = (
-    "recorder", "settlement", "dealer", "rules", "bot", "table", "console",
+    "recorder", "settlement", "dealer", "rules", "bot", "table", "console", "play",
 )  # fmt: skip
 """Every service of the suite, in start order (consumers of events before producers; the
-console, which reads the recorder and settlement, last)."""
+console, which reads the recorder and settlement, and the players' web front, which
+calls the table, last)."""
 
 CLUSTER_DIR = "nats-cluster"
 """Where a local cluster's nodes keep their stores and configuration, under the data dir
@@ -80,6 +81,8 @@ def settings_env(settings: Settings) -> dict[str, str]:
         "DDZ_BOT_PARTITIONS": str(settings.bot_partitions),
         "DDZ_CONSOLE_WEB_PORT": str(settings.console_web_port),
         "DDZ_CONSOLE_SESSION_TTL": repr(settings.console_session_ttl),
+        "DDZ_PLAY_WEB_PORT": str(settings.play_web_port),
+        "DDZ_PLAY_GUESTS": "1" if settings.play_guests else "0",
     }
     if settings.nats_url:
         env["DDZ_NATS_URL"] = settings.nats_url
@@ -136,6 +139,8 @@ def named_ports(settings: Settings, service: str) -> list[int]:
     ports = [settings.port(service), settings.metrics_port(service)]
     if service == "console":  # and its pages
         ports.append(settings.console_web_port)
+    if service == "play":  # and its page and gRPC-Web
+        ports.append(settings.play_web_port)
     return [*ports, settings.probe_ports.get(service, 0)]
 
 
@@ -147,7 +152,8 @@ def with_free_ports(settings: Settings, services: Iterable[str] = SERVICE_PORTS)
     ports = {**settings.ports, **{name: free_port(host) for name in names}}
     metrics = {**settings.metrics_ports, **{name: free_port(host) for name in names}}
     web = free_port(host) if "console" in names else settings.console_web_port
+    play = free_port(host) if "play" in names else settings.play_web_port
     return dataclasses.replace(
         settings, ports=MappingProxyType(ports), metrics_ports=MappingProxyType(metrics),
-        console_web_port=web,
+        console_web_port=web, play_web_port=play,
     )  # fmt: skip

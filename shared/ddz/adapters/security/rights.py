@@ -30,6 +30,11 @@ no signing key, publishes nothing, calls no RPC that acts for a seat."""
 PLAYER_FACING: frozenset[str] = frozenset({"table"})
 """Services whose listener takes TLS clients without a client certificate."""
 
+TABLE_FRONTS: frozenset[str] = frozenset({"play"})
+"""Services that relay players' calls to the table, each with the player's own token
+(services/play: gRPC-Web for browsers). They need no right of their own: the table's
+tokens decide, as for any player."""
+
 
 @dataclass(frozen=True, slots=True)
 class Right:
@@ -102,13 +107,15 @@ RIGHTS: Mapping[str, Right] = MappingProxyType({
     "ddz.v1.TableService/LeaveRoom": TOKENS,
     "ddz.v1.TableService/NextHand": TOKENS,
     "ddz.v1.TableService/RefreshSeatToken": TOKENS,
+    "ddz.v1.TableService/GetHandEvidence": TOKENS,
     "ddz.v1.DeskService/FindHands": only(
         CONSOLE, OPERATOR, why="hand summaries (players, times, outcomes): the desk's search"),
     "ddz.v1.DeskService/GetHandSummary": only(CONSOLE, OPERATOR, why="one hand's summary"),
     "ddz.v1.DeskService/LogAccess": only(
         CONSOLE, why="the desk appends who opened which hand or player page"),
     "ddz.v1.DeskService/GetEvidence": only(
-        CONSOLE, OPERATOR, why="a finished hand's evidence file, for the player (public keys)"),
+        CONSOLE, OPERATOR, "table", why="a finished hand's evidence file, for the player "
+        "(public keys): the desk's staff, and the table for the players who sat in it"),
     "ddz.v1.DeskService/ListTables": only(
         CONSOLE, OPERATOR, why="open tables (room, rules, who sits; no card): the live tables"),
     "ddz.v1.DeskService/ListAccess": only(
