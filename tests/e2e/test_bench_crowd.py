@@ -28,6 +28,7 @@ def test_a_short_crowd_loses_no_hand_and_every_person_gets_every_turn(tmp_path: 
     said = f"seed {SEED}; stderr: {done.stderr[-3000:]}"
     assert done.returncode == 0, said
     data = json.loads(done.stdout.strip().splitlines()[-1])
+    said = f"seed {SEED}; turns {data.get('turns')}; refusals {data.get('refusals')}"
     assert set(data) >= KEYS, said
     assert f"seed {SEED}" in done.stderr
 

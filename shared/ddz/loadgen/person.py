@@ -36,6 +36,8 @@ PHASE_ENDED = rules_pb2.HAND_PHASE_ENDED
 PASS_BID = hand_events_pb2.BID_ACTION_PASS
 MOVE_EVENTS = frozenset({"bid_made", "cards_shown", "play_made", "passed", "auto_play_ended"})
 """Events a person's own move makes first (``auto_play_ended``: their Resume)."""
+HINT_MARGIN = 1.5
+"""Seconds of the clock by which a hint must have come, or the person plays on their own."""
 AGAIN_PAUSE = 2.0
 """Seconds before joining again after a refused or failed JoinRoom (the join rate
 limit allows one a second)."""
@@ -45,9 +47,11 @@ HandEnd = Literal["next", "escaped", "rejoin"]
 
 @dataclass
 class Turn:
-    """A turn that reached the person: its clock, and what became of it."""
+    """A turn that reached the person: from an update that puts their clock running
+    until their move shows, the turn times out or the clock stops; what became of it.
+    (A move that keeps the clock running, showing cards or ending auto-play, is
+    followed by a turn anew.)"""
 
-    key: tuple[int, int]  # the deadline: one per turn, the same in every update of it
     position: int
     view: table_pb2.PlayerView
     letting_go: bool = False
@@ -235,17 +239,17 @@ class Person:
                     self._close_turn("ended")  # another's escape ended it on this turn
                     return "end", turns
                 if not (view.my_turn and view.HasField("turn_deadline")):
+                    self._close_turn("missed")  # off the clock and nothing became of it
                     continue
-                key = (view.turn_deadline.seconds, view.turn_deadline.nanos)
-                if self.turn is not None and self.turn.key == key:
+                if self.turn is not None and not self.turn.outcome:
+                    self.turn.view = view  # the same turn (its clock may have started again)
                     continue
-                self._close_turn("missed")  # one before it that nothing became of
                 turns += 1
                 self.tally.count("told")
                 started = view.server_time.seconds + view.server_time.nanos / 1e9
                 if started >= opened:
                     self.tally.turn_told(started)
-                self.turn = Turn(key, self.position, view)
+                self.turn = Turn(self.position, view)
                 if turns in (plan.drop_at, plan.escape_at):
                     self._close_turn("away")
                     return ("drop" if turns == plan.drop_at else "escape"), turns
@@ -299,7 +303,7 @@ class Person:
         if turn.outcome:
             return
         if self.behaviour.takes_hint():
-            hint = await self._hint(hand_id)
+            hint = await self._hint(hand_id, patience=turn.seconds_left - HINT_MARGIN)
             if hint is not None and await self._send(hand_id, turn, "hint", hint):
                 self._close_turn_of(turn, "moved")
                 return
@@ -312,12 +316,17 @@ class Person:
         if turn is self.turn:
             self._close_turn(outcome)
 
-    async def _hint(self, hand_id: str) -> table_pb2.SuggestedMove | None:
+    async def _hint(self, hand_id: str, patience: float) -> table_pb2.SuggestedMove | None:
+        """The hint, or None when it is refused or has not come within ``patience``
+        seconds (the person plays on their own before the clock runs out)."""
         session = self._connect()
         try:
-            move = await session.hint(hand_id)
+            move = await asyncio.wait_for(session.hint(hand_id), max(0.1, patience))
         except grpc.aio.AioRpcError as exc:
             self.tally.refused(reason_of(exc))
+            return None
+        except TimeoutError:
+            self.tally.count("hints_too_late")
             return None
         self.tally.count("hints")
         return move

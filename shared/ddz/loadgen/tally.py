@@ -25,7 +25,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 TURN_OUTCOMES = ("moved", "resumed", "let_go", "away", "ended", "missed")
-COUNTS = ("told", *TURN_OUTCOMES, "hints", "drops", "rejoins", "escapes", "joins", "leaves")
+COUNTS = (
+    "told", *TURN_OUTCOMES, "hints", "hints_too_late",
+    "drops", "rejoins", "escapes", "joins", "leaves",
+)  # fmt: skip
 
 
 @dataclass
