@@ -1,7 +1,7 @@
 """The crowd's people: their seeded behaviour has the shape the benchmark promises
 (think time log-normal with median 2.5 s and 95th percentile 8 s; 5% of turns let go,
 2% of hands a drop, 1% an escape), the same for the same seed; their own moves are
-legal leads (RULES.md §3); percentiles are nearest-rank."""
+legal leads (RULES.md §3, §7); percentiles are nearest-rank."""
 
 from __future__ import annotations
 
@@ -53,6 +53,7 @@ def test_the_own_lead_is_every_card_of_the_lowest_rank() -> None:
     assert lowest_rank("5510JJ") == "55"
     assert lowest_rank("10JQKA2") == "T"
     assert lowest_rank("BR") == "B"
+    assert lowest_rank("44445") == "4"  # not a bomb: one may be over its limit (§7)
 
 
 def test_percentiles_are_nearest_rank() -> None:

@@ -238,7 +238,7 @@ class Person:
                     self.tally.hand_ended(hand_id, settled)
                     self._close_turn("ended")  # another's escape ended it on this turn
                     return "end", turns
-                if not (view.my_turn and view.HasField("turn_deadline")):
+                if not on_clock(view):
                     self._close_turn("missed")  # off the clock and nothing became of it
                     continue
                 if self.turn is not None and not self.turn.outcome:
@@ -302,14 +302,16 @@ class Person:
         await asyncio.sleep(self.behaviour.think(turn.seconds_left))
         if turn.outcome:
             return
-        if self.behaviour.takes_hint():
-            hint = await self._hint(hand_id, patience=turn.seconds_left - HINT_MARGIN)
-            if hint is not None and await self._send(hand_id, turn, "hint", hint):
+        ways = ("hint", "own") if self.behaviour.takes_hint() else ("own", "hint")
+        for way in ways:  # the other way when the first is refused
+            hint = None
+            if way == "hint":
+                hint = await self._hint(hand_id, patience=turn.seconds_left - HINT_MARGIN)
+                if hint is None:
+                    continue
+            if turn.outcome or await self._send(hand_id, turn, way, hint):
                 self._close_turn_of(turn, "moved")
                 return
-        if await self._send(hand_id, turn, "own", None):
-            self._close_turn_of(turn, "moved")
-            return
         self._close_turn_of(turn, "missed")
 
     def _close_turn_of(self, turn: Turn, outcome: str) -> None:
@@ -383,14 +385,22 @@ async def _send_hint(table: Any, hand_id: str, seat: int, hint: table_pb2.Sugges
         await table.Pass(table_pb2.PassRequest(hand_id=hand_id, seat=seat))
 
 
+def on_clock(view: table_pb2.PlayerView) -> bool:
+    """The view puts the seat's clock running: its turn, a deadline, and every seat
+    still holding cards (a play that empties a hand is followed by the hand's end, and
+    the view between the two still names the next seat)."""
+    return view.my_turn and view.HasField("turn_deadline") and 0 not in view.card_counts
+
+
 def lowest_rank(cards_text: str) -> str:
-    """Every card of the lowest rank of a hand in rank notation: a single, a pair, a
-    trio or a bomb, each of which leads legally (§3)."""
+    """Every card of the lowest rank of a hand in rank notation: a single, a pair or a
+    trio, each of which leads legally (§3); of four, one (a bomb may be over a limit, §7)."""
     try:
         counts = parse_ranks(cards_text)
     except (CardNotationError, ValueError):
         return cards_text[:1]
     for rank, count in enumerate(counts):
         if count:
-            return format_counts(tuple(count if r == rank else 0 for r in range(len(counts))))
+            played = count if count < 4 else 1
+            return format_counts(tuple(played if r == rank else 0 for r in range(len(counts))))
     return cards_text[:1]

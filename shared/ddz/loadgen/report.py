@@ -55,6 +55,7 @@ class CrowdReport:
     lost_ids: list[str] = field(default_factory=list)
     hands_in_window: int = 0
     suite_cpu_s: float | None = None  # in the window
+    suite_cpu_s_whole_run: float | None = None  # from the start until the people left
     loadgen_cpu_s: float = 0.0
     cpu_by_service: dict[str, float] = field(default_factory=dict)  # ms per hand
     window: Window | None = None
@@ -100,6 +101,10 @@ class CrowdReport:
             if suite is None or not self.hands_in_window
             else round(suite * 1000 / self.hands_in_window, 1),
             "suite_cpu_ms_per_hand_by_service": self.cpu_by_service,
+            # Every hand from the first deal to the last end: no partial hands at the edges.
+            "suite_cpu_ms_per_hand_whole_run": None
+            if self.suite_cpu_s_whole_run is None or not self.hands_started
+            else round(self.suite_cpu_s_whole_run * 1000 / self.hands_started, 1),
             "loadgen_cores": round(self.loadgen_cpu_s / seconds, 3),
             "move_p50_ms": window.move(0.50),
             "move_p99_ms": window.move(0.99),
@@ -148,6 +153,7 @@ class CrowdReport:
             ("hands/s", f"{self.hands_per_s:.2f}"),
             ("suite CPU (cores)", "unknown" if cores is None else f"{cores:.2f}"),
             ("suite CPU ms per hand", str(data["suite_cpu_ms_per_hand"] or "unknown")),
+            ("suite CPU ms per hand, whole run", str(data["suite_cpu_ms_per_hand_whole_run"])),
             ("crowd's own CPU (cores)", f"{data['loadgen_cores']:.2f}"),
             ("move shown p50 / p99 / max (ms)", ms("move")),
             ("turn told p50 / p99 / max (ms)", ms("turn_notice")),

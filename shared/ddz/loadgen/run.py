@@ -116,6 +116,7 @@ class CrowdRun:
         if first is not None and last is not None:
             report.restarts = last.restarts - first.restarts
             report.gone = list(last.gone)
+            report.suite_cpu_s_whole_run = last.suite_cpu - first.suite_cpu
         self.say("auditing the hands played", 0, len(totals.hands), "hands")
         asyncio.run(self._audit())
         return report
