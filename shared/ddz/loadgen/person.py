@@ -95,7 +95,9 @@ class Person:
         self.token = player_token(settings, player_id)
         self.session: Session | None = None
         self.seated = False
+        self.hand_id = ""  # the hand followed, and the last position seen of it
         self.position = 0
+        self.back_at = ""  # the hand a drop's rejoin found at the seat
         self.turn: Turn | None = None
         self.sent: SentMove | None = None
         self._acting: asyncio.Task[None] | None = None
@@ -112,12 +114,16 @@ class Person:
                     await asyncio.sleep(self.behaviour.away())
                     hand_id = await self._sit()
                 elif end == "rejoin":
-                    hand_id = await self._sit()
+                    hand_id = self.back_at
                 elif self.stopping.is_set():
                     break
                 else:
                     hand_id = await self._next(hand_id)
+        except asyncio.CancelledError:
+            self.tally.count("cut_off")  # the crowd's drain ran out mid-hand
+            raise
         finally:
+            self._close_turn("stopped")
             await self._leave_table()
             self.tally.people -= 1
 
@@ -153,7 +159,7 @@ class Person:
                 continue
             self.tally.count("rejoins" if joined.rejoined else "joins")
             self._set_seated(True)
-            if not joined.rejoined:
+            if joined.hand_id != self.hand_id:  # back at the same hand: read on from there
                 self.position = 0
             self.tally.hand_started(joined.hand_id)
             return str(joined.hand_id)
@@ -189,7 +195,7 @@ class Person:
 
     async def _hand(self, hand_id: str, plan: HandPlan) -> HandEnd:
         """Follow the hand to its end, moving on each turn; a drop comes back to the same
-        seat (``rejoin``: it was another hand by then) and an escape leaves."""
+        seat (``rejoin``: another hand by then, ``back_at``) and an escape leaves."""
         turns = 0
         while True:
             try:
@@ -201,8 +207,9 @@ class Person:
                 await self._disconnect()
                 await asyncio.sleep(self.behaviour.away())
                 back = await self._sit()
-                if back != hand_id:
-                    return "rejoin" if back else "next"
+                if back != hand_id:  # the hand ended meanwhile, or the table closed
+                    self.back_at = back
+                    return "rejoin"
                 plan = HandPlan()  # one mishap a hand
                 continue
             if end == "escape":
@@ -223,6 +230,8 @@ class Person:
         self, hand_id: str, plan: HandPlan, turns: int
     ) -> tuple[Literal["end", "drop", "escape"], int]:
         session = self._connect()
+        if hand_id != self.hand_id:
+            self.hand_id, self.position = hand_id, 0
         opened = time.time()
         settled = False
         self.turn = None

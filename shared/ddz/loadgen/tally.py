@@ -14,7 +14,8 @@ Latencies are wall-clock milliseconds, as a person lives them:
 Turns: ``told`` (a turn with its clock running reached the person), then one of
 ``moved`` (a move of theirs was accepted), ``resumed`` (a seat in auto-play taken back),
 ``let_go`` (left to time out, on purpose), ``away`` (they dropped or escaped on it),
-``ended`` (the hand ended on it: another seat's escape in a bean room) or ``missed``
+``ended`` (the hand ended on it: another seat's escape in a bean room), ``stopped`` (the
+crowd's ``--drain`` ran out on it: the person is ``cut_off`` and leaves) or ``missed``
 (they meant to move and the turn timed out first, or every move was refused).
 """
 
@@ -24,10 +25,10 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 
-TURN_OUTCOMES = ("moved", "resumed", "let_go", "away", "ended", "missed")
+TURN_OUTCOMES = ("moved", "resumed", "let_go", "away", "ended", "stopped", "missed")
 COUNTS = (
     "told", *TURN_OUTCOMES, "hints", "hints_too_late",
-    "drops", "rejoins", "escapes", "joins", "leaves",
+    "drops", "rejoins", "escapes", "joins", "leaves", "cut_off",
 )  # fmt: skip
 
 
