@@ -50,3 +50,14 @@ def test_selfplay_keeps_stdout_for_the_json_and_quiet_silences_stderr() -> None:
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["hands"] == 5 and done.stderr == ""
+
+
+def test_describe_changes_the_words_not_the_count() -> None:
+    out = io.StringIO()
+    with Progress("ddz test", every=60, stream=out) as progress:
+        progress.stage("300 people playing: 0/300 seated", total=120, unit="s")
+        progress.update(30)
+        progress.describe("300 people playing: 298/300 seated, 12 hands ended")
+        line = progress.line()
+    assert line.startswith("ddz test: 300 people playing: 298/300 seated, 12 hands ended: ")
+    assert "30/120 s (25%)" in line

@@ -1,4 +1,5 @@
-"""``ddz bench e2e``: bots at T tables at once through the local stack.
+"""``ddz bench e2e``: bots at T tables at once through the local stack (``ddz bench
+crowd``, people at human pace, is ``crowd_cmd``'s).
 
     ddz bench e2e [--tables T] [--hands N] [--variant V] [--json] [--profile DIR]
                   [--scale NAME=N[,NAME=N...]] [--nats-cluster N]
@@ -30,8 +31,6 @@ import asyncio
 import json
 import os
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -45,10 +44,11 @@ from ddz.config import Settings
 from ddz.domain.ruleset import ruleset_for
 from ddz.domain.selfplay import hand_seed, play_hand, run_seed
 from ddz.domain.settlement import RoomSettings
+from ddz.entrypoints import crowd_cmd
 from ddz.entrypoints.arguments import check_variant, whole
 from ddz.entrypoints.figures import print_figures
 from ddz.entrypoints.progress import Progress, add_quiet
-from ddz.entrypoints.running_suite import answering_suite, own_stack
+from ddz.entrypoints.running_suite import bench_stack
 from ddz.entrypoints.simulate_cmd import failing_suite
 from ddz.entrypoints.up_cmd import count_of, parse_scale
 from ddz.player_kinds import PLAYER_KINDS
@@ -90,6 +90,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )  # fmt: skip
     add_quiet(e2e)
     e2e.set_defaults(handler=run_e2e)
+    crowd_cmd.register(kinds)
 
 
 @dataclass
@@ -148,26 +149,6 @@ class E2EResult:
             "cpu_ms_per_hand": self.cpu_ms_per_hand,
             "rules_calls_per_hand": self.rules_calls_per_hand,
         }
-
-
-@contextmanager
-def bench_stack(
-    settings: Settings,
-    profile: Path | None,
-    scale: dict[str, int] | None = None,
-    nats_cluster: int = 0,
-) -> Iterator[tuple[Settings, Stack | None]]:
-    live = answering_suite(settings)
-    if live is not None:
-        if profile is not None or scale or nats_cluster:
-            raise ValueError(
-                "--profile, --scale and --nats-cluster need a stack started by the bench: "
-                "stop `ddz up` first"
-            )
-        yield live, None
-        return
-    with own_stack(settings, profile_dir=profile, scale=scale, nats_cluster=nats_cluster) as stack:
-        yield stack.settings, stack
 
 
 def cpu_seconds(pid: int) -> float:

@@ -108,6 +108,12 @@ class Progress:
                 self._bar.stop_task(self._task)
             self._task = self._bar.add_task(what, total=total)
 
+    def describe(self, what: str) -> None:
+        """Say what the stage does now in other words (its counts changed), same stage."""
+        self.what = what
+        if self._bar is not None and self._task is not None:
+            self._bar.update(self._task, description=what)
+
     def advance(self, count: int = 1) -> None:
         self.done += count
         if self._bar is not None and self._task is not None:

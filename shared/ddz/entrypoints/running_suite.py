@@ -18,6 +18,7 @@ import socket
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from ddz.adapters.runtime import stack_file
@@ -120,3 +121,26 @@ def own_stack(settings: Settings, **options: Any) -> Iterator[Stack]:
         yield stack
     finally:
         stack.stop()
+
+
+@contextlib.contextmanager
+def bench_stack(
+    settings: Settings,
+    profile: Path | None,
+    scale: dict[str, int] | None = None,
+    nats_cluster: int = 0,
+) -> Iterator[tuple[Settings, Stack | None]]:
+    """The suite of the data dir (``answering_suite``) and None, or a stack started for
+    the benchmark (``own_stack``) and that stack: its processes are the bench's to
+    measure. Options of a stack's own are refused for a running suite."""
+    live = answering_suite(settings)
+    if live is not None:
+        if profile is not None or scale or nats_cluster:
+            raise ValueError(
+                "--profile, --scale and --nats-cluster need a stack started by the bench: "
+                "stop `ddz up` first"
+            )
+        yield live, None
+        return
+    with own_stack(settings, profile_dir=profile, scale=scale, nats_cluster=nats_cluster) as stack:
+        yield stack.settings, stack
