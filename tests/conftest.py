@@ -64,6 +64,14 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """``alone`` tests first, and their modules: an ``alone`` test waits for every test
+    running on the other workers to end, and at the start those are the first, short
+    ones (later it could be a minute of a chaos run, all workers idle meanwhile)."""
+    alone = {item.path for item in items if item.get_closest_marker("alone")}
+    items.sort(key=lambda item: (item.path not in alone, not item.get_closest_marker("alone")))
+
+
 @pytest.fixture(autouse=True)
 def taking_turns(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
