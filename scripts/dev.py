@@ -8,7 +8,8 @@ Only the standard library is used here, so it works on a machine with nothing bu
 The install is skipped when nothing it is built from changed since the last one (a hash
 of pyproject.toml, setup.py and the compiled rules engine's sources, kept in
 ``.venv/.ddz-install.json``); the rest of the code runs from the work tree as it is.
-Extra arguments after ``test`` go to pytest (e.g. ``-k settle``).
+Extra arguments after ``test`` go to pytest (e.g. ``-k settle``, or ``-n 0`` for one
+test at a time).
 """
 
 from __future__ import annotations
@@ -115,6 +116,22 @@ def run(args: list[str]) -> None:
     how_to_run_ddz()
 
 
+TEST_WORKERS = "4"
+"""pytest-xdist workers for the tests: more than the CI machine's 2 cores, since the tests
+spend most of their time waiting on services, sockets and subprocesses (measured in
+docs/BENCHMARKS.md); ``DDZ_TEST_WORKERS`` overrides it."""
+
+
+def pytest_command(args: list[str]) -> list[str | Path]:
+    """The tests in parallel, each module whole on one worker (its shared fixtures start
+    once) and ``alone`` tests by themselves (tests/conftest.py), and the 30 slowest named
+    at the end. (Not ``--dist loadgroup``: pytest-xdist 3.8 marks a group by rewriting a
+    test's id, which pytest 9 no longer lets it do.)"""
+    workers = os.environ.get("DDZ_TEST_WORKERS", TEST_WORKERS)
+    parallel = ["-n", workers, "--dist", "loadfile"]
+    return [BIN / "pytest", "-q", *parallel, "--durations=30", *args]
+
+
 def test(args: list[str]) -> None:
     extras = "dev,peers"
     if setup(extras):
@@ -126,7 +143,7 @@ def test(args: list[str]) -> None:
     sh(BIN / "ruff", "check", ".")
     sh(BIN / "mypy", "shared/ddz", "services")
     sh(BIN / "lint-imports")  # the layering contracts of pyproject.toml
-    sh(BIN / "pytest", "-q", *args)
+    sh(*pytest_command(args))
 
 
 def main() -> None:

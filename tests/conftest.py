@@ -11,12 +11,25 @@
   ``search_path`` (``?options=-csearch_path=...``) and dropped afterwards; nothing
   outside that schema is touched.
 - ``store``: the ``SqlEventStore`` at ``database_url`` with its schema migrated.
+
+Running in parallel: ``scripts/dev.py test`` runs the modules on pytest-xdist workers
+(processes of their own), each module whole on one worker (``--dist loadfile``), so a
+module-scoped fixture (a stack shared by the module's tests) starts once. A test shares
+the machine with the other workers' tests without a word when it takes what it needs
+fresh: ports from ``free_port`` or port 0, directories from ``tmp_path``, its own stream
+(``bus``) and schema, environment changes through ``monkeypatch`` (a worker's
+environment is its own). A test that cannot share the machine (a fixed port such as the
+suite's defaults, network namespaces, kills by process name, files in ``$HOME``, a clock
+read to the second off a real terminal) asks for it with ``@pytest.mark.alone`` (a whole
+module: ``pytestmark = pytest.mark.alone``): it then runs while no other test of the run
+does (``taking_turns``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -43,6 +56,47 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         pytest.exit(build.describe(), returncode=2)
     if os.environ.get("DDZ_REQUIRE_COMPILED") == "1" and not build.fully_compiled:
         pytest.exit(f"{build.describe()}; DDZ_REQUIRE_COMPILED=1", returncode=2)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "alone: runs while no other test of a parallel run does (see the docstring)"
+    )
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """``alone`` tests first, and their modules: an ``alone`` test waits for every test
+    running on the other workers to end, and at the start those are the first, short
+    ones (later it could be a minute of a chaos run, all workers idle meanwhile)."""
+    alone = {item.path for item in items if item.get_closest_marker("alone")}
+    items.sort(key=lambda item: (item.path not in alone, not item.get_closest_marker("alone")))
+
+
+@pytest.fixture(autouse=True)
+def taking_turns(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[None]:
+    """In a parallel run, an ``alone`` test waits until no other test runs, and the
+    others wait while it does: a shared lock for every test, an exclusive one for an
+    ``alone`` test, on files in the run's temporary directory (the parent of each
+    worker's own). A turnstile in front lets no new test in while an ``alone`` one
+    waits, or it could wait forever. (Its wait counts in its setup's duration.)"""
+    if "PYTEST_XDIST_WORKER" not in os.environ:  # one test at a time anyway
+        yield
+        return
+    folder = tmp_path_factory.getbasetemp().parent
+    alone = request.node.get_closest_marker("alone") is not None
+    with open(folder / "turnstile", "a") as turnstile, open(folder / "room", "a") as room:
+        fcntl.flock(turnstile, fcntl.LOCK_EX)
+        fcntl.flock(room, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+        if not alone:
+            fcntl.flock(turnstile, fcntl.LOCK_UN)
+        try:
+            yield
+        finally:
+            fcntl.flock(room, fcntl.LOCK_UN)
+            if alone:
+                fcntl.flock(turnstile, fcntl.LOCK_UN)
 
 
 DATABASE_BACKENDS = [

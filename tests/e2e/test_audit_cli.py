@@ -1,6 +1,7 @@
-"""``ddz audit`` and ``ddz rebuild`` as an operator runs them: the real command
-in a subprocess on an event store in ``DDZ_DATA_DIR``; exit codes 0 / 1 / 2, ``--at``,
-``--json``, ``--all``, and the balances rebuilt from events against the live ones."""
+"""``ddz audit`` and ``ddz rebuild`` as an operator runs them: the real command (in a
+subprocess, or its entry point in this process where a process proves nothing) on an
+event store in ``DDZ_DATA_DIR``; exit codes 0 / 1 / 2, ``--at``, ``--json``, ``--all``,
+and the balances rebuilt from events against the live ones."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
+from cli_kit import run_here
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from ddz.adapters import codec
 from ddz.adapters.service_db import upgrade_service_db
@@ -100,17 +102,30 @@ def store_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StoreDir]:
     yield StoreDir(data, clean, tampered)
 
 
-def ddz(
-    data: Path, *args: str, key: str | None = KEY, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
+def audit_env(data: Path, key: str | None, env: dict[str, str] | None) -> dict[str, str]:
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("DDZ_")}, **(env or {})}
     env["DDZ_DATA_DIR"] = str(data)
     if key is not None:
         env["DDZ_AUDIT_KEY"] = key
+    return env
+
+
+def ddz(
+    data: Path, *args: str, key: str | None = KEY, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """The program in a process of its own: a clean hand of each variant, ``rebuild``, and
+    every ``--all`` (its pool of processes forks this one)."""
     return subprocess.run(
         [sys.executable, "-m", "ddz.entrypoints.cli", *args],
-        capture_output=True, text=True, timeout=300, env=env,
+        capture_output=True, text=True, timeout=300, env=audit_env(data, key, env),
     )  # fmt: skip
+
+
+def ddz_here(
+    data: Path, *args: str, key: str | None = KEY, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """The same command through its entry point in this process (``cli_kit.run_here``)."""
+    return run_here(args, audit_env(data, key, env))
 
 
 def one_error_line(done: subprocess.CompletedProcess[str]) -> str:
@@ -136,21 +151,21 @@ def test_a_clean_hand_exits_0_with_its_transcript(store_dir: StoreDir, variant: 
 
 
 def test_a_tampered_hand_exits_1_naming_the_check(store_dir: StoreDir) -> None:
-    done = ddz(store_dir.data, "audit", store_dir.tampered)
+    done = ddz_here(store_dir.data, "audit", store_dir.tampered)
     assert done.returncode == 1, done.stdout + done.stderr
     last = done.stdout.strip().splitlines()[-1]
     assert last.startswith(f"{store_dir.tampered}: signature check failed: ")
 
 
 def test_the_wrong_key_fails_every_signature(store_dir: StoreDir) -> None:
-    done = ddz(store_dir.data, "audit", store_dir.clean["ct"], key="a guess")
+    done = ddz_here(store_dir.data, "audit", store_dir.clean["ct"], key="a guess")
     assert done.returncode == 1
     assert "signature check failed" in done.stdout.splitlines()[-1]
 
 
 def test_at_n_shows_the_table_after_event_n(store_dir: StoreDir) -> None:
     hand_id = store_dir.clean["classic"]
-    done = ddz(store_dir.data, "audit", hand_id, "--at", "12")
+    done = ddz_here(store_dir.data, "audit", hand_id, "--at", "12")
     assert done.returncode == 0, done.stderr
     out = done.stdout.splitlines()
     assert out[0].startswith("After event #12: ")
@@ -162,7 +177,7 @@ def test_at_n_shows_the_table_after_event_n(store_dir: StoreDir) -> None:
 
 def test_json_is_one_object_with_checks_transcript_and_the_table(store_dir: StoreDir) -> None:
     hand_id = store_dir.clean["tiandi"]
-    done = ddz(store_dir.data, "audit", f"hand-{hand_id}", "--json")
+    done = ddz_here(store_dir.data, "audit", f"hand-{hand_id}", "--json")
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert (report["hand_id"], report["verdict"], report["failed_check"]) == (
@@ -174,12 +189,12 @@ def test_json_is_one_object_with_checks_transcript_and_the_table(store_dir: Stor
     assert all(c["passed"] for c in report["checks"])
     assert report["transcript"][-len(CHECKS) - 1] == "Verdict: CLEAN"
 
-    at = json.loads(ddz(store_dir.data, "audit", hand_id, "--at", "5", "--json").stdout)["at"]
+    at = json.loads(ddz_here(store_dir.data, "audit", hand_id, "--at", "5", "--json").stdout)["at"]
     assert at["event"] == 5 and len(at["seats"]) == 3
     assert {"turn", "to_beat", "multiplier", "phase", "wild"} <= set(at)
     assert sum(seat["count"] for seat in at["seats"]) in (51, 54)  # dealt, or with the bottom
 
-    bad = json.loads(ddz(store_dir.data, "audit", store_dir.tampered, "--json").stdout)
+    bad = json.loads(ddz_here(store_dir.data, "audit", store_dir.tampered, "--json").stdout)
     assert (bad["verdict"], bad["failed_check"]) == ("failed", "signature")
 
 
@@ -231,7 +246,7 @@ def test_without_the_producers_keyring_every_hand_fails_producer_signature(
     shutil.copytree(store_dir.data, copy)
     (copy / "keys" / "event-keyring.json").unlink()
     hand_id = store_dir.clean["classic"]
-    done = ddz(copy, "audit", hand_id)
+    done = ddz_here(copy, "audit", hand_id)
     assert done.returncode == 1, done.stdout + done.stderr
     last = done.stdout.strip().splitlines()[-1]
     assert last.startswith(f"{hand_id}: producer_signature check failed: no event keyring")
@@ -243,7 +258,7 @@ def test_without_the_producers_keyring_every_hand_fails_producer_signature(
     # The keyring given by its variable, from anywhere, is as good as the file.
     elsewhere = tmp_path / "producers.json"
     PRODUCERS.publish(elsewhere)
-    found = ddz(copy, "audit", hand_id, env={"DDZ_EVENT_KEYRING": str(elsewhere)})
+    found = ddz_here(copy, "audit", hand_id, env={"DDZ_EVENT_KEYRING": str(elsewhere)})
     assert found.returncode == 0, found.stdout[-2000:] + found.stderr
 
 
@@ -253,22 +268,22 @@ def test_the_key_file_in_the_data_dir_is_used_without_the_variable(
     copy = tmp_path / "data"
     shutil.copytree(store_dir.data, copy)
     (copy / "audit.key").write_text(KEY + "\n")
-    assert ddz(copy, "audit", store_dir.clean["laizi"], key=None).returncode == 0
+    assert ddz_here(copy, "audit", store_dir.clean["laizi"], key=None).returncode == 0
 
 
 def test_bad_input_is_one_line_and_exit_code_2(store_dir: StoreDir, tmp_path: Path) -> None:
     data = store_dir.data
-    assert "no hand 'nope'" in one_error_line(ddz(data, "audit", "nope"))
-    assert "HAND_ID, or --all" in one_error_line(ddz(data, "audit"))
-    assert "HAND_ID, or --all" in one_error_line(ddz(data, "audit", "x", "--all"))
+    assert "no hand 'nope'" in one_error_line(ddz_here(data, "audit", "nope"))
+    assert "HAND_ID, or --all" in one_error_line(ddz_here(data, "audit"))
+    assert "HAND_ID, or --all" in one_error_line(ddz_here(data, "audit", "x", "--all"))
     hand_id = store_dir.clean["ct"]
-    assert "--at" in one_error_line(ddz(data, "audit", hand_id, "--at", "0"))
-    assert "--at" in one_error_line(ddz(data, "audit", hand_id, "--at", "seven"))
-    assert "not #100000" in one_error_line(ddz(data, "audit", hand_id, "--at", "100000"))
-    assert "--workers" in one_error_line(ddz(data, "audit", "--all", "--workers", "0"))
-    assert "no audit key" in one_error_line(ddz(tmp_path, "audit", hand_id, key=None))
-    assert "no event store" in one_error_line(ddz(tmp_path, "audit", hand_id))
-    assert "no event store" in one_error_line(ddz(tmp_path, "rebuild"))
+    assert "--at" in one_error_line(ddz_here(data, "audit", hand_id, "--at", "0"))
+    assert "--at" in one_error_line(ddz_here(data, "audit", hand_id, "--at", "seven"))
+    assert "not #100000" in one_error_line(ddz_here(data, "audit", hand_id, "--at", "100000"))
+    assert "--workers" in one_error_line(ddz_here(data, "audit", "--all", "--workers", "0"))
+    assert "no audit key" in one_error_line(ddz_here(tmp_path, "audit", hand_id, key=None))
+    assert "no event store" in one_error_line(ddz_here(tmp_path, "audit", hand_id))
+    assert "no event store" in one_error_line(ddz_here(tmp_path, "rebuild"))
 
 
 # --- public keys only: what anyone can be handed ----------------------------------------------
@@ -334,9 +349,9 @@ def public_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PublicDir]:
 def test_public_keys_alone_pass_genuine_hands_and_fail_forged_and_poisoned_ones(
     public_dir: PublicDir, tmp_path: Path
 ) -> None:
-    one = ddz(public_dir.data, "audit", public_dir.genuine[0], key=None)
+    one = ddz_here(public_dir.data, "audit", public_dir.genuine[0], key=None)
     assert one.returncode == 0, one.stdout[-2000:] + one.stderr
-    forged = ddz(public_dir.data, "audit", public_dir.forged, key=None)
+    forged = ddz_here(public_dir.data, "audit", public_dir.forged, key=None)
     assert forged.returncode == 1
     assert "signature check failed: " in forged.stdout.splitlines()[-1]
 
@@ -364,9 +379,9 @@ def test_public_keys_alone_pass_genuine_hands_and_fail_forged_and_poisoned_ones(
     assert json.loads(passed.stdout)["clean"] == 6
     # The HMAC key alone cannot vouch for Ed25519 heads; nor can another keyring.
     (clean / "keys" / "audit-public.json").rename(clean / "moved.json")
-    hmac_only = ddz(clean, "audit", public_dir.genuine[0])
+    hmac_only = ddz_here(clean, "audit", public_dir.genuine[0])
     assert hmac_only.returncode == 1 and "no head signature under a key" in hmac_only.stdout
     assert "no audit key" in one_error_line(ddz(clean, "audit", "--all", key=None))
     assert "--incomplete-after" in one_error_line(
-        ddz(clean, "audit", public_dir.genuine[0], "--incomplete-after", "5")
+        ddz_here(clean, "audit", public_dir.genuine[0], "--incomplete-after", "5")
     )

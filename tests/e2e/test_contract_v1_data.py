@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from cli_kit import ddz as ddz_in
+from cli_kit import ddz_here
 from ddz.adapters.messaging import hand_stream
 from ddz.adapters.messaging.bus import EventBus
 from ddz.adapters.runtime.nats_server import start_nats_server
@@ -26,6 +27,8 @@ VARIANTS = {"classic", "ct", "laizi", "tiandi"}
 
 
 def ddz(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The program (``--all`` and ``rebuild``); each hand's audit calls its entry point in
+    this process (``ddz_here``)."""
     return ddz_in(data_dir, *args, timeout=300)  # the whole fixture's hands take time
 
 
@@ -56,10 +59,10 @@ def test_old_hands_audit_and_rebuild_clean(data_dir: Path, upgraded: bool) -> No
     hands = hand_ids(data_dir)
     assert len(hands) == len(VARIANTS)
     for hand_id in hands:
-        one = ddz(data_dir, "audit", hand_id, "--public-only")
+        one = ddz_here(data_dir, "audit", hand_id, "--public-only")
         assert one.returncode == 0, one.stdout + one.stderr
         assert "producer_signature" in one.stdout and "CLEAN" in one.stdout
-    at = ddz(data_dir, "audit", hands[0], "--at", "5", "--public-only")
+    at = ddz_here(data_dir, "audit", hands[0], "--at", "5", "--public-only")
     assert at.returncode == 0, at.stdout + at.stderr
     rebuilt = ddz(data_dir, "rebuild")
     assert rebuilt.returncode == 0, rebuilt.stdout + rebuilt.stderr

@@ -39,6 +39,8 @@ from hosts_kit import Hosts, netns_unavailable, new_tag
 SEED_VARIABLE = "DDZ_HOSTS_SEED"
 SEED = int(os.environ.get(SEED_VARIABLE, "20261204"))
 NATS_PORT, ROUTE_PORT = 4222, 6222
+# Three hosts' suites and a NATS cluster on a 2-core machine, timed by link cuts: by itself.
+pytestmark = pytest.mark.alone
 SERVICES = ("dealer", "rules", "recorder", "settlement", "bot", "table")
 
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import metrics_kit
 import pytest
-from cli_kit import ddz
+from cli_kit import ddz, ddz_here
 from ddz.adapters.messaging import nats_auth
 from ddz.adapters.rpc.driver import Driver
 from ddz.adapters.runtime import stack_file
@@ -117,7 +117,7 @@ def test_status_shows_every_part_serving(stack: Stack) -> None:
     last = datetime.fromisoformat(store["last_event_time"])
     assert 0 <= (datetime.now(UTC) - last).total_seconds() < 600
 
-    shown = ddz(stack.settings.data_dir, "status")
+    shown = ddz_here(stack.settings.data_dir, "status")
     assert shown.returncode == 0, shown.stdout + shown.stderr
     lines = shown.stdout.splitlines()
     for name in ("nats", *SERVICE_PORTS):
@@ -129,7 +129,7 @@ def test_status_names_a_killed_service_until_it_is_restarted(stack: Stack) -> No
     victim = stack.processes["settlement"]
     victim.process.kill()  # SIGKILL
     victim.process.wait(10)
-    shown = ddz(stack.settings.data_dir, "status")
+    shown = ddz_here(stack.settings.data_dir, "status")
     assert shown.returncode == 1, shown.stdout + shown.stderr
     [line] = [x for x in shown.stdout.splitlines() if x.startswith("settlement")]
     assert "EXITED" in line
@@ -151,7 +151,7 @@ def test_status_names_a_killed_service_until_it_is_restarted(stack: Stack) -> No
 
 
 def test_status_where_no_suite_runs(tmp_path: Path) -> None:
-    done = ddz(tmp_path, "status")
+    done = ddz_here(tmp_path, "status")
     assert done.returncode == 3 and done.stdout == ""
     assert done.stderr.startswith(f"ddz: no suite runs from {tmp_path}")
     assert done.stderr.count("\n") == 1 and "ddz up" in done.stderr
@@ -159,7 +159,7 @@ def test_status_where_no_suite_runs(tmp_path: Path) -> None:
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
                           capture_output=True, text=True, check=True)  # fmt: skip
     stack_file.path(tmp_path).write_text(json.dumps({"version": 1, "pid": int(dead.stdout)}))
-    done = ddz(tmp_path, "status", "--json")
+    done = ddz_here(tmp_path, "status", "--json")
     assert done.returncode == 3
     data = json.loads(done.stdout)
     assert data["running"] is False and data["serving"] is False

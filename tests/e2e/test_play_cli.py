@@ -206,6 +206,7 @@ CLOCK = r"⏱ your turn: (\d+) s left \(of 10 s\)"
 COLOURED = r"\x1b\[([0-9;]*)m⏱ your turn: (\d+) s left"
 
 
+@pytest.mark.alone  # a terminal's countdown read to the second
 def test_the_clock_the_bots_move_and_the_hand_id_under_tmux(stack: Stack) -> None:
     if shutil.which("tmux") is None:
         if os.environ.get("CI", "").lower() == "true":

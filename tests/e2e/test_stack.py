@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from cli_kit import run_here
 from ddz.adapters import codec
 from ddz.adapters.messaging import hand_stream, nats_auth
 from ddz.adapters.messaging.bus import EventBus
@@ -115,10 +116,7 @@ def test_simulate_json_against_the_running_stack(stack: Stack) -> None:
 
 def test_simulate_rejects_bad_input_in_one_line(stack: Stack) -> None:
     for args in (["--hands", "0"], ["--variant", "chess"], ["--tables", "x"]):
-        done = subprocess.run(
-            [sys.executable, "-m", "ddz.entrypoints.cli", "simulate", *args],
-            capture_output=True, text=True, timeout=60, env=ddz_env(stack.settings),
-        )  # fmt: skip
+        done = run_here(["simulate", *args], ddz_env(stack.settings))
         assert done.returncode == 2
         assert done.stderr.startswith("ddz: error: ") and done.stderr.count("\n") == 1
 
@@ -144,11 +142,7 @@ def test_bench_e2e_json_against_the_running_stack(stack: Stack) -> None:
 
 
 def test_bench_e2e_player_is_refused_for_a_running_stack(stack: Stack) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "ddz.entrypoints.cli", "bench", "e2e", "--hands", "1",
-         "--player", "greedy"],
-        capture_output=True, text=True, timeout=60, env=ddz_env(stack.settings),
-    )  # fmt: skip
+    done = run_here(["bench", "e2e", "--hands", "1", "--player", "greedy"], ddz_env(stack.settings))
     assert done.returncode == 2
     assert done.stderr.startswith("ddz: error: ") and done.stderr.count("\n") == 1
     assert "--player" in done.stderr

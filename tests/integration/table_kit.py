@@ -10,11 +10,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import subprocess
-import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import grpc
+from cli_kit import run_here
 from ddz.adapters import codec
 from ddz.adapters.messaging import hand_stream
 from ddz.adapters.messaging.hand_stream import hand_stream_id
@@ -287,8 +287,7 @@ async def settled_ledger(suite: Suite, hand_id: str) -> Any:
 
 
 def ddz_audit(suite: Suite, hand_id: str) -> subprocess.CompletedProcess[str]:
-    """``ddz audit HAND_ID`` as an operator runs it, on this suite's store."""
-    return subprocess.run(
-        [sys.executable, "-m", "ddz.entrypoints.cli", "audit", hand_id],
-        capture_output=True, text=True, timeout=60, env=suite.env(),
-    )  # fmt: skip
+    """``ddz audit HAND_ID`` as an operator runs it, on this suite's store: through its
+    entry point in this process (``cli_kit.run_here``; the program itself is run by
+    tests/e2e/test_audit_cli.py)."""
+    return run_here(["audit", hand_id], suite.env())

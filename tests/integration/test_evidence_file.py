@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_kit import ddz
+from cli_kit import ddz, ddz_here
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from ddz.adapters.store import create_store
 from ddz.adapters.store.keys import (
@@ -237,7 +237,7 @@ def test_a_changed_file_fails_on_the_command_line_naming_the_check(
     at = text.index('"envelope": "', len(text) // 3) + 30
     changed = tmp_path / "changed.json"
     changed.write_bytes(data[:at] + (b"A" if data[at : at + 1] != b"A" else b"B") + data[at + 1 :])
-    done = ddz(tmp_path, "audit", "--bundle", str(changed))
+    done = ddz_here(tmp_path, "audit", "--bundle", str(changed))
     assert done.returncode == 1, done.stdout + done.stderr
     last = done.stdout.splitlines()[-1]
     assert last.startswith(f"{hand_id}: hash_chain check failed: event #"), last
@@ -266,15 +266,15 @@ def test_a_file_re_signed_whole_by_another_key_fails_against_the_published_keyri
     assert forged.report.clean, forged.report.message
     bundle, keyring = tmp_path / "forged.json", tmp_path / "keyring.json"
     bundle.write_bytes(forged.to_bytes())
-    assert ddz(operator.data, "keys", "export", "--out", str(keyring)).returncode == 0
+    assert ddz_here(operator.data, "keys", "export", "--out", str(keyring)).returncode == 0
 
-    alone = ddz(tmp_path, "audit", "--bundle", str(bundle))
+    alone = ddz_here(tmp_path, "audit", "--bundle", str(bundle))
     assert alone.returncode == 0, alone.stdout
     assert "only internal consistency was checked" in alone.stdout
     assert forger_recorder.key_id in alone.stdout  # the fingerprints printed are the forger's
     assert not set(_fingerprints(keyring).values()) & set(alone.stdout.split())
 
-    against = ddz(tmp_path, "audit", "--bundle", str(bundle), "--keys", str(keyring))
+    against = ddz_here(tmp_path, "audit", "--bundle", str(bundle), "--keys", str(keyring))
     assert against.returncode == 1, against.stdout
     last = against.stdout.splitlines()[-1]
     assert last.startswith(f"{hand_id}: published_keys check failed: the ")
@@ -284,17 +284,17 @@ def test_a_file_re_signed_whole_by_another_key_fails_against_the_published_keyri
 def test_a_hand_in_play_has_no_evidence_file_and_bad_input_is_one_line(
     operator: Operator, tmp_path: Path
 ) -> None:
-    done = ddz(operator.data, "audit", "no-such-hand", "--export-bundle", str(tmp_path / "x"))
+    done = ddz_here(operator.data, "audit", "no-such-hand", "--export-bundle", str(tmp_path / "x"))
     assert done.returncode == 2 and done.stderr.startswith("ddz: error: no hand 'no-such-hand'")
-    missing = ddz(tmp_path, "audit", "--bundle", str(tmp_path / "none.json"))
+    missing = ddz_here(tmp_path, "audit", "--bundle", str(tmp_path / "none.json"))
     assert missing.returncode == 2
     assert missing.stderr.strip().startswith("ddz: error: cannot read the evidence file")
     (tmp_path / "bad-keyring.json").write_text("{}")
     (tmp_path / "some.json").write_text("{}")
-    bad = ddz(tmp_path, "audit", "--bundle", str(tmp_path / "some.json"), "--keys",
+    bad = ddz_here(tmp_path, "audit", "--bundle", str(tmp_path / "some.json"), "--keys",
               str(tmp_path / "bad-keyring.json"))  # fmt: skip
     assert bad.returncode == 2 and "is not a ddz-public-keyring file" in bad.stderr
-    alone = ddz(tmp_path, "audit", "--keys", str(tmp_path / "bad-keyring.json"))
+    alone = ddz_here(tmp_path, "audit", "--keys", str(tmp_path / "bad-keyring.json"))
     assert alone.returncode == 2 and "--keys KEYRING goes with --bundle FILE" in alone.stderr
     # A hand still in play: its cards are secret, so no file.
     hand_id = operator.hands["ct"]
