@@ -228,6 +228,12 @@ async def test_logs_are_json_lines_bound_to_request_and_stream(
         structlog.contextvars.bind_contextvars(request_id="req-77")  # the caller's own request
         with pytest.raises(grpc.aio.AioRpcError):
             await stub.ReadStream(recorder_pb2.ReadStreamRequest(stream_id="hand-404"))
+        # The server writes a call's line once the call has ended, which may be after the
+        # caller has its answer: wait (bounded) for both lines before the sink is swapped.
+        for _ in range(100):
+            if sink.getvalue().count('"event": "rpc"') >= 2:
+                break
+            await asyncio.sleep(0.05)
     finally:
         structlog.contextvars.clear_contextvars()
         configure_logging(settings, service="pytest", stream=io.StringIO())

@@ -478,6 +478,19 @@ export declare type RoomSettings = Message<"ddz.v1.RoomSettings"> & {
    * @generated from field: ddz.v1.BeanEscapeRule bean_escape = 10;
    */
   beanEscape?: BeanEscapeRule | undefined;
+
+  /**
+   * Beans (§10.3): how an odd X·N is rounded. "per_player": each loser pays their own
+   * X·N rounded down, the winners share what was paid by role coefficient, each share
+   * rounded down, the odd bean to the system. "two_shares": the landlord moves exactly
+   * two farmer's shares, 2·⌊X·N/2⌋ of the landlord's X·N, both ways. Empty (hands
+   * recorded before the field) reads "two_shares", the rule they were settled under;
+   * an OpenTableRequest that leaves it empty gets the default, "per_player".
+   * docs/RULE_DECISIONS.md, §10.3 "Beans, rounding".
+   *
+   * @generated from field: string bean_rounding = 11;
+   */
+  beanRounding: string;
 };
 
 /**
@@ -531,7 +544,11 @@ export declare type Factor = Message<"ddz.v1.Factor"> & {
   seat?: number | undefined;
 
   /**
-   * index of the causing event in the hand (HandState.version)
+   * The causing event: its index, from 0, among the hand's events that are not
+   * CommandRejected (HandState.version as it was folded; refusals are not counted). The
+   * transcript prints the stream version (#N) instead: the (event + 1)-th stored event
+   * that is not a refusal. E.g. with a refusal at #7, event 9 is the event stored at #11
+   * (hand_started is event 0, #1).
    *
    * @generated from field: optional uint64 event = 4;
    */
