@@ -122,14 +122,40 @@ spend most of their time waiting on services, sockets and subprocesses (measured
 docs/BENCHMARKS.md); ``DDZ_TEST_WORKERS`` overrides it."""
 
 
-def pytest_command(args: list[str]) -> list[str | Path]:
+def pytest_runs(args: list[str]) -> list[list[str | Path]]:
     """The tests in parallel, each module whole on one worker (its shared fixtures start
-    once) and ``alone`` tests by themselves (tests/conftest.py), and the 30 slowest named
-    at the end. (Not ``--dist loadgroup``: pytest-xdist 3.8 marks a group by rewriting a
-    test's id, which pytest 9 no longer lets it do.)"""
+    once), then the ``alone`` tests (tests/conftest.py) one at a time by themselves, so
+    that no worker sits idle while an ``alone`` test waits for a long one to end; each
+    run names its 30 slowest at the end. A ``-m`` of the caller's, or no workers
+    (``DDZ_TEST_WORKERS=0``), makes it one run as asked. (Not ``--dist loadgroup``:
+    pytest-xdist 3.8 marks a group by rewriting a test's id, which pytest 9 no longer
+    lets it do.)"""
     workers = os.environ.get("DDZ_TEST_WORKERS", TEST_WORKERS)
-    parallel = ["-n", workers, "--dist", "loadfile"]
-    return [BIN / "pytest", "-q", *parallel, "--durations=30", *args]
+    pytest = [BIN / "pytest", "-q", "--durations=30"]
+    if workers == "0" or "-m" in args:
+        return [[*pytest, "-n", workers, "--dist", "loadfile", *args]]
+    return [
+        [*pytest, "-n", workers, "--dist", "loadfile", "-m", "not slow and not alone", *args],
+        [*pytest, "-m", "not slow and alone", *args],
+    ]
+
+
+NO_TESTS = 5
+"""pytest's exit code when it collected no test."""
+
+
+def run_tests(args: list[str]) -> None:
+    """Every run of ``pytest_runs``; the first failure's exit code, else 0 when some run
+    tested something and pytest's "no tests" when none did."""
+    codes = []
+    for command in pytest_runs(args):
+        print("+", " ".join(str(a) for a in command), flush=True)
+        codes.append(subprocess.run([str(a) for a in command], cwd=ROOT).returncode)
+    failed = [code for code in codes if code not in (0, NO_TESTS)]
+    if failed:
+        sys.exit(failed[0])
+    if all(code == NO_TESTS for code in codes):
+        sys.exit(NO_TESTS)
 
 
 def test(args: list[str]) -> None:
@@ -143,7 +169,7 @@ def test(args: list[str]) -> None:
     sh(BIN / "ruff", "check", ".")
     sh(BIN / "mypy", "shared/ddz", "services")
     sh(BIN / "lint-imports")  # the layering contracts of pyproject.toml
-    sh(*pytest_command(args))
+    run_tests(args)
 
 
 def main() -> None:

@@ -62,14 +62,26 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "alone: runs while no other test of a parallel run does (see the docstring)"
     )
+    config.addinivalue_line(
+        "markers", "early: its module starts first (a long test that mostly waits, e.g. a crowd)"
+    )
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """``alone`` tests first, and their modules: an ``alone`` test waits for every test
-    running on the other workers to end, and at the start those are the first, short
-    ones (later it could be a minute of a chaos run, all workers idle meanwhile)."""
+    """``early`` modules first (a long test that mostly waits starts while the others
+    run, rather than being the last one left), then ``alone`` tests and their modules:
+    an ``alone`` test waits for every test running on the other workers to end, and at
+    the start those are the first, short ones. (``scripts/dev.py test`` runs the
+    ``alone`` tests in a run of their own after the parallel one.)"""
     alone = {item.path for item in items if item.get_closest_marker("alone")}
-    items.sort(key=lambda item: (item.path not in alone, not item.get_closest_marker("alone")))
+    early = {item.path for item in items if item.get_closest_marker("early")}
+    items.sort(
+        key=lambda item: (
+            item.path not in early,
+            item.path not in alone,
+            not item.get_closest_marker("alone"),
+        )
+    )
 
 
 @pytest.fixture(autouse=True)

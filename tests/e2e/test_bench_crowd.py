@@ -10,7 +10,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from cli_kit import ddz
+
+# Five minutes, most of it waiting on people at human pace: started first in a parallel run.
+pytestmark = pytest.mark.early
 
 SEED = "34"
 PEOPLE = 150
