@@ -126,16 +126,18 @@ def pytest_runs(args: list[str]) -> list[list[str | Path]]:
     """The tests in parallel, each module whole on one worker (its shared fixtures start
     once), then the ``alone`` tests (tests/conftest.py) one at a time by themselves, so
     that no worker sits idle while an ``alone`` test waits for a long one to end; each
-    run names its 30 slowest at the end. A ``-m`` of the caller's, or no workers
-    (``DDZ_TEST_WORKERS=0``), makes it one run as asked. (Not ``--dist loadgroup``:
-    pytest-xdist 3.8 marks a group by rewriting a test's id, which pytest 9 no longer
-    lets it do.)"""
+    run names its 30 slowest at the end. Modules are handed out in the order
+    tests/conftest.py sorts them (``early`` ones first), not by their count of tests.
+    A ``-m`` of the caller's, or no workers (``DDZ_TEST_WORKERS=0``), makes it one run
+    as asked. (Not ``--dist loadgroup``: pytest-xdist 3.8 marks a group by rewriting a
+    test's id, which pytest 9 no longer lets it do.)"""
     workers = os.environ.get("DDZ_TEST_WORKERS", TEST_WORKERS)
     pytest = [BIN / "pytest", "-q", "--durations=30"]
+    parallel = ["-n", workers, "--dist", "loadfile", "--no-loadscope-reorder"]
     if workers == "0" or "-m" in args:
-        return [[*pytest, "-n", workers, "--dist", "loadfile", *args]]
+        return [[*pytest, *parallel, *args]]
     return [
-        [*pytest, "-n", workers, "--dist", "loadfile", "-m", "not slow and not alone", *args],
+        [*pytest, *parallel, "-m", "not slow and not alone", *args],
         [*pytest, "-m", "not slow and alone", *args],
     ]
 

@@ -53,6 +53,9 @@ from ddz.domain.shuffle import canonical_deck, deal, master_seed
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+# Thousands of hands a variant, over a minute: started first in a parallel run.
+pytestmark = pytest.mark.early
+
 SCALE = float(os.environ.get("DDZ_PROPERTY_HANDS", "1"))
 HANDS = {"classic": 2000, "ct": 2000, "laizi": 1000, "tiandi": 1000}
 SEATS = (SeatInfo("a"), SeatInfo("b"), SeatInfo("c", is_bot=True))
