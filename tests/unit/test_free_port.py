@@ -32,3 +32,23 @@ def test_a_reserved_port_is_never_picked(monkeypatch: pytest.MonkeyPatch) -> Non
     nats_server.reserve([named, 0])
     monkeypatch.setattr(nats_server.random, "randrange", lambda _low, _high: named)
     assert free_port("127.0.0.1") != named
+
+
+def test_two_processes_picking_at_once_never_get_the_same_port() -> None:
+    """Parallel test workers and two stacks starting at once pick from one range: a port
+    one process picked and has not bound yet is not the other's to take."""
+    import subprocess
+    import sys
+
+    picks = 400
+    script = (
+        "from ddz.adapters.runtime.nats_server import free_port\n"
+        f"print(' '.join(str(free_port('127.0.0.1')) for _ in range({picks})))"
+    )
+    other = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+    )
+    theirs = {int(port) for port in other.stdout.split()}
+    ours = {free_port("127.0.0.1") for _ in range(picks)}
+    assert len(theirs) == picks and len(ours) == picks
+    assert not ours & theirs

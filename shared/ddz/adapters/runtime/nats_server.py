@@ -18,6 +18,7 @@ import socket
 import subprocess
 import sys
 import sysconfig
+import tempfile
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -336,13 +337,47 @@ def free_port(host: str) -> int:
     first = max(1024, low - LISTEN_PORTS_BELOW)
     for _ in range(200):
         port = random.randrange(first, low)
-        if port not in _GIVEN and port_is_free(host, port):
+        if port not in _GIVEN and port_is_free(host, port) and _claim(port):
             _GIVEN.add(port)
             return port
     while True:
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
             probe.bind((host, 0))
             chosen: int = probe.getsockname()[1]
-        if chosen not in _GIVEN:
+        if chosen not in _GIVEN and _claim(chosen):
             _GIVEN.add(chosen)
             return chosen
+
+
+CLAIMS = Path(tempfile.gettempdir()) / "ddz-port-claims"
+"""One empty file per port ``free_port`` handed out on this machine lately, so that
+processes picking at once (parallel test workers, two stacks starting) do not both take
+a port that neither has bound yet."""
+CLAIM_SECONDS = 120.0
+"""How long a claim keeps other processes off a port: ample for its server to bind it."""
+
+
+def _claim(port: int) -> bool:
+    """Claim ``port`` for this process; False when another claimed it less than
+    ``CLAIM_SECONDS`` ago. Where claims cannot be written, every port is free to take."""
+    path = CLAIMS / str(port)
+    for _ in range(2):
+        try:
+            os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+            return True
+        except FileExistsError:
+            try:
+                if time.time() - path.stat().st_mtime < CLAIM_SECONDS:
+                    return False
+                path.unlink()  # a stale claim: whoever creates it anew has it
+            except FileNotFoundError:
+                pass
+        except FileNotFoundError:
+            try:
+                CLAIMS.mkdir(exist_ok=True)
+                CLAIMS.chmod(0o1777)  # any user's processes claim here, as in /tmp
+            except OSError:
+                return True
+        except OSError:
+            return True
+    return False
