@@ -39,6 +39,7 @@ import nats.js.errors
 import pytest
 import sqlalchemy as sa
 from ddz.adapters.messaging.bus import EventBus
+from ddz.adapters.messaging.lease import BUCKET as LEASE_BUCKET
 from ddz.adapters.messaging.room_queue import BUCKET as ROOM_QUEUE_BUCKET
 from ddz.adapters.runtime.nats_server import NatsServer, start_nats_server
 from ddz.adapters.store import SqlEventStore, create_store, make_engine
@@ -133,6 +134,8 @@ async def bus(nats_server: NatsServer) -> AsyncIterator[EventBus]:
         await event_bus.js.delete_stream(event_bus.stream)  # leftovers of an earlier test
     with contextlib.suppress(Exception):  # tickets a stopped table service kept for its restart
         await event_bus.js.delete_key_value(ROOM_QUEUE_BUCKET)
+    with contextlib.suppress(Exception):  # leases a killed instance of an earlier test left
+        await event_bus.js.delete_key_value(LEASE_BUCKET)
     await create_stream_again(event_bus)
     try:
         yield event_bus

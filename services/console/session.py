@@ -56,17 +56,21 @@ class Staff:
 
 
 def session_key(data_dir: Path) -> bytes:
-    """The session key, made once (O_EXCL: instances starting together make one)."""
+    """The session key, made once: written whole to a file of its own, then linked to its
+    name (instances starting together make one, and none reads a half-written key)."""
     path = data_dir / "keys" / KEY_FILE
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
+        draft = path.with_name(f".{KEY_FILE}.{os.getpid()}.{secrets.token_hex(4)}")
+        fd = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="ascii") as out:
+            out.write(secrets.token_hex(32) + "\n")
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            os.link(draft, path)
         except FileExistsError:
-            pass
-        else:
-            with os.fdopen(fd, "w", encoding="ascii") as out:
-                out.write(secrets.token_hex(32) + "\n")
+            pass  # another instance's key came first: use it
+        finally:
+            draft.unlink()
     key = path.read_text(encoding="ascii").strip()
     if len(key) < 32:
         raise ValueError(f"{path}: the console's session key is too short; delete it")
