@@ -19,7 +19,7 @@ services: the recorder's ``ReadStream`` and ``AuditHand`` (the store read, ``aud
 every check, the replay included) and ``GetHandSummary``, then the console's page: the
 audit's account of the stream for the desk's sight (``handlers.hand_view``:
 ``ddz.audit``'s timeline and the table after event 12) rendered (Jinja2); gRPC and
-TLS are not in it (about a millisecond each on loopback, docs/BENCHMARKS.md "Zero
+TLS are not in it (about a millisecond each on loopback, docs/BENCHMARKS_HISTORY.md, "zero
 trust"). p50, p95 and max per shape.
 """
 

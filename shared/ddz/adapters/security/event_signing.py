@@ -30,7 +30,7 @@ and a consumer that meets an id it does not hold re-reads the file if it changed
 **Two libraries, one key.** Keys are made, stored and read with ``cryptography`` (PEM, as
 every other key of the suite); the signing and verifying of events, three verifies of
 every event across the suite, is libsodium's (PyNaCl, which the NATS nkey logins already
-need): the same Ed25519 signatures, verified in half the time (docs/BENCHMARKS.md, "Signed
+need): the same Ed25519 signatures, verified in half the time (docs/BENCHMARKS_HISTORY.md, "signed
 events with libsodium"), and stricter about what it accepts: OpenSSL's verify takes the
 identity point as a public key, under which one signature verifies for every message.
 """
