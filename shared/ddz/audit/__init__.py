@@ -8,10 +8,17 @@ I/O); ``rebuild`` rebuilds the settlement projection from ``HandSettled`` events
 What each check proves: docs/AUDIT.md.
 """
 
-from ddz.audit.checks import REPLAYABLE_ENGINE_VERSIONS, audit_hand, audited_report
-from ddz.audit.report import AuditReport
-from ddz.audit.results import CHECKS, FAILURE_NAMES, INCOMPLETE, AuditedEvent, CheckResult, Verdict
-from ddz.audit.snapshot import HandAt, NoSuchEvent
+from ddz.audit.account.report import AuditReport
+from ddz.audit.account.snapshot import HandAt, NoSuchEvent
+from ddz.audit.checks.results import (
+    CHECKS,
+    FAILURE_NAMES,
+    INCOMPLETE,
+    AuditedEvent,
+    CheckResult,
+    Verdict,
+)
+from ddz.audit.run import REPLAYABLE_ENGINE_VERSIONS, audit_hand, audited_report
 
 __all__ = [
     "CHECKS",

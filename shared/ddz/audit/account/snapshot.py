@@ -2,7 +2,7 @@
 
 Each seat's cards, the play to beat, whose turn, the multiplier so far. Built by
 folding the hand's recorded events up to version N (refusals change nothing, so they
-are skipped), exactly as the live hand was built. A ``Sight`` (``ddz.audit.sight``)
+are skipped), exactly as the live hand was built. A ``Sight`` (``ddz.audit.account.sight``)
 says whose cards it shows (``HIDDEN`` for the others): ``ddz audit --at N`` shows every
 seat's, the desk's step-through the same or one seat's, and none of a hand in play.
 """
@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ddz.audit import describe
-from ddz.audit.sight import EVERY_SEAT, Sight
+from ddz.audit.account.sight import EVERY_SEAT, Sight
+from ddz.audit.checks import describe
 from ddz.domain.cards import Card
 from ddz.domain.hand import CommandRejected, HandState, Phase, evolve
 from ddz.domain.hand.events import HandEnded, PlayMade
@@ -21,7 +21,7 @@ from ddz.domain.hand.state import NO_ONE
 from ddz.domain.multipliers import MultiplierBreakdown
 
 if TYPE_CHECKING:
-    from ddz.audit.report import AuditReport
+    from ddz.audit.account.report import AuditReport
 
 HIDDEN = "hidden"
 

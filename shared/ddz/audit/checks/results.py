@@ -1,7 +1,7 @@
 """The checks an audit runs, by name and in order, what each found (``CheckResult``),
 the verdict they add up to, and the stored events they read, decoded (``AuditedEvent``).
 
-Values only: the report (``ddz.audit.report``), its account (``timeline``,
+Values only: the report (``ddz.audit.account.report``), its account (``timeline``,
 ``transcript``) and every check import them from here, below all of them.
 """
 

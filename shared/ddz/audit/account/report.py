@@ -10,14 +10,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ddz.audit.results import INCOMPLETE, AuditedEvent, CheckResult, Verdict
+from ddz.audit.checks.results import INCOMPLETE, AuditedEvent, CheckResult, Verdict
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from ddz.audit.sight import Sight
-    from ddz.audit.snapshot import HandAt
-    from ddz.audit.timeline import Timeline
+    from ddz.audit.account.sight import Sight
+    from ddz.audit.account.snapshot import HandAt
+    from ddz.audit.account.timeline import Timeline
 
 
 @dataclass(frozen=True)
@@ -87,11 +87,11 @@ class AuditReport:
         return f"{failure.name} check failed: {failure.detail}"
 
     def timeline(self, sight: Sight | None = None) -> Timeline:
-        """The account of the hand as data (``ddz.audit.timeline.Timeline``): each event
+        """The account of the hand as data (``ddz.audit.account.timeline.Timeline``): each event
         with its time, who acted, the arithmetic of the settlement, the checks; the cards
-        ``sight`` sees (``ddz.audit.sight``; every seat's by default)."""
-        from ddz.audit.sight import EVERY_SEAT
-        from ddz.audit.transcript import timeline
+        ``sight`` sees (``ddz.audit.account.sight``; every seat's by default)."""
+        from ddz.audit.account.sight import EVERY_SEAT
+        from ddz.audit.account.transcript import timeline
 
         sight = EVERY_SEAT if sight is None else sight
         key = ("timeline", sight)
@@ -108,10 +108,10 @@ class AuditReport:
         return lines
 
     def state_at(self, version: int, sight: Sight | None = None) -> HandAt:
-        """The table as it stood after event ``version`` (``ddz.audit.snapshot.HandAt``),
+        """The table as it stood after event ``version`` (``ddz.audit.account.snapshot.HandAt``),
         with the cards ``sight`` sees (every seat's by default)."""
-        from ddz.audit.sight import EVERY_SEAT
-        from ddz.audit.snapshot import hand_at
+        from ddz.audit.account.sight import EVERY_SEAT
+        from ddz.audit.account.snapshot import hand_at
 
         return hand_at(self, version, EVERY_SEAT if sight is None else sight)
 

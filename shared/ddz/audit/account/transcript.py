@@ -3,10 +3,10 @@ reading (and, for a bot's move on a person's behalf, why the bot played), every 
 with its reason, each multiplier factor, the ledger and its arithmetic, the verdict;
 every event with its UTC time and the time since the deal.
 
-``timeline(report, sight)`` builds it as data (``ddz.audit.timeline.Timeline``, what the
+``timeline(report, sight)`` builds it as data (``ddz.audit.account.timeline.Timeline``, what the
 desk renders); ``transcript(report)`` is its text, the lines ``ddz audit HAND`` prints
 (plain text: the CLI colours them). ``#N`` is the event's stream version, the number
-``ddz audit HAND --at N`` takes. ``sight`` (``ddz.audit.sight``) says whose cards it
+``ddz audit HAND --at N`` takes. ``sight`` (``ddz.audit.account.sight``) says whose cards it
 shows: every seat's for the operator's terminal; none of a hand in play, or one seat's,
 on the desk.
 """
@@ -16,12 +16,12 @@ from __future__ import annotations
 import datetime as dt
 from typing import TYPE_CHECKING
 
-from ddz.audit import describe
-from ddz.audit.arithmetic import Arithmetic, explain
-from ddz.audit.marks import Actor, Marker
-from ddz.audit.replay import settlement_outcome
-from ddz.audit.sight import EVERY_SEAT, Sight
-from ddz.audit.timeline import Entry, Timeline
+from ddz.audit.account.arithmetic import Arithmetic, explain
+from ddz.audit.account.marks import Actor, Marker
+from ddz.audit.account.sight import EVERY_SEAT, Sight
+from ddz.audit.account.timeline import Entry, Timeline
+from ddz.audit.checks import describe
+from ddz.audit.checks.replay import settlement_outcome
 from ddz.domain.hand import CommandRejected, Event, HandState, evolve
 from ddz.domain.hand.events import (
     BidMade,
@@ -44,8 +44,8 @@ from ddz.domain.ruleset import Scoring
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from ddz.audit.report import AuditReport
-    from ddz.audit.results import AuditedEvent
+    from ddz.audit.account.report import AuditReport
+    from ddz.audit.checks.results import AuditedEvent
 
 
 def _room(started: HandStarted) -> str:
