@@ -1,14 +1,16 @@
 """The checks an audit runs, by name and in order, what each found (``CheckResult``),
-the verdict they add up to, and the stored events they read, decoded (``AuditedEvent``).
+the verdict they add up to, the stored events they read, decoded (``AuditedEvent``), and
+the audited hand they make together (``AuditedHand``).
 
 Values only: the report (``ddz.audit.account.report``), its account (``timeline``,
-``transcript``) and every check import them from here, below all of them.
+``transcript``, ``snapshot``) and every check import them from here, below all of them.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, NamedTuple
 
@@ -85,3 +87,70 @@ class AuditedEvent(NamedTuple):
             return None
         when: dt.datetime = self.envelope.occurred_at.ToDatetime(tzinfo=dt.UTC)
         return when
+
+
+@dataclass(frozen=True)
+class AuditedHand:
+    """One hand's stream as audited: every check that ran, in order, ending at the first
+    failure (or at ``incomplete``), and the events they decoded. What the account of the
+    hand is written from (``ddz.audit.account``); ``AuditReport`` adds that account."""
+
+    stream_id: str
+    event_count: int
+    checks: tuple[CheckResult, ...]
+    events: tuple[AuditedEvent, ...] = ()  # decoded; shorter when decoding failed
+    key_id: str = ""
+    # The stored events as audited (``StoredRow``s; ``trace_id`` read from them where the
+    # store keeps it): what the transcript shows beside the checks' findings.
+    rows: Sequence[Any] = field(default=(), compare=False, repr=False)
+
+    def trace_ids(self) -> dict[int, str]:
+        """The trace id each traced event arrived in, by stream version."""
+        found: dict[int, str] = {}
+        for row in self.rows:
+            trace_id = getattr(row, "trace_id", None)
+            if trace_id:
+                found[row.stream_version] = trace_id
+        return found
+
+    @property
+    def hand_id(self) -> str:
+        return self.stream_id.removeprefix("hand-")
+
+    @property
+    def failure(self) -> CheckResult | None:
+        return next((check for check in self.checks if not check.passed), None)
+
+    @property
+    def failed_check(self) -> str | None:
+        failure = self.failure
+        return None if failure is None else failure.name
+
+    @property
+    def verdict(self) -> Verdict:
+        failed = self.failed_check
+        if failed is None:
+            return Verdict.CLEAN
+        return Verdict.INCOMPLETE if failed == INCOMPLETE else Verdict.FAILED
+
+    @property
+    def clean(self) -> bool:
+        return self.verdict is Verdict.CLEAN
+
+    @property
+    def producer_keys(self) -> tuple[tuple[str, str], ...]:
+        """The (producer, key id) pairs the decoded events name as their signers (what
+        the ``producer_signature`` check verified), sorted."""
+        return tuple(sorted({
+            (a.producer.split("@", 1)[0], a.envelope.producer_key_id) for a in self.events
+        }))  # fmt: skip
+
+    @property
+    def message(self) -> str:
+        """One line: what held, or the first check that failed and why."""
+        failure = self.failure
+        if failure is None:
+            return f"clean: {', '.join(c.name for c in self.checks)} all hold"
+        if failure.name == INCOMPLETE:
+            return f"incomplete: {failure.detail}"
+        return f"{failure.name} check failed: {failure.detail}"
