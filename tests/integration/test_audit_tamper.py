@@ -25,9 +25,9 @@ from ddz.domain.hand.events import (
     PlayMade,
     WildcardDrawn,
 )
+from ddz.domain.ledger import LedgerLine
 from ddz.domain.multipliers import MultiplierBreakdown
 from ddz.domain.ruleset import VARIANTS
-from ddz.domain.settlement import LedgerLine
 from ddz.domain.shuffle import in_deck_order
 from ddz.v1 import envelope_pb2
 from signing_kit import tampered
