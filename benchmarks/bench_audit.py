@@ -4,7 +4,7 @@
         [--postgres postgresql://postgres@127.0.0.1:5432/test] [--corpus PATH]
 
 The corpus: ``--hands`` finished hands, the four variants in equal shares, recorded
-as the services record them (``ddz.audit.sample.record_hand``: random players, about
+as the services record them (``ddz.audit.store.sample.record_hand``: random players, about
 8% refused commands, disconnects, bean-room escapes; every decision appended as its
 envelopes, each signed by its producer's key, the head signed). It is written once to a
 SQLite file (``--corpus``, kept for later runs, with the producers' public keyring
@@ -41,7 +41,7 @@ from pathlib import Path
 import sqlalchemy as sa
 from ddz.adapters.store import create_store, make_engine
 from ddz.adapters.store.schema import events, stream_signatures
-from ddz.audit.sample import Mischief, SampleKeys, record_hand
+from ddz.audit.store.sample import Mischief, SampleKeys, record_hand
 from ddz.domain.ruleset import VARIANTS
 
 KEY = "bench-audit-key"

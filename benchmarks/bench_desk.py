@@ -5,7 +5,7 @@ hand page, with 100,000 hands indexed, on SQLite and PostgreSQL.
         [--postgres postgresql://postgres@127.0.0.1:5432/test]
 
 The index: ``--real`` finished hands recorded as the services record them
-(``ddz.audit.sample.record_hand``: signed events, signed heads, refusals, disconnects,
+(``ddz.audit.store.sample.record_hand``: signed events, signed heads, refusals, disconnects,
 escapes) and indexed from the store (``rebuild_hand_index``, the recorder's fold), plus
 bulk summaries up to ``--hands`` (2,000 players, 400 tables in 20 rooms, the four
 variants, start times over 30 days, 4% with a bot playing for someone, 0.5% failed
@@ -44,8 +44,8 @@ from ddz.adapters.service_db.schema import hand_players, hand_summaries
 from ddz.adapters.store import SqlEventStore, create_store, make_engine
 from ddz.adapters.store.keys import Keyring
 from ddz.audit import audit_hand
-from ddz.audit.sample import Mischief, SampleKeys, record_hand
-from ddz.audit.source import load_hand
+from ddz.audit.store.sample import Mischief, SampleKeys, record_hand
+from ddz.audit.store.source import load_hand
 from ddz.domain.ruleset import VARIANTS
 
 from services.console.handlers import hand_view

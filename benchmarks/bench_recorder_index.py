@@ -29,7 +29,7 @@ from ddz.adapters.codec import envelope_for
 from ddz.adapters.service_db import upgrade_service_db
 from ddz.adapters.service_db.hand_index import HandIndex
 from ddz.adapters.store import create_store
-from ddz.audit.sample import SampleKeys
+from ddz.audit.store.sample import SampleKeys
 from ddz.domain.players import GreedyPlayer
 from ddz.domain.ruleset import CLASSIC
 from ddz.domain.selfplay import play_hand

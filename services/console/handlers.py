@@ -17,8 +17,8 @@ from urllib.parse import quote, urlencode
 
 from ddz.application.errors import Kind, Reason, Refusal
 from ddz.audit import CheckResult, HandAt, NoSuchEvent, audited_report
-from ddz.audit.sight import Sight
-from ddz.audit.timeline import Entry, Timeline
+from ddz.audit.account.sight import Sight
+from ddz.audit.account.timeline import Entry, Timeline
 from ddz.domain import ids
 from ddz.v1 import desk_pb2, settlement_pb2
 

@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from urllib.parse import quote
 
 from ddz.audit import HandAt
-from ddz.audit.marks import BOT_SEAT
-from ddz.audit.timeline import Entry
+from ddz.audit.account.marks import BOT_SEAT
+from ddz.audit.account.timeline import Entry
 
 TRACE_ID = "{trace_id}"
 

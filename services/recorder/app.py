@@ -27,9 +27,9 @@ from ddz.adapters.service_db.hand_index import HandIndex
 from ddz.adapters.store import SqlEventStore, create_store
 from ddz.adapters.store.keys import Ed25519Signer, Keyring, ensure_signing_key
 from ddz.adapters.telemetry.health import Check, database_reachable
-from ddz.audit.evidence import Evidence, build_evidence
-from ddz.audit.keys import NoAuditKeys, auditor_keyring
-from ddz.audit.source import hand_stream_id, load_hand
+from ddz.audit.evidence.file import Evidence, build_evidence
+from ddz.audit.evidence.keys import NoAuditKeys, auditor_keyring
+from ddz.audit.store.source import hand_stream_id, load_hand
 from ddz.config import Settings, redacted_url
 from ddz.v1 import (
     audit_pb2,

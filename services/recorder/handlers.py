@@ -40,8 +40,8 @@ from ddz.adapters.store.keys import Keyring
 from ddz.adapters.telemetry import metrics
 from ddz.application.errors import Reason, Refusal
 from ddz.audit import AuditReport, audit_hand
-from ddz.audit.bulk import AllReport, audit_all
-from ddz.audit.source import load_hand
+from ddz.audit.store.bulk import AllReport, audit_all
+from ddz.audit.store.source import load_hand
 from ddz.domain import ids
 
 log = structlog.get_logger("ddz.recorder")
@@ -231,7 +231,7 @@ class VerifiedChains:
     (``EventKeyring.open``: the producer's signature) and saw stored, from version 1 on,
     each row's ``prev_hash`` the head it knew: so the stored chain up to that head is
     the bytes it verified, whatever is done to the store later (the audit recomputes the
-    chain from the stored bytes; ``ddz.audit.provenance``). In memory only: after a
+    chain from the stored bytes; ``ddz.audit.checks.provenance``). In memory only: after a
     restart, or for a stream whose chain it did not follow from the start (another
     writer before it, a break in the chain), it knows nothing and the audit verifies
     every signature. Bounded: the oldest streams are forgotten first."""

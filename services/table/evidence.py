@@ -1,5 +1,5 @@
 """A hand's evidence file for the players who sat in it (``GetHandEvidence``): the
-recorder makes the file (``ddz.audit.evidence``); the table decides who may have it.
+recorder makes the file (``ddz.audit.evidence.file``); the table decides who may have it.
 
 A player gets the evidence of a hand they held a seat in (their player token, or a seat
 token of that table), and only once the hand has ended: before, the file would show

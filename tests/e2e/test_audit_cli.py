@@ -29,7 +29,7 @@ from ddz.adapters.store import create_store
 from ddz.adapters.store.keys import ensure_signing_key, signer_of
 from ddz.adapters.store.schema import events, stream_signatures
 from ddz.audit import CHECKS
-from ddz.audit.sample import Mischief, SampleKeys, record_hand
+from ddz.audit.store.sample import Mischief, SampleKeys, record_hand
 from ddz.config import Settings
 from ddz.domain.hand.events import HandSettled, HandStarted
 from ddz.domain.ruleset import VARIANTS

@@ -226,7 +226,7 @@ def test_one_seats_view_shows_no_other_seats_cards(page: Page, desk: Desk) -> No
         expect(cells.nth(other)).to_have_text("hidden")
     deal = page.locator("table.timeline tr", has_text="the deal of round").first
     expect(deal).to_contain_text(f"seat 1 holds {every[1]}")
-    # The cards left at the end are shown to every seat (ddz.audit.sight): a seat that
+    # The cards left at the end are shown to every seat (ddz.audit.account.sight): a seat that
     # never played holds its whole deal there, so that one line is left out of the check.
     text = "\n".join(
         line

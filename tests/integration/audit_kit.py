@@ -4,7 +4,7 @@ Dealer, rules, recorder and settlement run in this process on a real nats-server
 real database (the ``core_suite`` fixture), each started exactly as its process starts
 it. Hands are dealt by ``DealerService.Deal`` and played by random players whose every
 bid and play goes through ``RulesService.Decide``; some commands are mischief
-(``ddz.audit.sample.nuisance``: out of turn, cards not held, passes when leading ...),
+(``ddz.audit.store.sample.nuisance``: out of turn, cards not held, passes when leading ...),
 seats drop and come back, and in bean rooms seats escape. The players see only their
 own seat's view; the hidden deal comes from the bus's internal events, as the bot
 service reads it.
@@ -23,7 +23,7 @@ from ddz.adapters import codec
 from ddz.adapters.messaging.bus import EventBus
 from ddz.adapters.messaging.hand_stream import hand_stream_id
 from ddz.adapters.messaging.subjects import subject_for
-from ddz.audit.sample import Mischief, mischief
+from ddz.audit.store.sample import Mischief, mischief
 from ddz.config import Settings
 from ddz.domain.hand import (
     CommandRejected,

@@ -39,7 +39,7 @@ from ddz.adapters.messaging.nats_auth import connect_options
 from ddz.adapters.runtime.nats_server import NatsServer, start_nats_server
 from ddz.adapters.store import SqlEventStore, create_store
 from ddz.adapters.telemetry.logging import configure_logging
-from ddz.audit.sample import Mischief, record_hand
+from ddz.audit.store.sample import Mischief, record_hand
 from ddz.config import Settings
 from ddz.domain.hand import CommandRejected
 from ddz.domain.hand.events import (

@@ -18,9 +18,9 @@ from ddz.adapters.store.keys import (
     Keyring,
     ensure_signing_key,
 )
-from ddz.audit.keys import auditor_keyring
-from ddz.audit.published import PublishedKeys, published_keys
-from ddz.audit.sample import SampleKeys
+from ddz.audit.evidence.keys import auditor_keyring
+from ddz.audit.evidence.published import PublishedKeys, published_keys
+from ddz.audit.store.sample import SampleKeys
 from ddz.config import Settings
 
 PRODUCERS = SampleKeys.generate()

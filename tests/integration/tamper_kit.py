@@ -28,8 +28,8 @@ from ddz.adapters.store.contract import HeadSigner
 from ddz.adapters.store.keys import Ed25519Signer, Keyring
 from ddz.adapters.store.schema import events, stream_signatures
 from ddz.audit import AuditReport, audit_hand
-from ddz.audit.sample import Mischief, SampleKeys, record_hand
-from ddz.audit.source import load_hand
+from ddz.audit.store.sample import Mischief, SampleKeys, record_hand
+from ddz.audit.store.source import load_hand
 from ddz.domain.hand import Recorded
 from ddz.domain.hand.events import SeedRevealed
 from ddz.domain.ruleset import VARIANTS

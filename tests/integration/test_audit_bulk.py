@@ -9,7 +9,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from ddz.adapters.store import SqlEventStore
 from ddz.adapters.store import chain as hash_chain
 from ddz.adapters.store.keys import Keyring, signer_of
-from ddz.audit.bulk import audit_all
+from ddz.audit.store.bulk import audit_all
 from tamper_kit import _audit, _keys, _signed_store, insert_raw, rows_of
 
 
@@ -79,15 +79,15 @@ def test_hands_left_incomplete_too_long_are_listed(store: SqlEventStore) -> None
 def test_a_check_that_crashes_fails_that_hand_only(
     originals: tuple[SqlEventStore, dict[str, list[str]]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ddz.audit import checks
+    from ddz.audit import run
 
     source, by_variant = originals
 
     def crashing(audit: object) -> None:
         raise KeyError("a record nobody foresaw")
 
-    steps = tuple((crashing, n) if n == "deal" else (s, n) for s, n in checks._STEPS)
-    monkeypatch.setattr(checks, "_STEPS", steps)
+    steps = tuple((crashing, n) if n == "deal" else (s, n) for s, n in run._STEPS)
+    monkeypatch.setattr(run, "_STEPS", steps)
     report = _audit(source, by_variant["classic"][0])
     assert report.failed_check == "deal"
     assert "could not run on this record (KeyError" in report.message

@@ -10,7 +10,7 @@ import random
 import pytest
 from ddz.adapters.store import SqlEventStore, create_store
 from ddz.audit import Verdict
-from ddz.audit.sample import Mischief, record_hand
+from ddz.audit.store.sample import Mischief, record_hand
 from ddz.domain.hand import CommandRejected, Phase, RejectReason, ShowCards, decide, replay
 from ddz.domain.hand.events import CardsShown, PlayMade
 from ddz.domain.ruleset import CLASSIC, ruleset_for

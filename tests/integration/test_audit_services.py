@@ -21,9 +21,9 @@ from ddz.adapters.security.event_signing import event_keyring
 from ddz.adapters.store import create_store
 from ddz.adapters.store.keys import Keyring, read_public_keys
 from ddz.audit import CHECKS
-from ddz.audit.bulk import audit_all
-from ddz.audit.rebuild import compare, live_balances, rebuild_balances, settled_hands
-from ddz.audit.sample import Mischief
+from ddz.audit.store.bulk import audit_all
+from ddz.audit.store.rebuild import compare, live_balances, rebuild_balances, settled_hands
+from ddz.audit.store.sample import Mischief
 from ddz.domain.ruleset import VARIANTS
 from ddz.v1 import audit_pb2
 from suite_kit import Suite

@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from ddz.adapters.store import SqlEventStore, StoredEvent, chain
 from ddz.adapters.store.schema import events, stream_signatures
 from ddz.audit import CHECKS, audit_hand
-from ddz.audit.bulk import audit_all
+from ddz.audit.store.bulk import audit_all
 from ddz.domain.cards import Rank, card_counts
 from ddz.domain.hand import CommandRejected, Play, RejectReason
 from ddz.domain.hand.events import (
@@ -25,9 +25,9 @@ from ddz.domain.hand.events import (
     PlayMade,
     WildcardDrawn,
 )
+from ddz.domain.ledger import LedgerLine
 from ddz.domain.multipliers import MultiplierBreakdown
 from ddz.domain.ruleset import VARIANTS
-from ddz.domain.settlement import LedgerLine
 from ddz.domain.shuffle import in_deck_order
 from ddz.v1 import envelope_pb2
 from signing_kit import tampered

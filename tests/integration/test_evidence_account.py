@@ -1,4 +1,4 @@
-"""The audit's account of a hand (``ddz.audit.transcript``) in its evidence file, on hands
+"""The audit's account of a hand (``ddz.audit.account.transcript``) in its evidence file, on hands
 recorded as the services record them (``evidence_kit``): each event's UTC time and time
 since the deal, the moves the bot made for a person and why, and the settlement written
 out, its figures checked against RULES.md §10 computed here, for a ct hand (cap, rake)
@@ -17,11 +17,11 @@ from pathlib import Path
 from cli_kit import ddz
 from ddz.adapters.store import SqlEventStore
 from ddz.audit import AuditReport, audit_hand
-from ddz.audit.evidence import build_evidence, verify_evidence
-from ddz.audit.published import published_keys
-from ddz.audit.sample import record_hand
-from ddz.audit.source import load_hand
-from ddz.audit.timeline import Timeline, clock
+from ddz.audit.account.timeline import Timeline, clock
+from ddz.audit.evidence.file import build_evidence, verify_evidence
+from ddz.audit.evidence.published import published_keys
+from ddz.audit.store.sample import record_hand
+from ddz.audit.store.source import load_hand
 from ddz.config import Settings
 from ddz.domain.hand import CommandRejected
 from ddz.domain.hand.events import (

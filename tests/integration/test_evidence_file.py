@@ -1,4 +1,4 @@
-"""Evidence files (``ddz.audit.evidence``) of hands recorded as the services record them
+"""Evidence files (``ddz.audit.evidence.file``) of hands recorded as the services record them
 (``evidence_kit``):
 
 - ``ddz audit HAND --export-bundle`` writes a file that ``ddz audit --bundle`` verifies
@@ -25,8 +25,8 @@ from ddz.adapters.store.keys import (
     read_public_keys,
     signer_of,
 )
-from ddz.audit.evidence import NotEvidence, build_evidence, canonical, verify_evidence
-from ddz.audit.sample import SampleKeys
+from ddz.audit.evidence.file import NotEvidence, build_evidence, canonical, verify_evidence
+from ddz.audit.store.sample import SampleKeys
 from evidence_kit import Operator, _fingerprints, _public, read_published_of
 from tamper_kit import decoded, forge
 

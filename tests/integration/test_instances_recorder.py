@@ -24,7 +24,7 @@ from ddz.adapters.messaging.lease import BUCKET
 from ddz.adapters.messaging.subjects import ALL_SUBJECTS, subject_for
 from ddz.adapters.runtime.nats_server import NatsServer
 from ddz.adapters.store import create_store
-from ddz.audit.sample import Mischief
+from ddz.audit.store.sample import Mischief
 from ddz.v1 import (
     recorder_pb2,
     recorder_pb2_grpc,

@@ -27,7 +27,7 @@ from ddz.adapters import codec
 from ddz.adapters.messaging.bus import EventBus
 from ddz.adapters.messaging.subjects import ALL_SUBJECTS, parse_subject
 from ddz.adapters.runtime.nats_server import NatsServer
-from ddz.audit.sample import Mischief
+from ddz.audit.store.sample import Mischief
 from ddz.v1 import (
     hand_events_pb2,
     recorder_pb2,

@@ -31,7 +31,7 @@ from ddz.adapters.messaging.server import MSG_ID
 from ddz.adapters.messaging.subjects import ALL_SUBJECTS, stream_filter, subject_for
 from ddz.adapters.messaging.table_stream import JetStreamTableLog, TableCursor, table_stream_id
 from ddz.adapters.runtime.nats_server import NatsCluster, start_nats_cluster
-from ddz.audit.sample import Mischief
+from ddz.audit.store.sample import Mischief
 from ddz.domain.hand import SeatInfo
 from ddz.domain.ruleset import CLASSIC
 from ddz.domain.settlement import RoomSettings

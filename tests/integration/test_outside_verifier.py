@@ -31,10 +31,10 @@ from cli_kit import ddz
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from ddz.adapters.store import create_store
 from ddz.adapters.store.keys import Keyring, signer_of
-from ddz.audit.evidence import ABOUT, build_evidence, canonical, verify_evidence
-from ddz.audit.keys import auditor_keyring
-from ddz.audit.published import published_keys, read_published
-from ddz.audit.sample import Mischief, SampleKeys, record_hand
+from ddz.audit.evidence.file import ABOUT, build_evidence, canonical, verify_evidence
+from ddz.audit.evidence.keys import auditor_keyring
+from ddz.audit.evidence.published import published_keys, read_published
+from ddz.audit.store.sample import Mischief, SampleKeys, record_hand
 from ddz.config import Settings
 from ddz.domain.ruleset import VARIANTS
 from ddz.domain.settlement import RoomSettings

@@ -1,11 +1,11 @@
-"""The settlement written out (``ddz.audit.arithmetic``): each figure is worked out here
+"""The settlement written out (``ddz.audit.account.arithmetic``): each figure is worked out here
 from RULES.md §10 by hand, and the account ends in the ledger ``settle()`` books."""
 
 from __future__ import annotations
 
 from fractions import Fraction
 
-from ddz.audit.arithmetic import explain
+from ddz.audit.account.arithmetic import explain
 from ddz.domain.multipliers import Factor, MultiplierBreakdown, Side
 from ddz.domain.ruleset import Scoring
 from ddz.domain.settlement import HandOutcome, RoomSettings, settle

@@ -20,7 +20,7 @@ from ddz.adapters.store.keys import (
     read_public_keys,
     signer_of,
 )
-from ddz.audit.keys import NoAuditKeys, auditor_keyring
+from ddz.audit.evidence.keys import NoAuditKeys, auditor_keyring
 from ddz.config import Settings
 
 HEAD = ("hand-42", 17, "ab" * 32)

@@ -1,4 +1,4 @@
-"""The audit's ``producer_signature`` check on sample hands (``ddz.audit.sample``, signed
+"""The audit's ``producer_signature`` check on sample hands (``ddz.audit.store.sample``, signed
 as the dealer and the rules service sign theirs): it passes only with the producers'
 keyring, and an audit without one fails it, in one hand's audit and in ``--all``."""
 
@@ -12,9 +12,9 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from ddz.adapters.store import StoredEvent, StreamSignature, chain, create_store
 from ddz.adapters.store.keys import Keyring, signer_of
 from ddz.audit import audit_hand
-from ddz.audit.bulk import audit_all
-from ddz.audit.results import PRODUCER_SIGNATURE
-from ddz.audit.sample import Mischief, SampleKeys, record_hand
+from ddz.audit.checks.results import PRODUCER_SIGNATURE
+from ddz.audit.store.bulk import audit_all
+from ddz.audit.store.sample import Mischief, SampleKeys, record_hand
 from ddz.domain.ruleset import VARIANTS
 from ddz.v1 import envelope_pb2
 

@@ -14,12 +14,12 @@ import pytest
 from ddz.adapters.store import SqlEventStore, create_store
 from ddz.adapters.store.keys import Keyring
 from ddz.audit import AuditReport, audit_hand, audited_report
-from ddz.audit.describe import ranks
-from ddz.audit.sample import PRODUCER, SampleKeys, record_hand
-from ddz.audit.sight import DESK, EVERY_SEAT, Sight
-from ddz.audit.snapshot import HIDDEN
-from ddz.audit.source import load_hand
-from ddz.audit.timeline import Entry, Timeline
+from ddz.audit.account.sight import DESK, EVERY_SEAT, Sight
+from ddz.audit.account.snapshot import HIDDEN
+from ddz.audit.account.timeline import Entry, Timeline
+from ddz.audit.checks.describe import ranks
+from ddz.audit.store.sample import PRODUCER, SampleKeys, record_hand
+from ddz.audit.store.source import load_hand
 from ddz.domain.hand.events import CardsDealt, HandSettled, HandStarted
 from ddz.domain.ruleset import CLASSIC
 

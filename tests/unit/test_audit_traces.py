@@ -10,8 +10,8 @@ import random
 from ddz.adapters.store import create_store
 from ddz.adapters.store.keys import Keyring
 from ddz.audit import audit_hand, audited_report
-from ddz.audit.sample import SampleKeys, record_hand
-from ddz.audit.source import load_hand
+from ddz.audit.store.sample import SampleKeys, record_hand
+from ddz.audit.store.source import load_hand
 from ddz.domain.ruleset import CLASSIC
 
 KEY = b"k" * 32

@@ -12,7 +12,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from ddz.adapters import codec
-from ddz.audit.arithmetic import explain
+from ddz.audit.account.arithmetic import explain
 from ddz.domain.multipliers import Factor, MultiplierBreakdown, Side
 from ddz.domain.ruleset import VARIANTS
 from ddz.domain.settlement import (

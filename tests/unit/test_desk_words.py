@@ -8,10 +8,10 @@ import random
 from ddz.adapters.store import create_store
 from ddz.adapters.store.keys import Keyring
 from ddz.audit import audit_hand
-from ddz.audit.marks import BOT_SEAT, Actor
-from ddz.audit.sample import SampleKeys, record_hand
-from ddz.audit.source import load_hand
-from ddz.audit.timeline import Entry
+from ddz.audit.account.marks import BOT_SEAT, Actor
+from ddz.audit.account.timeline import Entry
+from ddz.audit.store.sample import SampleKeys, record_hand
+from ddz.audit.store.source import load_hand
 from ddz.domain.ruleset import CLASSIC
 
 from services.console.present import Section, sections, who

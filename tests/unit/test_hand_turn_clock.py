@@ -8,9 +8,9 @@ from __future__ import annotations
 import dataclasses
 
 from ddz.adapters import codec
-from ddz.audit.context import Audit
-from ddz.audit.decisions import check_decisions
-from ddz.audit.results import AuditedEvent
+from ddz.audit.checks.context import Audit
+from ddz.audit.checks.decisions import check_decisions
+from ddz.audit.checks.results import AuditedEvent
 from ddz.domain.cards import parse_ranks
 from ddz.domain.hand import (
     AutoPlayEnd,
@@ -246,7 +246,7 @@ def test_the_audit_replays_timeouts_auto_play_and_resumes() -> None:
 def test_the_transcript_marks_each_move_the_bot_made_for_a_person_and_why() -> None:
     """What a support person reads (docs/AUDIT.md): a timed-out turn's move, an auto-play
     move and the person's own move told apart, and a bot seat's moves as a bot seat's."""
-    from ddz.audit.marks import Marker
+    from ddz.audit.account.marks import Marker
 
     h = rigged(CLASSIC, ["3456789", "TTJQ", "KKA2"], "", landlord=0)
     seats = h.state.seats

@@ -10,6 +10,13 @@ and the lines of a ledger always sum to zero: nothing is created or lost. Where 
 amount is not whole, each player's amount is rounded down and the system keeps the
 remainder. The arithmetic choices that RULES.md leaves open are written down in
 ``docs/RULE_DECISIONS.md`` under "§10 Settlement".
+
+This module is the one place that works a hand's money out. Its figures are public so
+that whoever shows or checks a settlement reads them rather than working them out again:
+``ct_unit``, ``rake_on`` and ``ct_escape_penalty`` (§10.2), ``bean_x``, ``bean_owed``,
+``bean_stake`` and ``bean_escape`` (§10.3), and ``share_of`` (a winner's part of what
+was paid). The ledger it writes, and a hand's deltas by player (what balances add up),
+are ``ddz.domain.ledger``'s.
 """
 
 from __future__ import annotations
@@ -18,8 +25,8 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
 
+from ddz.domain.ledger import Book, Ledger
 from ddz.domain.multipliers import MultiplierBreakdown, Side
 from ddz.domain.ruleset import Scoring
 
@@ -131,36 +138,6 @@ class HandOutcome:
         return math.prod(factors) if factors else self.room.initial_multiplier
 
 
-@dataclass(frozen=True, slots=True)
-class LedgerLine:
-    seat: int | None  # None = the system
-    amount: int
-    reason: str  # "win", "loss", "rake", "fee", "escape_penalty", "cap", "balance_limit", ...
-    detail: str = ""
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"seat": self.seat, "amount": self.amount, "reason": self.reason}
-        if self.detail:
-            out["detail"] = self.detail
-        return out
-
-
-@dataclass(frozen=True, slots=True)
-class Ledger:
-    deltas: tuple[int, int, int]
-    system: int
-    multiplier: int
-    lines: tuple[LedgerLine, ...]
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "deltas": list(self.deltas),
-            "system": self.system,
-            "multiplier": self.multiplier,
-            "lines": [line.to_json() for line in self.lines],
-        }
-
-
 # --- helpers ---------------------------------------------------------------------------
 
 
@@ -177,34 +154,6 @@ def _fraction(value: object, name: str) -> Fraction:
         return Fraction(str(value) if isinstance(value, float) else value)
     except (ValueError, ZeroDivisionError):
         raise ValueError(f"{name} must be a number or a ratio like '1/20', got {value!r}") from None
-
-
-class _Book:
-    """Collects ledger lines; the ledger's figures are only ever sums of its lines."""
-
-    def __init__(self) -> None:
-        self.lines: list[LedgerLine] = []
-
-    def add(self, seat: int | None, amount: int, reason: str, detail: str = "") -> None:
-        if amount:
-            self.lines.append(LedgerLine(seat, amount, reason, detail))
-
-    def move(self, payer: int | None, payee: int | None, amount: int, reason: str) -> None:
-        """One transfer, written as the two lines it makes."""
-        self.add(payer, -amount, reason)
-        self.add(payee, amount, reason)
-
-    def ledger(self, multiplier: int) -> Ledger:
-        deltas = [0, 0, 0]
-        system = 0
-        for line in self.lines:
-            if line.seat is None:
-                system += line.amount
-            else:
-                deltas[line.seat] += line.amount
-        if sum(deltas) + system != 0:  # pragma: no cover - a bug, not bad input
-            raise AssertionError(f"settlement does not balance: {deltas} + {system}")
-        return Ledger((deltas[0], deltas[1], deltas[2]), system, multiplier, tuple(self.lines))
 
 
 def _check(outcome: HandOutcome) -> None:
@@ -243,7 +192,7 @@ def _settle_points(outcome: HandOutcome) -> Ledger:
     """§10.1: landlord ±2·bm, each farmer ∓bm. Classic has no escape rule: a player
     who drops is played for by the bot and settles like any other seat."""
     winner = _need_winner(outcome)
-    book = _Book()
+    book = Book()
     sign = 1 if winner == Side.LANDLORD else -1
     for seat in SEATS:
         shares = LANDLORD_SHARES if seat == outcome.landlord else -FARMER_SHARES
@@ -255,7 +204,7 @@ def _settle_points(outcome: HandOutcome) -> Ledger:
 # --- §10.2 ct --------------------------------------------------------------------------
 
 
-def _ct_shares(outcome: HandOutcome, winner: Side) -> dict[int, int]:
+def ct_shares(outcome: HandOutcome, winner: Side) -> dict[int, int]:
     """How many bm each seat wins (+) or loses (-) in the four cases of §10.2."""
     landlord, escapee = outcome.landlord, outcome.escapee
     if winner == Side.FARMERS:
@@ -272,29 +221,42 @@ def _ct_shares(outcome: HandOutcome, winner: Side) -> dict[int, int]:
     return {seat: (LANDLORD_SHARES if seat == landlord else -FARMER_SHARES) for seat in SEATS}
 
 
+def ct_unit(outcome: HandOutcome) -> int:
+    """§10.2: what one share moves once the cap is applied. The cap bounds the landlord's
+    side (2 shares); each farmer moves half of it. An odd cap cannot be halved in whole
+    points: the side moves cap - 1 (Decision)."""
+    bm, cap = outcome.bm, outcome.room.cap
+    return bm if cap is None or LANDLORD_SHARES * bm <= cap else cap // LANDLORD_SHARES
+
+
+def rake_on(gain: int, room: RoomSettings) -> int:
+    """§10.2: the rake on a winner's capped gain, rounded down: the winner keeps the
+    fraction of a point."""
+    return math.floor(gain * room.rake)
+
+
+def ct_escape_penalty(outcome: HandOutcome) -> int:
+    """§10.2: what the escapee pays the system, outside cap and rake."""
+    return outcome.room.escape_penalty * outcome.initial_multiplier
+
+
 def _settle_ct_points(outcome: HandOutcome) -> Ledger:
     """§10.2: the cap first, then the rake on each winner's capped gain, then the escape
     penalty (outside cap and rake)."""
     winner = _need_winner(outcome)
-    room = outcome.room
-    book = _Book()
+    book = Book()
     bm = outcome.bm
-    # The cap bounds the landlord's side (2 shares); each farmer moves half of it. An
-    # odd cap cannot be halved in whole points: the side moves cap - 1 (Decision).
-    unit = bm if room.cap is None or 2 * bm <= room.cap else room.cap // 2
-    shares = _ct_shares(outcome, winner)
+    unit = ct_unit(outcome)
+    shares = ct_shares(outcome, winner)
     for seat, n in shares.items():
         book.add(seat, n * bm, "win" if n > 0 else "loss")
     for seat, n in shares.items():
         book.add(seat, n * (unit - bm), "cap")
     for seat, n in shares.items():
         if n > 0:
-            # "the rake on each winner's capped gain, rounded down": the winner keeps
-            # the fraction of a point.
-            book.move(seat, None, math.floor(n * unit * room.rake), "rake")
+            book.move(seat, None, rake_on(n * unit, outcome.room), "rake")
     if outcome.escapee is not None:
-        penalty = room.escape_penalty * outcome.initial_multiplier
-        book.move(outcome.escapee, None, penalty, "escape_penalty")
+        book.move(outcome.escapee, None, ct_escape_penalty(outcome), "escape_penalty")
     return book.ledger(outcome.multiplier.total)
 
 
@@ -305,14 +267,32 @@ def _role_shares(outcome: HandOutcome, seat: int) -> int:
     return LANDLORD_SHARES if seat == outcome.landlord else FARMER_SHARES
 
 
-def _bean_x(outcome: HandOutcome, multiplier: int, shares: int) -> Fraction:
+@dataclass(frozen=True, slots=True)
+class BeanX:
+    """§10.3 X, step by step: ``plain`` = base x multiplier x role coefficient; in a
+    wildcard room ``factored`` = that x the wildcard coefficient (else None); ``value``:
+    what X is, at most the hand cap in a wildcard room."""
+
+    plain: Fraction
+    factored: Fraction | None
+    value: Fraction
+
+
+def bean_x(outcome: HandOutcome, multiplier: int, shares: int) -> BeanX:
     """§10.3 X = base x multiplier x role coefficient; in a wildcard room x 0.25 and at
     most the hand cap. The cap bounds X *after* the role coefficient, as the source
     caps "the points a hand gives" (Decision)."""
-    x = Fraction(outcome.base * multiplier * shares)
-    if outcome.wildcard_room:
-        x = min(x * outcome.room.wildcard_coefficient, Fraction(outcome.room.hand_cap))
-    return x
+    plain = Fraction(outcome.base * multiplier * shares)
+    if not outcome.wildcard_room:
+        return BeanX(plain, None, plain)
+    factored = plain * outcome.room.wildcard_coefficient
+    return BeanX(plain, factored, min(factored, Fraction(outcome.room.hand_cap)))
+
+
+def share_of(total: int, weight: int, weights: int) -> int:
+    """A winner's part of ``total``, by role coefficient (``weight`` of ``weights``),
+    rounded down: the odd bean goes to the system (§10.3)."""
+    return total * weight // weights
 
 
 def _fees(outcome: HandOutcome) -> dict[int, int]:
@@ -322,14 +302,14 @@ def _fees(outcome: HandOutcome) -> dict[int, int]:
     return {seat: fee if balances is None else min(fee, balances[seat]) for seat in SEATS}
 
 
-def _charge_fees(book: _Book, fees: Mapping[int, int]) -> None:
+def _charge_fees(book: Book, fees: Mapping[int, int]) -> None:
     for seat, fee in fees.items():
         book.move(seat, None, fee, "fee")
 
 
 def _pay_and_share(
     outcome: HandOutcome,
-    book: _Book,
+    book: Book,
     nominal: Mapping[int, int],
     weights: Mapping[int, int],
     fees: Mapping[int, int],
@@ -351,7 +331,7 @@ def _pay_and_share(
         for s, n in nominal.items()
     }
     paid_total = sum(paying.values())
-    due = {s: paid_total * w // weight_total for s, w in weights.items()}
+    due = {s: share_of(paid_total, w, weight_total) for s, w in weights.items()}
     received = {s: d if balances is None else min(d, balances[s]) for s, d in due.items()}
     kept = sum(due.values()) - sum(received.values())
     refunds = {s: kept * p // paid_total if paid_total else 0 for s, p in paying.items()}
@@ -360,7 +340,7 @@ def _pay_and_share(
 
     # What would have moved without any balance limit, for the nominal lines.
     nominal_total = sum(nominal.values())
-    nominal_due = {s: nominal_total * w // weight_total for s, w in weights.items()}
+    nominal_due = {s: share_of(nominal_total, w, weight_total) for s, w in weights.items()}
     payer_reason, payee_reason = reasons
     for s, n in nominal.items():
         book.add(s, -n, payer_reason, detail)
@@ -373,17 +353,21 @@ def _pay_and_share(
     book.add(None, rounding, "rounding")
 
 
+def bean_owed(outcome: HandOutcome, shares: int) -> Fraction:
+    """X·N of a player of ``shares`` role coefficients, exactly, before rounding. X is
+    the landlord's X over two per share, so the wildcard room's cap bounds the landlord's
+    X whatever the role (Decision)."""
+    landlord_x = bean_x(outcome, outcome.multiplier.total, LANDLORD_SHARES).value
+    return shares * landlord_x / LANDLORD_SHARES * outcome.room.coefficient
+
+
 def bean_stake(outcome: HandOutcome, shares: int) -> int:
     """What a loser of ``shares`` role coefficients pays in a bean hand before fee and
     limits: X·N rounded down for that player (``PER_PLAYER``), or that many farmer's
-    shares of ``⌊X·N⌋`` each (``TWO_SHARES``, hands recorded before the setting). X is
-    the landlord's X over two per share, so the wildcard room's cap bounds the landlord's
-    X whatever the role (Decision)."""
-    landlord_x = _bean_x(outcome, outcome.multiplier.total, LANDLORD_SHARES)
-    per_share = landlord_x / LANDLORD_SHARES * outcome.room.coefficient
+    shares of ``⌊X·N⌋`` each (``TWO_SHARES``, hands recorded before the setting)."""
     if outcome.room.bean_rounding == TWO_SHARES:
-        return shares * math.floor(per_share)
-    return math.floor(shares * per_share)
+        return shares * math.floor(bean_owed(outcome, FARMER_SHARES))
+    return math.floor(bean_owed(outcome, shares))
 
 
 def _settle_beans(outcome: HandOutcome) -> Ledger:
@@ -391,7 +375,7 @@ def _settle_beans(outcome: HandOutcome) -> Ledger:
     if outcome.escapee is not None:
         return _settle_bean_escape(outcome, outcome.escapee)
     winner = _need_winner(outcome)
-    book = _Book()
+    book = Book()
     fees = _fees(outcome)
     landlord, farmers = outcome.landlord, outcome.farmers
     if winner == Side.LANDLORD:
@@ -405,13 +389,41 @@ def _settle_beans(outcome: HandOutcome) -> Ledger:
     return book.ledger(outcome.multiplier.total)
 
 
-def _settle_bean_escape(outcome: HandOutcome, escapee: int) -> Ledger:
-    """§10.3 escape: the hand ends; the escapee pays a penalty at the multiplier of every
-    bomb in all hands (played or not), shared by the two others as if they had won."""
-    if outcome.winner is not None:
-        raise SettlementError(
-            "a bean-room escape ends the hand (§10.3): give no winner with an escapee"
+@dataclass(frozen=True, slots=True)
+class BeanEscape:
+    """§10.3 escape, figure by figure: the multiplier with every bomb held
+    (``at_escape``), without the initial one (``played``); below the rule's
+    ``threshold`` the escapee pays as if at ``as_if``x, else ``scale`` times the actual;
+    that times the initial multiplier is ``multiplier``; X at it for the escapee's role
+    ``shares``, and the ``penalty`` ⌊X·N⌋ the two others share."""
+
+    at_escape: MultiplierBreakdown
+    played: int
+    threshold: int
+    floored: bool  # played < threshold: as if at the floor
+    as_if: int
+    scale: int
+    multiplier: int
+    shares: int
+    x: BeanX
+    penalty: int
+
+    @property
+    def detail(self) -> str:
+        """The ledger line's note on the escapee's penalty."""
+        if self.floored:
+            return (
+                f"multiplier {self.played} (without initial) < {self.threshold}: "
+                f"as if {self.as_if}x"
+            )
+        return (
+            f"multiplier {self.played} (without initial) >= {self.threshold}: {self.scale}x actual"
         )
+
+
+def bean_escape(outcome: HandOutcome, escapee: int) -> BeanEscape:
+    """§10.3 escape: the escapee's penalty at the multiplier of every bomb in all hands
+    (played or not)."""
     rule = outcome.room.bean_escape
     at_escape = outcome.escape_multiplier
     if at_escape is None:
@@ -422,26 +434,35 @@ def _settle_bean_escape(outcome: HandOutcome, escapee: int) -> Ledger:
         if escapee == outcome.landlord
         else (rule.farmer_floor, rule.farmer_scale)
     )
-    if played < rule.threshold:
-        multiplier = outcome.initial_multiplier * as_if
-        detail = f"multiplier {played} (without initial) < {rule.threshold}: as if {as_if}x"
-    else:
-        multiplier = outcome.initial_multiplier * played * scale
-        detail = f"multiplier {played} (without initial) >= {rule.threshold}: {scale}x actual"
+    floored = played < rule.threshold
+    multiplier = outcome.initial_multiplier * (as_if if floored else played * scale)
     shares = _role_shares(outcome, escapee)
-    penalty = math.floor(_bean_x(outcome, multiplier, shares) * outcome.room.coefficient)
+    x = bean_x(outcome, multiplier, shares)
+    penalty = math.floor(x.value * outcome.room.coefficient)
+    return BeanEscape(
+        at_escape, played, rule.threshold, floored, as_if, scale, multiplier, shares, x, penalty
+    )
 
-    book = _Book()
+
+def _settle_bean_escape(outcome: HandOutcome, escapee: int) -> Ledger:
+    """§10.3 escape: the hand ends; the escapee pays a penalty at the multiplier of every
+    bomb in all hands (played or not), shared by the two others as if they had won."""
+    if outcome.winner is not None:
+        raise SettlementError(
+            "a bean-room escape ends the hand (§10.3): give no winner with an escapee"
+        )
+    escape = bean_escape(outcome, escapee)
+    book = Book()
     fees = _fees(outcome)
     weights = {s: _role_shares(outcome, s) for s in SEATS if s != escapee}
     _pay_and_share(
         outcome,
         book,
-        {escapee: penalty},
+        {escapee: escape.penalty},
         weights,
         fees,
         ("escape_penalty", "escape_share"),
-        detail,
+        escape.detail,
     )
     _charge_fees(book, fees)
     return book.ledger(outcome.multiplier.total)

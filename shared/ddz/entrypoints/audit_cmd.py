@@ -33,17 +33,17 @@ from ddz.adapters.runtime import stack_file
 from ddz.adapters.store import SqlEventStore, create_store
 from ddz.adapters.store.keys import Keyring
 from ddz.audit import NoSuchEvent, audit_hand
-from ddz.audit.bulk import DEFAULT_INCOMPLETE_AFTER, AllReport, audit_all, default_workers
-from ddz.audit.keys import NoAuditKeys, auditor_keyring
-from ddz.audit.rebuild import (
+from ddz.audit.account.report import AuditReport
+from ddz.audit.evidence.keys import NoAuditKeys, auditor_keyring
+from ddz.audit.store.bulk import DEFAULT_INCOMPLETE_AFTER, AllReport, audit_all, default_workers
+from ddz.audit.store.rebuild import (
     NoProjection,
     compare,
     live_balances,
     rebuild_balances,
     settled_hands,
 )
-from ddz.audit.report import AuditReport
-from ddz.audit.source import load_hand
+from ddz.audit.store.source import load_hand
 from ddz.config import Settings
 from ddz.entrypoints.arguments import whole
 from ddz.entrypoints.cli import UsageError
@@ -119,7 +119,7 @@ def _optional_whole(text: str | None, name: str, high: int) -> int | None:
 
 
 def audit_keys(settings: Settings, *, public_only: bool = False) -> Keyring:
-    """The public keyring and, for older hands, the HMAC key (``ddz.audit.keys``)."""
+    """The public keyring and, for older hands, the HMAC key (``ddz.audit.evidence.keys``)."""
     try:
         return auditor_keyring(settings, public_only=public_only)
     except (NoAuditKeys, ValueError) as exc:

@@ -1,4 +1,4 @@
-"""``ddz audit`` with evidence files (``ddz.audit.evidence``):
+"""``ddz audit`` with evidence files (``ddz.audit.evidence.file``):
 
     ddz audit --bundle FILE [--keys KEYRING] [--json]   # verify a file: no store, no secret
     ddz audit HAND_ID --export-bundle FILE              # write a hand's evidence file
@@ -19,14 +19,14 @@ from rich.markup import escape
 
 from ddz.adapters.store import SqlEventStore
 from ddz.adapters.store.keys import Keyring
-from ddz.audit.evidence import (
+from ddz.audit.evidence.file import (
     CONSISTENCY_ONLY,
     NotEvidence,
     build_evidence,
     signer_lines,
     verify_evidence,
 )
-from ddz.audit.published import BadKeyring, PublishedKeys, read_published
+from ddz.audit.evidence.published import BadKeyring, PublishedKeys, read_published
 from ddz.entrypoints.cli import UsageError
 
 

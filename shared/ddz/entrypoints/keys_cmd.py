@@ -6,7 +6,7 @@ Prints (or writes to FILE) every public key a hand's record is signed under: the
 recorder's head keys (``DDZ_AUDIT_PUBLIC_KEYS``, else ``<data dir>/keys/audit-public.json``)
 and the producers' event keys (``DDZ_EVENT_KEYRING``, else
 ``<data dir>/keys/event-keyring.json``), each with its id, use, producer and fingerprint
-(``ddz.audit.published``). Nothing secret: HMAC keys of older hands are never exported.
+(``ddz.audit.evidence.published``). Nothing secret: HMAC keys of older hands are never exported.
 ``ddz audit --bundle FILE --keys KEYRING`` checks an evidence file's signers against it.
 """
 
@@ -18,8 +18,8 @@ import sys
 from pathlib import Path
 
 from ddz.adapters.runtime import stack_file
-from ddz.audit.keys import NoAuditKeys, auditor_keyring
-from ddz.audit.published import EVENT, HEAD, published_keys
+from ddz.audit.evidence.keys import NoAuditKeys, auditor_keyring
+from ddz.audit.evidence.published import EVENT, HEAD, published_keys
 from ddz.config import Settings
 from ddz.entrypoints.cli import UsageError
 

@@ -1,7 +1,11 @@
 """``ddz settle``: one JSON hand outcome on stdin -> its ledger as JSON (RULES.md §10).
 
-For support staff settling a disputed hand by hand. The input schema is documented
-in ``docs/CLI.md`` ("ddz settle"). Bad input is one ``ddz: error: ...`` line, exit 2.
+For support staff settling a disputed hand by hand. The input schema is the typed model
+below (``OutcomeInput``, documented in ``docs/CLI.md``, "ddz settle"): pydantic reads the
+JSON into it, refusing unknown fields and wrong types; what is left to this module is
+reading the facts in the game's terms (bombs from cards, shows, springs) and
+``ddz.domain.settlement`` works out the money. Bad input is one ``ddz: error: ...``
+line, exit 2.
 """
 
 from __future__ import annotations
@@ -9,9 +13,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Mapping
-from dataclasses import fields
-from typing import Any
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic_core import ErrorDetails
 
 from ddz.domain.cards import NUM_RANKS, Rank, parse_ranks
 from ddz.domain.multipliers import (
@@ -30,35 +35,111 @@ from ddz.domain.readings import BombClass, ComboType
 from ddz.domain.ruleset import RuleSet, Scoring, ruleset_for
 from ddz.domain.settlement import BeanEscapeRule, HandOutcome, RoomSettings, settle
 
-TOP_KEYS = frozenset(
-    {
-        "variant",
-        "scoring",
-        "room",
-        "landlord",
-        "winner",
-        "base",
-        "multiplier",
-        "bombs",
-        "grabs",
-        "shows",
-        "spring",
-        "anti_spring",
-        "balances",
-        "escapee",
-        "wildcard_room",
-        "wild",
-        "escape_bombs",
-        "escape_multiplier",
-    }
-)
-FACT_KEYS = ("bombs", "grabs", "shows", "spring", "anti_spring")
-MAX_GRABS = 100
+MAX_GRABS = 100  # a hand has a few grabs; this keeps input small
 BOMB_TYPES = {t.value: t for t in (ComboType.BOMB, ComboType.SKY_BOMB, ComboType.ROCKET)}
+_RULE, _ROOM = BeanEscapeRule(), RoomSettings()
 
 
 class OutcomeError(ValueError):
     """The JSON does not describe a hand outcome."""
+
+
+# --- the input schema -------------------------------------------------------------------
+
+
+class _Input(BaseModel):
+    # Strict: a "3" is not a number and a 1 is not true; JSON keys not listed are refused.
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+class BeanEscapeInput(_Input):
+    threshold: int = _RULE.threshold
+    landlord_floor: int = _RULE.landlord_floor
+    landlord_scale: int = _RULE.landlord_scale
+    farmer_floor: int = _RULE.farmer_floor
+    farmer_scale: int = _RULE.farmer_scale
+
+
+Ratio = str | int | float  # "0.05", "1/20", 0.05 or 1: RoomSettings reads each exactly
+
+
+class RoomInput(_Input):
+    """The room settings (``RoomSettings``); each absent one is the room's default."""
+
+    initial_multiplier: int = _ROOM.initial_multiplier
+    rake: Ratio = str(_ROOM.rake)
+    cap: int | None = _ROOM.cap
+    coefficient: int = _ROOM.coefficient
+    fee: int = _ROOM.fee
+    wildcard_coefficient: Ratio = str(_ROOM.wildcard_coefficient)
+    hand_cap: int = _ROOM.hand_cap
+    min_balance: int = _ROOM.min_balance
+    escape_penalty: int = _ROOM.escape_penalty
+    bean_escape: BeanEscapeInput = BeanEscapeInput()
+    bean_rounding: str = _ROOM.bean_rounding
+
+    def settings(self) -> RoomSettings:
+        fields = self.model_dump()
+        fields["bean_escape"] = BeanEscapeRule(**fields["bean_escape"])
+        return RoomSettings(**fields)
+
+
+class FactorInput(_Input):
+    """One factor of a recorded multiplier breakdown."""
+
+    reason: str
+    factor: int
+    seat: int | None = None
+    event: int | None = None
+    detail: str = ""
+
+
+class BombInput(_Input):
+    """A bomb-class play by kind; its factor comes from the variant's bomb ladder (§9)."""
+
+    type: Literal["bomb", "sky_bomb", "rocket"]
+    size: int | None = None
+    bomb_class: BombClass | None = None
+    main: str | None = None
+    seat: int | None = None
+    event: int | None = None
+
+
+class ShowInput(_Input):
+    """One player's show (§6): when, and how many cards they held then."""
+
+    when: str
+    cards_held: int | None = None
+    seat: int | None = None
+
+
+Bomb = str | BombInput  # a bomb as cards ("7777", "BR", "3335" with wild) or by kind
+
+
+class OutcomeInput(_Input):
+    """One hand outcome, as ``ddz settle`` reads it (docs/CLI.md)."""
+
+    variant: str = Field(description="classic, ct, laizi or tiandi")
+    scoring: Scoring | None = None
+    room: RoomInput = RoomInput()
+    landlord: int = Field(description="the landlord's seat, 0..2")
+    winner: Side | None = None
+    base: int = Field(description="the call score, 1 or more")
+    multiplier: tuple[FactorInput, ...] | None = None
+    bombs: tuple[Bomb, ...] = ()
+    grabs: int = Field(0, ge=0, le=MAX_GRABS)
+    shows: tuple[int | ShowInput, ...] = ()
+    spring: bool = False
+    anti_spring: bool = False
+    balances: tuple[int, int, int] | None = None
+    escapee: int | None = None
+    wildcard_room: bool | None = None
+    wild: str | tuple[str, ...] | None = None
+    escape_bombs: tuple[Bomb, ...] | None = None
+    escape_multiplier: tuple[FactorInput, ...] | None = None
+
+
+FACT_KEYS = ("bombs", "grabs", "shows", "spring", "anti_spring")
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -75,12 +156,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run(args: argparse.Namespace) -> int:
-    text = sys.stdin.read()
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise OutcomeError(f"input is not JSON: {exc}") from None
-    ledger = settle(outcome_from_json(data))
+    ledger = settle(outcome_from_json(sys.stdin.read()))
     print(json.dumps(ledger.to_json(), ensure_ascii=False))
     return 0
 
@@ -88,121 +164,104 @@ def run(args: argparse.Namespace) -> int:
 # --- reading the outcome ------------------------------------------------------------------
 
 
-def outcome_from_json(data: object) -> HandOutcome:
-    """Build a ``HandOutcome`` from the ``ddz settle`` input schema (docs/CLI.md)."""
-    obj = _object(data, "the hand outcome")
-    unknown = sorted(set(obj) - TOP_KEYS)
-    if unknown:
-        raise OutcomeError(f"unknown field {unknown[0]!r} (expected some of {sorted(TOP_KEYS)})")
-    if "variant" not in obj:
-        raise OutcomeError("missing field 'variant' (classic, ct, laizi or tiandi)")
-    rules = ruleset_for(_str(obj["variant"], "variant"))
-    scoring = rules.scoring
-    if obj.get("scoring") is not None:
-        name = _str(obj["scoring"], "scoring")
-        try:
-            scoring = Scoring(name)
-        except ValueError:
-            options = ", ".join(s.value for s in Scoring)
-            raise OutcomeError(f"unknown scoring {name!r} (expected one of {options})") from None
-    room = _room(obj.get("room", {}))
-    winner = _winner(obj.get("winner"))
-    multiplier = _multiplier(obj, rules, room, winner)
+def outcome_from_json(text: str | bytes) -> HandOutcome:
+    """Build a ``HandOutcome`` from the ``ddz settle`` input (docs/CLI.md)."""
+    try:
+        given = OutcomeInput.model_validate_json(text)
+    except ValidationError as exc:
+        raise OutcomeError(_first_problem(exc)) from None
+    rules = ruleset_for(given.variant)
+    room = given.room.settings()
+    multiplier = _multiplier(given, rules, room)
     escape_multiplier = None
-    if obj.get("escape_multiplier") is not None:
+    if given.escape_multiplier is not None:
         escape_multiplier = _with_initial(
-            _explicit(obj["escape_multiplier"], "escape_multiplier"), room
+            _explicit(given.escape_multiplier, "escape_multiplier"), room
         )
-    elif obj.get("escape_bombs") is not None:
-        wild = _wild(obj.get("wild"))
-        held = _bombs(obj["escape_bombs"], rules, wild, "escape_bombs")
+    elif given.escape_bombs is not None:
+        held = _bombs(given.escape_bombs, rules, _wild(given.wild))
         escape_multiplier = MultiplierBreakdown(multiplier.factors + held)
-    balances = None
-    if obj.get("balances") is not None:
-        raw = obj["balances"]
-        if not isinstance(raw, list) or len(raw) != 3:
-            raise OutcomeError("balances must be a list of 3 whole numbers")
-        values = [_int(b, "balances") for b in raw]
-        balances = (values[0], values[1], values[2])
+    # A wildcard variant's rooms are wildcard rooms (癞子场) unless told otherwise.
+    wildcard_room = given.wildcard_room
     return HandOutcome(
-        scoring=scoring,
+        scoring=given.scoring or rules.scoring,
         room=room,
-        landlord=_required_int(obj, "landlord"),
-        base=_required_int(obj, "base"),
+        landlord=given.landlord,
+        base=given.base,
         multiplier=multiplier,
-        winner=winner,
-        # A wildcard variant's rooms are wildcard rooms (癞子场) unless told otherwise.
-        wildcard_room=_bool(obj.get("wildcard_room", rules.wildcard_count > 0), "wildcard_room"),
-        balances=balances,
-        escapee=None if obj.get("escapee") is None else _int(obj["escapee"], "escapee"),
+        winner=given.winner,
+        wildcard_room=rules.wildcard_count > 0 if wildcard_room is None else wildcard_room,
+        balances=given.balances,
+        escapee=given.escapee,
         escape_multiplier=escape_multiplier,
     )
 
 
-def _room(data: object) -> RoomSettings:
-    obj = dict(_object(data, "room"))
-    names = {f.name for f in fields(RoomSettings)}
-    unknown = sorted(set(obj) - names)
-    if unknown:
-        raise OutcomeError(
-            f"unknown room setting {unknown[0]!r} (expected some of {sorted(names)})"
-        )
-    if "bean_escape" in obj:
-        escape = _object(obj["bean_escape"], "room.bean_escape")
-        rule_names = {f.name for f in fields(BeanEscapeRule)}
-        bad = sorted(set(escape) - rule_names)
-        if bad:
-            raise OutcomeError(f"unknown room.bean_escape setting {bad[0]!r}")
-        obj["bean_escape"] = BeanEscapeRule(
-            **{k: _int(v, f"room.bean_escape.{k}") for k, v in escape.items()}
-        )
-    for key in ("initial_multiplier", "coefficient", "fee", "hand_cap", "min_balance"):
-        if key in obj:
-            obj[key] = _int(obj[key], f"room.{key}")
-    if obj.get("cap") is not None:
-        obj["cap"] = _int(obj["cap"], "room.cap")
-    if "escape_penalty" in obj:
-        obj["escape_penalty"] = _int(obj["escape_penalty"], "room.escape_penalty")
-    # rake and wildcard_coefficient: RoomSettings reads "0.05", "1/20", 0.05 or 1 exactly.
-    return RoomSettings(**obj)
+def _first_problem(exc: ValidationError) -> str:
+    """The first thing wrong with the input, in one line (pydantic's own report is a
+    paragraph): of the first field with a problem, the most specific one. A value that
+    fits none of a field's forms (a bomb as cards or as an object) names every form."""
+    errors = exc.errors(include_url=False)
+    field = errors[0]["loc"][:1]
+    depth = max(len(e["loc"]) for e in errors if e["loc"][:1] == field)
+    first = next(e for e in errors if e["loc"][:1] == field and len(e["loc"]) == depth)
+    where, last = _where(first["loc"]), first["loc"][-1] if first["loc"] else None
+    if first["type"] == "json_invalid":
+        return f"input is not JSON: {first['msg'].removeprefix('Invalid JSON: ')}"
+    if first["type"] == "missing" and isinstance(last, int):
+        return f"{_where(first['loc'][:-1])}: item [{last}] is missing"
+    if first["type"] == "missing":
+        return f"missing field {where!r}{_description(first)}"
+    if first["type"] == "extra_forbidden":
+        name = ".".join(filter(None, (_where(first["loc"][:-1]), str(last))))
+        return f"unknown field {name!r} (docs/CLI.md lists the fields)"
+    same = [e["msg"] for e in errors if _where(e["loc"]) == where and len(e["loc"]) == depth]
+    said = " or ".join(dict.fromkeys(m[:1].lower() + m[1:] for m in same))
+    return f"{where or 'the hand outcome'}: {said}, got {json.dumps(first['input'])}"
 
 
-def _winner(value: object) -> Side | None:
-    if value is None:
-        return None
-    try:
-        return Side(_str(value, "winner"))
-    except ValueError:
-        raise OutcomeError(f"winner must be 'landlord', 'farmers' or null, got {value!r}") from None
+_NAMES = {
+    name for model in (OutcomeInput, RoomInput, BeanEscapeInput, FactorInput, BombInput,
+                       ShowInput) for name in model.model_fields
+}  # fmt: skip
 
 
-def _multiplier(
-    obj: Mapping[str, Any], rules: RuleSet, room: RoomSettings, winner: Side | None
-) -> MultiplierBreakdown:
-    if obj.get("multiplier") is not None:
-        given = [k for k in FACT_KEYS if obj.get(k) not in (None, False, 0, [])]
-        if given:
+def _where(loc: tuple[int | str, ...]) -> str:
+    """``bombs[0].type``: an error's place, without pydantic's names of union forms."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif part in _NAMES:
+            out += f".{part}" if out else part
+    return out
+
+
+def _description(error: ErrorDetails) -> str:
+    field = OutcomeInput.model_fields.get(str(error["loc"][-1])) if error["loc"] else None
+    return f" ({field.description})" if field is not None and field.description else ""
+
+
+def _multiplier(given: OutcomeInput, rules: RuleSet, room: RoomSettings) -> MultiplierBreakdown:
+    if given.multiplier is not None:
+        facts = [k for k in FACT_KEYS if k in given.model_fields_set and getattr(given, k)]
+        if facts:
             raise OutcomeError(
                 f"give either 'multiplier' or the facts ({', '.join(FACT_KEYS)}), not both "
-                f"('{given[0]}' was given too)"
+                f"('{facts[0]}' was given too)"
             )
-        return _with_initial(_explicit(obj["multiplier"], "multiplier"), room)
+        return _with_initial(_explicit(given.multiplier, "multiplier"), room)
     factors: list[Factor] = [initial_factor(room.initial_multiplier)]
-    grabs = _int(obj.get("grabs", 0), "grabs")
-    if not 0 <= grabs <= MAX_GRABS:  # a hand has a few grabs; this keeps input small
-        raise OutcomeError(f"grabs must be 0..{MAX_GRABS}, got {grabs}")
-    factors += [grab_factor(rules) for _ in range(grabs)]
-    factors += _shows(obj.get("shows", []), rules)
-    factors += _bombs(obj.get("bombs", []), rules, _wild(obj.get("wild")), "bombs")
-    spring = _bool(obj.get("spring", False), "spring")
-    anti = _bool(obj.get("anti_spring", False), "anti_spring")
-    if spring and winner == Side.FARMERS:
+    factors += [grab_factor(rules) for _ in range(given.grabs)]
+    factors += _shows(given.shows, rules)
+    factors += _bombs(given.bombs, rules, _wild(given.wild))
+    if given.spring and given.winner == Side.FARMERS:
         raise OutcomeError("spring means the landlord won (§8), but winner is 'farmers'")
-    if anti and winner == Side.LANDLORD:
+    if given.anti_spring and given.winner == Side.LANDLORD:
         raise OutcomeError("anti_spring means the farmers won (§8), but winner is 'landlord'")
-    if spring:
+    if given.spring:
         factors.append(spring_factor(rules))
-    if anti:
+    if given.anti_spring:
         factors.append(spring_factor(rules, anti=True))
     return MultiplierBreakdown(tuple(factors))
 
@@ -214,52 +273,29 @@ def _with_initial(breakdown: MultiplierBreakdown, room: RoomSettings) -> Multipl
     return MultiplierBreakdown((initial_factor(room.initial_multiplier), *breakdown.factors))
 
 
-def _explicit(data: object, name: str) -> MultiplierBreakdown:
-    if not isinstance(data, list):
-        raise OutcomeError(f"{name} must be a list of {{reason, factor}} objects")
-    factors = []
-    for item in data:
-        entry = _object(item, f"a {name} entry")
-        reason = _str(entry.get("reason"), f"{name} reason")
-        if reason not in REASONS:
+def _explicit(given: tuple[FactorInput, ...], name: str) -> MultiplierBreakdown:
+    for entry in given:
+        if entry.reason not in REASONS:
             raise OutcomeError(
-                f"unknown {name} reason {reason!r} (expected one of {sorted(REASONS)})"
+                f"unknown {name} reason {entry.reason!r} (expected one of {sorted(REASONS)})"
             )
-        factors.append(
-            Factor(
-                reason,
-                _required_int(entry, "factor"),
-                None if entry.get("seat") is None else _int(entry["seat"], f"{name} seat"),
-                None if entry.get("event") is None else _int(entry["event"], f"{name} event"),
-                _str(entry.get("detail", ""), f"{name} detail"),
-            )
-        )
-    return MultiplierBreakdown(tuple(factors))
+    return MultiplierBreakdown(
+        tuple(Factor(e.reason, e.factor, e.seat, e.event, e.detail) for e in given)
+    )
 
 
-def _shows(data: object, rules: RuleSet) -> list[Factor]:
+def _shows(given: tuple[int | ShowInput, ...], rules: RuleSet) -> list[Factor]:
     """Each entry is one player's show; a player's show counts once, at its largest
     factor (§6), so entries with the same seat keep only the largest."""
-    if not isinstance(data, list):
-        raise OutcomeError("shows must be a list of factors or {when, cards_held} objects")
     anonymous: list[Factor] = []
     by_seat: dict[int, Factor] = {}
-    for item in data:
-        if isinstance(item, dict):
-            seat = None if item.get("seat") is None else _int(item["seat"], "shows seat")
-            unknown = sorted(set(item) - {"when", "cards_held", "seat"})
-            if unknown:
-                raise OutcomeError(f"unknown shows field {unknown[0]!r}")
-            held = item.get("cards_held")
-            factor = show_factor(
-                rules,
-                _str(item.get("when"), "shows when"),
-                None if held is None else _int(held, "shows cards_held"),
-                seat,
-            )
+    for item in given:
+        if isinstance(item, ShowInput):
+            seat = item.seat
+            factor = show_factor(rules, item.when, item.cards_held, seat)
         else:
             seat = None
-            factor = Factor("show_cards", _int(item, "shows"), detail="show")
+            factor = Factor("show_cards", item, detail="show")
         if seat is None:
             anonymous.append(factor)
         elif seat not in by_seat or factor.factor > by_seat[seat].factor:
@@ -267,56 +303,28 @@ def _shows(data: object, rules: RuleSet) -> list[Factor]:
     return anonymous + [by_seat[s] for s in sorted(by_seat)]
 
 
-def _wild(data: object) -> frozenset[Rank]:
-    if data is None:
+def _wild(given: str | tuple[str, ...] | None) -> frozenset[Rank]:
+    if given is None:
         return frozenset()
-    if isinstance(data, str):
-        data = [data]
-    if not isinstance(data, list):
-        raise OutcomeError('wild must be a rank or a list of ranks, e.g. ["7"]')
-    ranks = frozenset(Rank.from_symbol(_str(r, "wild")) for r in data)
+    ranks = frozenset(Rank.from_symbol(r) for r in ((given,) if isinstance(given, str) else given))
     if any(r.is_joker for r in ranks):
         raise OutcomeError("a joker cannot be a wildcard rank (§5)")
     return ranks
 
 
-def _bombs(data: object, rules: RuleSet, wild: frozenset[Rank], name: str) -> tuple[Factor, ...]:
-    if not isinstance(data, list):
-        raise OutcomeError(f"{name} must be a list of bombs (objects or card strings)")
-    return tuple(_bomb(item, rules, wild, name) for item in data)
+def _bombs(given: tuple[Bomb, ...], rules: RuleSet, wild: frozenset[Rank]) -> tuple[Factor, ...]:
+    return tuple(_bomb(item, rules, wild) for item in given)
 
 
-def _bomb(item: object, rules: RuleSet, wild: frozenset[Rank], name: str) -> Factor:
-    seat = event = None
-    main = ""
+def _bomb(item: Bomb, rules: RuleSet, wild: frozenset[Rank]) -> Factor:
     if isinstance(item, str):
         kind, size, bomb_class, main = _bomb_from_cards(item, rules, wild)
+        seat = event = None
     else:
-        entry = _object(item, f"a {name} entry")
-        unknown = sorted(set(entry) - {"type", "size", "bomb_class", "main", "seat", "event"})
-        if unknown:
-            raise OutcomeError(f"unknown {name} field {unknown[0]!r}")
-        type_name = _str(entry.get("type"), f"{name} type")
-        if type_name not in BOMB_TYPES:
-            raise OutcomeError(
-                f"{name} type must be one of {', '.join(BOMB_TYPES)}, got {type_name!r}"
-            )
-        kind = BOMB_TYPES[type_name]
-        bomb_class = None
-        if entry.get("bomb_class") is not None:
-            try:
-                bomb_class = BombClass(_str(entry["bomb_class"], f"{name} bomb_class"))
-            except ValueError:
-                options = ", ".join(c.value for c in BombClass)
-                raise OutcomeError(f"{name} bomb_class must be one of {options}") from None
-        if entry.get("size") is None:
-            size = _first_size(rules, kind, bomb_class)
-        else:
-            size = _int(entry["size"], f"{name} size")
-        if entry.get("main") is not None:
-            main = Rank.from_symbol(_str(entry["main"], f"{name} main")).symbol
-        seat = None if entry.get("seat") is None else _int(entry["seat"], f"{name} seat")
-        event = None if entry.get("event") is None else _int(entry["event"], f"{name} event")
+        kind, bomb_class = BOMB_TYPES[item.type], item.bomb_class
+        size = _first_size(rules, kind, bomb_class) if item.size is None else item.size
+        main = "" if item.main is None else Rank.from_symbol(item.main).symbol
+        seat, event = item.seat, item.event
     tier = rules.bomb_ladder[bomb_tier_index(rules, kind, size, bomb_class)]
     detail = bomb_detail(kind, size, bomb_class, main)
     return Factor(kind.value, tier.multiplier, seat, event, detail)
@@ -370,36 +378,3 @@ def _bomb_from_cards(
             if tier.type == kind and tier.size == size and tier.bomb_class in (None, bomb_class):
                 return kind, size, bomb_class if rules.wildcard_count else None, main.symbol
     raise OutcomeError(f"{text!r} is not a bomb in {rules.name} (§4)")
-
-
-# --- small typed readers --------------------------------------------------------------------
-
-
-def _object(value: object, what: str) -> Mapping[str, Any]:
-    if not isinstance(value, dict):
-        raise OutcomeError(f"{what} must be a JSON object")
-    return value
-
-
-def _str(value: object, name: str) -> str:
-    if not isinstance(value, str):
-        raise OutcomeError(f"{name} must be a string, got {json.dumps(value)}")
-    return value
-
-
-def _int(value: object, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise OutcomeError(f"{name} must be a whole number, got {json.dumps(value)}")
-    return value
-
-
-def _bool(value: object, name: str) -> bool:
-    if not isinstance(value, bool):
-        raise OutcomeError(f"{name} must be true or false, got {json.dumps(value)}")
-    return value
-
-
-def _required_int(obj: Mapping[str, Any], key: str) -> int:
-    if obj.get(key) is None:
-        raise OutcomeError(f"missing field {key!r}")
-    return _int(obj[key], key)

@@ -18,6 +18,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from ddz.domain.cards import Card, Rank
 from ddz.domain.hand import AutoPlayEnd, BidAction, DisconnectReason, MoveBy, SeatInfo
+from ddz.domain.ledger import Ledger, LedgerLine
 from ddz.domain.multipliers import Factor, MultiplierBreakdown, Side
 from ddz.domain.readings import BombClass, ComboType, Reading
 from ddz.domain.ruleset import (
@@ -30,7 +31,7 @@ from ddz.domain.ruleset import (
     Scoring,
     WildcardDraw,
 )
-from ddz.domain.settlement import TWO_SHARES, BeanEscapeRule, Ledger, LedgerLine, RoomSettings
+from ddz.domain.settlement import TWO_SHARES, BeanEscapeRule, RoomSettings
 from ddz.v1 import hand_events_pb2 as pb
 
 from .errors import CodecError

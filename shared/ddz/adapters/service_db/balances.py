@@ -3,8 +3,10 @@
 ``apply_settled`` folds one event in one transaction, together with its event id in
 ``processed_events``: applying the same event twice (a redelivery, a duplicate, a
 second instance) changes nothing. Balances start at 0 and are the sum of a player's
-ledger deltas. Shared by the settlement service and anything that rebuilds the
-projection from the store (``ddz rebuild``).
+ledger deltas (``ddz.domain.ledger.per_player``: one player may hold two seats), and
+``hands`` the number of settled hands they sat in. Shared by the settlement service and
+``ddz rebuild`` (``ddz.audit.store.rebuild``), which folds the same deltas from the
+store's events and reads this projection's balances to compare.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from ddz.adapters.service_db.schema import (
     settled_seats,
 )
 from ddz.domain.hand.events import HandSettled
+from ddz.domain.ledger import per_player
 
 _BEGIN_OPTION = "ddz_sqlite_begin"  # honoured by engines from ddz.adapters.store.make_engine
 
@@ -92,7 +95,7 @@ class BalanceProjection:
                     for seat, (player, delta) in enumerate(zip(players, deltas, strict=True))
                 ],
             )  # fmt: skip
-            for player, delta in _per_player(players, deltas).items():
+            for player, delta in per_player(players, deltas).items():
                 conn.execute(_add_to_balance(conn, player, delta))
         return True
 
@@ -105,10 +108,13 @@ class BalanceProjection:
             ).first()
         return Balance(player_id, *(row or (0, 0)))
 
-    def all_balances(self) -> dict[str, int]:
+    def all_balances(self) -> dict[str, Balance]:
+        """Every player's balance and settled-hand count, by player id."""
         with self.engine.connect() as conn:
-            rows = conn.execute(sa.select(balances.c.player_id, balances.c.balance)).all()
-        return {player: balance for player, balance in rows}
+            rows = conn.execute(
+                sa.select(balances.c.player_id, balances.c.balance, balances.c.hands)
+            ).all()
+        return {player: Balance(player, balance, hands) for player, balance, hands in rows}
 
     def settled_hand(self, hand_id: str) -> SettledHand | None:
         with self.engine.connect() as conn:
@@ -174,14 +180,6 @@ class BalanceProjection:
                 conn.execution_options(**{_BEGIN_OPTION: "BEGIN IMMEDIATE"})
             with conn.begin():
                 yield conn
-
-
-def _per_player(players: Sequence[str], deltas: Sequence[int]) -> dict[str, int]:
-    """Deltas summed per player (one player may hold two seats, e.g. in tests)."""
-    out: dict[str, int] = {}
-    for player, delta in zip(players, deltas, strict=True):
-        out[player] = out.get(player, 0) + delta
-    return out
 
 
 def _add_to_balance(conn: Connection, player_id: str, delta: int) -> sa.Executable:

@@ -16,10 +16,11 @@ from enum import StrEnum
 from typing import ClassVar, TypeAlias
 
 from ddz.domain.cards import Card, Rank
+from ddz.domain.ledger import Ledger
 from ddz.domain.multipliers import MultiplierBreakdown, Side
 from ddz.domain.readings import Reading
 from ddz.domain.ruleset import RuleSet, WildcardDraw
-from ddz.domain.settlement import Ledger, RoomSettings
+from ddz.domain.settlement import RoomSettings
 
 from .commands import BidAction, DisconnectReason, SeatInfo
 

@@ -13,6 +13,7 @@ from enum import StrEnum
 from typing import Any, TypeAlias, TypeVar
 
 from ddz.domain.cards import EMPTY_COUNTS, Card, Rank, RankCounts, card_counts
+from ddz.domain.ledger import Ledger
 from ddz.domain.multipliers import (
     Factor,
     MultiplierBreakdown,
@@ -23,7 +24,7 @@ from ddz.domain.multipliers import (
     spring_factor,
 )
 from ddz.domain.ruleset import CLASSIC, Bidding, RuleSet
-from ddz.domain.settlement import Ledger, RoomSettings
+from ddz.domain.settlement import RoomSettings
 from ddz.domain.shuffle import in_deck_order
 
 from .commands import BidAction, DisconnectReason, SeatInfo

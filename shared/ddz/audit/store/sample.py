@@ -61,7 +61,7 @@ from ddz.domain.ruleset import RuleSet, Scoring
 from ddz.domain.settlement import RoomSettings
 from ddz.v1 import envelope_pb2
 
-PRODUCER = "ddz.audit.sample"
+PRODUCER = "ddz.audit.store.sample"
 SEATS = (SeatInfo("alice"), SeatInfo("bob"), SeatInfo("carol", is_bot=True))
 
 

@@ -5,7 +5,7 @@ under (the producers' event keys and the recorder's head keys), with ids and fin
     published = read_published(Path("keyring.json"))
     published.vouches_for(key)                     # the same id, the same public key
 
-An evidence file carries the keys it was signed under (``ddz.audit.evidence``); those
+An evidence file carries the keys it was signed under (``ddz.audit.evidence.file``); those
 prove nothing by themselves (whoever forged the file made them too). The published
 keyring is what a player or a regulator holds apart from the file: the file's signers
 must be in it. Nothing here is secret; HMAC keys of older hands are never exported.

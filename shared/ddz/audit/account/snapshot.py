@@ -2,7 +2,7 @@
 
 Each seat's cards, the play to beat, whose turn, the multiplier so far. Built by
 folding the hand's recorded events up to version N (refusals change nothing, so they
-are skipped), exactly as the live hand was built. A ``Sight`` (``ddz.audit.sight``)
+are skipped), exactly as the live hand was built. A ``Sight`` (``ddz.audit.account.sight``)
 says whose cards it shows (``HIDDEN`` for the others): ``ddz audit --at N`` shows every
 seat's, the desk's step-through the same or one seat's, and none of a hand in play.
 """
@@ -10,18 +10,16 @@ seat's, the desk's step-through the same or one seat's, and none of a hand in pl
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ddz.audit import describe
-from ddz.audit.sight import EVERY_SEAT, Sight
+from ddz.audit.account.sight import EVERY_SEAT, Sight
+from ddz.audit.checks import describe
+from ddz.audit.checks.results import AuditedHand
 from ddz.domain.cards import Card
 from ddz.domain.hand import CommandRejected, HandState, Phase, evolve
 from ddz.domain.hand.events import HandEnded, PlayMade
 from ddz.domain.hand.state import NO_ONE
 from ddz.domain.multipliers import MultiplierBreakdown
-
-if TYPE_CHECKING:
-    from ddz.audit.report import AuditReport
 
 HIDDEN = "hidden"
 
@@ -159,7 +157,7 @@ class HandAt:
         }
 
 
-def hand_at(report: AuditReport, version: int, sight: Sight = EVERY_SEAT) -> HandAt:
+def hand_at(report: AuditedHand, version: int, sight: Sight = EVERY_SEAT) -> HandAt:
     """The table after event ``version`` of the report's hand, as ``sight`` sees it."""
     events = report.events
     if not 1 <= version <= report.event_count:

@@ -48,10 +48,10 @@ from ddz.domain.hand.events import (
     TurnTimedOut,
     WildcardDrawn,
 )
+from ddz.domain.ledger import Ledger, LedgerLine
 from ddz.domain.multipliers import Factor, MultiplierBreakdown
 from ddz.domain.readings import Reading
 from ddz.domain.ruleset import Bidding, WildcardDraw
-from ddz.domain.settlement import Ledger, LedgerLine
 
 NOTHING = "—"
 

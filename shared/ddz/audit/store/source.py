@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 from sqlalchemy import Connection, Dialect
 
 from ddz.adapters.store import EventStore, SqlEventStore, StreamSignature
-from ddz.audit.checks import StoredRow
+from ddz.audit.run import StoredRow
 
 HAND_PREFIX = "hand-"
 

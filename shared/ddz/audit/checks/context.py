@@ -9,7 +9,7 @@ from typing import Protocol
 
 from ddz.adapters.store.contract import StreamSignature
 from ddz.adapters.store.keys import Keyring
-from ddz.audit.results import AuditedEvent, CheckResult
+from ddz.audit.checks.results import AuditedEvent, CheckResult
 from ddz.domain.hand import Event, HandState
 from ddz.domain.hand.events import HandSettled, HandStarted, PlayerEscaped
 from ddz.v1 import envelope_pb2
@@ -58,7 +58,7 @@ class Audit:
     signed_by: str = ""  # the key id of the signature the signature check accepted
     # (version, hash) of a head whose events 1..version the caller verified, producer
     # signature and all, as it stored them (the recorder's own chain): see
-    # ``ddz.audit.provenance``
+    # ``ddz.audit.checks.provenance``
     verified_through: tuple[int, str] | None = None
     passed: list[CheckResult] = field(default_factory=list)
     envelopes: list[envelope_pb2.EventEnvelope] = field(default_factory=list)

@@ -2,14 +2,15 @@
 
 A player's balance is the sum of their seats' deltas over every ``HandSettled`` in the
 store, and ``hands`` the number of settled hands they sat in -- what the settlement
-service's projection (``balances``) must hold. The players of a hand are the seats of
-its ``HandStarted``. ``rebuild_balances`` is the pure fold; ``settled_hands`` reads
-only those two event types from the store; ``live_balances`` reads the live table.
+service's projection (``ddz.adapters.service_db.balances``) must hold; both add up a
+hand by ``ddz.domain.ledger.per_player``. The players of a hand are the seats of its
+``HandStarted``. ``rebuild_balances`` is the pure fold; ``settled_hands`` reads only
+those two event types from the store; ``live_balances`` reads the live projection.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,18 +18,13 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from ddz.adapters import codec
+from ddz.adapters.service_db.balances import Balance, BalanceProjection
 from ddz.adapters.service_db.schema import balances
 from ddz.adapters.store.schema import events
 from ddz.domain.hand.events import HandSettled, HandStarted
-from ddz.domain.settlement import Ledger
+from ddz.domain.ledger import Ledger, per_player
 
 HAND_PREFIX = "hand-"
-
-
-@dataclass(frozen=True, slots=True)
-class PlayerBalance:
-    balance: int
-    hands: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,8 +37,8 @@ class Settled:
 @dataclass(frozen=True, slots=True)
 class Difference:
     player_id: str
-    rebuilt: PlayerBalance | None  # None: no settled hand in the events
-    live: PlayerBalance | None  # None: not in the live table
+    rebuilt: Balance | None  # None: no settled hand in the events
+    live: Balance | None  # None: not in the live table
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -58,21 +54,17 @@ class NoProjection(LookupError):
     """The database has no settlement projection table."""
 
 
-def rebuild_balances(settled: Iterable[Settled]) -> dict[str, PlayerBalance]:
+def rebuild_balances(settled: Iterable[Settled]) -> dict[str, Balance]:
     """Every player's balance and settled-hand count, from the hands' ledgers."""
-    totals: dict[str, list[int]] = {}
+    totals: dict[str, tuple[int, int]] = {}
     for hand in settled:
-        seen: set[str] = set()
-        for player, delta in zip(hand.players, hand.ledger.deltas, strict=True):
-            entry = totals.setdefault(player, [0, 0])
-            entry[0] += delta
-            if player not in seen:  # one player in two seats sat in one hand
-                entry[1] += 1
-                seen.add(player)
-    return {player: PlayerBalance(b, h) for player, (b, h) in totals.items()}
+        for player, delta in per_player(hand.players, hand.ledger.deltas).items():
+            balance, hands = totals.get(player, (0, 0))
+            totals[player] = (balance + delta, hands + 1)
+    return {player: Balance(player, b, h) for player, (b, h) in totals.items()}
 
 
-def compare(rebuilt: dict[str, PlayerBalance], live: dict[str, PlayerBalance]) -> list[Difference]:
+def compare(rebuilt: dict[str, Balance], live: dict[str, Balance]) -> list[Difference]:
     """Every player whose rebuilt balance or hand count differs from the live one."""
     return [
         Difference(player, rebuilt.get(player), live.get(player))
@@ -103,12 +95,8 @@ def settled_hands(engine: Engine) -> Iterator[Settled]:
                 yield Settled(stream_id, players[stream_id], event.ledger)
 
 
-def live_balances(engine: Engine) -> dict[str, PlayerBalance]:
-    """The settlement service's ``balances`` table."""
+def live_balances(engine: Engine) -> dict[str, Balance]:
+    """The settlement service's projection of balances."""
     if not sa.inspect(engine).has_table(balances.name):
         raise NoProjection("the database has no settlement projection (table balances)")
-    with engine.connect() as conn:
-        rows: Sequence[Any] = conn.execute(
-            sa.select(balances.c.player_id, balances.c.balance, balances.c.hands)
-        ).all()
-    return {player: PlayerBalance(balance, hands) for player, balance, hands in rows}
+    return BalanceProjection(engine).all_balances()

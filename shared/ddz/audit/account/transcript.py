@@ -3,10 +3,10 @@ reading (and, for a bot's move on a person's behalf, why the bot played), every 
 with its reason, each multiplier factor, the ledger and its arithmetic, the verdict;
 every event with its UTC time and the time since the deal.
 
-``timeline(report, sight)`` builds it as data (``ddz.audit.timeline.Timeline``, what the
+``timeline(report, sight)`` builds it as data (``ddz.audit.account.timeline.Timeline``, what the
 desk renders); ``transcript(report)`` is its text, the lines ``ddz audit HAND`` prints
 (plain text: the CLI colours them). ``#N`` is the event's stream version, the number
-``ddz audit HAND --at N`` takes. ``sight`` (``ddz.audit.sight``) says whose cards it
+``ddz audit HAND --at N`` takes. ``sight`` (``ddz.audit.account.sight``) says whose cards it
 shows: every seat's for the operator's terminal; none of a hand in play, or one seat's,
 on the desk.
 """
@@ -16,12 +16,13 @@ from __future__ import annotations
 import datetime as dt
 from typing import TYPE_CHECKING
 
-from ddz.audit import describe
-from ddz.audit.arithmetic import Arithmetic, explain
-from ddz.audit.marks import Actor, Marker
-from ddz.audit.replay import settlement_outcome
-from ddz.audit.sight import EVERY_SEAT, Sight
-from ddz.audit.timeline import Entry, Timeline
+from ddz.audit.account.arithmetic import Arithmetic, explain
+from ddz.audit.account.marks import Actor, Marker
+from ddz.audit.account.sight import EVERY_SEAT, Sight
+from ddz.audit.account.timeline import Entry, Timeline
+from ddz.audit.checks import describe
+from ddz.audit.checks.replay import settlement_outcome
+from ddz.audit.checks.results import AuditedEvent, AuditedHand
 from ddz.domain.hand import CommandRejected, Event, HandState, evolve
 from ddz.domain.hand.events import (
     BidMade,
@@ -43,9 +44,6 @@ from ddz.domain.ruleset import Scoring
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
-
-    from ddz.audit.report import AuditReport
-    from ddz.audit.results import AuditedEvent
 
 
 def _room(started: HandStarted) -> str:
@@ -87,7 +85,7 @@ class _Entry:
 
 
 class _Writer:
-    def __init__(self, report: AuditReport, sight: Sight) -> None:
+    def __init__(self, report: AuditedHand, sight: Sight) -> None:
         self.report = report
         self.sight = sight
         self.ended = any(isinstance(a.event, HandEnded) for a in report.events)
@@ -314,7 +312,7 @@ class _Writer:
             self.more(f"multiplier now {describe.breakdown(state.multiplier)}")
 
 
-def timeline(report: AuditReport, sight: Sight = EVERY_SEAT) -> Timeline:
+def timeline(report: AuditedHand, sight: Sight = EVERY_SEAT) -> Timeline:
     """The account of the hand as data (``Timeline``), showing the cards ``sight`` sees."""
     failure = report.failure
     warning = None
@@ -335,6 +333,6 @@ def timeline(report: AuditReport, sight: Sight = EVERY_SEAT) -> Timeline:
     )  # fmt: skip
 
 
-def transcript(report: AuditReport) -> list[str]:
+def transcript(report: AuditedHand) -> list[str]:
     """The text of ``timeline(report)``: what ``ddz audit HAND`` prints."""
-    return report.timeline().lines()
+    return timeline(report).lines()

@@ -35,8 +35,9 @@ from google.protobuf.message import DecodeError
 
 from ddz.adapters.store import EventStore, StreamSignature, chain
 from ddz.adapters.store.keys import Keyring
-from ddz.audit.checks import audit_hand
-from ddz.audit.published import (
+from ddz.audit.account.report import AuditReport
+from ddz.audit.checks.results import CheckResult
+from ddz.audit.evidence.published import (
     HEAD,
     BadKeyring,
     PublicKey,
@@ -45,9 +46,8 @@ from ddz.audit.published import (
     published_keys,
     strict_b64,
 )
-from ddz.audit.report import AuditReport
-from ddz.audit.results import CheckResult
-from ddz.audit.source import HAND_PREFIX, HandRecord, Row, load_hand
+from ddz.audit.run import audit_hand
+from ddz.audit.store.source import HAND_PREFIX, HandRecord, Row, load_hand
 from ddz.v1.envelope_pb2 import EventEnvelope
 
 FORMAT = "ddz-evidence"
@@ -193,7 +193,7 @@ def _head(signature: StreamSignature) -> dict[str, Any]:
 
 def build_evidence(store: EventStore, hand_id: str, keys: Keyring) -> Evidence:
     """The evidence file of ``hand_id``, read from ``store``; ``keys``: the operator's
-    public keys (``ddz.audit.keys.auditor_keyring(settings, public_only=True)``), of
+    public keys (``ddz.audit.evidence.keys.auditor_keyring(settings, public_only=True)``), of
     which the file carries those that signed the hand. ``NotEvidence`` for an unknown
     hand or one still in play (its cards are secret until it ends). A hand that fails
     its audit still gets its file: it fails the same check wherever it is verified."""

@@ -22,8 +22,8 @@ not the chain the caller wrote), are verified in full.
 from __future__ import annotations
 
 from ddz.adapters.security.event_signing import BadEvent
-from ddz.audit.context import Audit, CheckFailed
-from ddz.audit.results import PRODUCER_SIGNATURE
+from ddz.audit.checks.context import Audit, CheckFailed
+from ddz.audit.checks.results import PRODUCER_SIGNATURE
 
 NO_KEYRING = (
     "no event keyring given: the producers' public keys (DDZ_EVENT_KEYRING, else "

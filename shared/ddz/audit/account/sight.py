@@ -4,8 +4,8 @@ The operator's terminal (``ddz audit``, the default ``EVERY_SEAT``) shows every 
 cards, of a hand in play too: the operator holds the store. The desk shows no card of a
 hand in play (``DESK``), and one seat's view (``Sight(seat, ...)``) shows that seat's
 cards and what the table showed everyone: the bottom once the landlord takes it, shown
-cards, plays, the cards left at the end. ``ddz.audit.transcript`` and
-``ddz.audit.snapshot`` ask ``shows`` before they write a card.
+cards, plays, the cards left at the end. ``ddz.audit.account.transcript`` and
+``ddz.audit.account.snapshot`` ask ``shows`` before they write a card.
 """
 
 from __future__ import annotations

@@ -6,19 +6,21 @@ to the ledger's own figures (RULES.md §10; ``ddz.domain.settlement`` is the rul
     arithmetic.lines()        # ["base 1 × multiplier ×16 (…) = 16", …, "seat 0 alice: … = +800"]
 
 Each scheme has its writer (``WRITERS``, keyed by ``Scoring`` like settlement's
-``SCHEMES``). The steps restate the rule's figures; the totals are the recorded ledger's
-lines summed per seat, so the account always ends in what was actually booked (that
-those lines are the rule's is the ``settlement`` check's proof, not this module's).
+``SCHEMES``). The steps write out the figures ``ddz.domain.settlement`` works out (the
+cap's unit, the rake, X, the stakes, the escape penalty, ...): this module only words
+them, it works out none of its own. The totals are the recorded ledger's lines summed
+per seat, so the account always ends in what was actually booked (that those lines are
+the rule's is the ``settlement`` check's proof, not this module's).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+from ddz.domain.ledger import Ledger
 from ddz.domain.multipliers import MultiplierBreakdown, Side
 from ddz.domain.ruleset import Scoring
 from ddz.domain.settlement import (
@@ -27,8 +29,14 @@ from ddz.domain.settlement import (
     SEATS,
     TWO_SHARES,
     HandOutcome,
-    Ledger,
+    bean_escape,
+    bean_owed,
     bean_stake,
+    bean_x,
+    ct_escape_penalty,
+    ct_unit,
+    rake_on,
+    share_of,
 )
 
 
@@ -159,18 +167,16 @@ def _ct(account: _Account) -> None:
     bm = account.bm()
     winner = account.winner()
     side = LANDLORD_SHARES * bm
+    unit = ct_unit(o)
     if room.cap is None:
-        unit = bm
         account.add("cap", f"none: each share moves bm = {bm}", unit)
-    elif side <= room.cap:
-        unit = bm
+    elif unit == bm:
         account.add("cap", f"{room.cap}: {LANDLORD_SHARES} × {bm} = {side} is within it", unit)
     else:
-        unit = room.cap // 2
         account.add(
             "cap",
             f"{room.cap}: {LANDLORD_SHARES} × {bm} = {side} is over it; each share moves "
-            f"{room.cap} // 2 = {unit}",
+            f"{room.cap} // {LANDLORD_SHARES} = {unit}",
             unit,
         )
     escapee = o.escapee
@@ -189,7 +195,7 @@ def _ct(account: _Account) -> None:
         )
     if room.rake:
         winning = LANDLORD_SHARES if winner == Side.LANDLORD else FARMER_SHARES
-        rake = math.floor(winning * unit * room.rake)
+        rake = rake_on(winning * unit, room)
         account.add(
             "rake",
             f"{_ratio(room.rake)} of each winner's capped gain, rounded down: "
@@ -199,7 +205,7 @@ def _ct(account: _Account) -> None:
     else:
         account.add("rake", "none", 0)
     if escapee is not None:
-        penalty = room.escape_penalty * o.initial_multiplier
+        penalty = ct_escape_penalty(o)
         account.add(
             "escape penalty",
             f"{room.escape_penalty} × initial ×{o.initial_multiplier} = {penalty}, paid by "
@@ -214,26 +220,24 @@ def _ct(account: _Account) -> None:
 def _bean_x(account: _Account, multiplier: int, shares: int, what: str) -> Fraction:
     """X = base × multiplier × role shares, then the wildcard factor and the hand cap."""
     o, room = account.outcome, account.outcome.room
-    x = Fraction(o.base * multiplier * shares)
+    x = bean_x(o, multiplier, shares)
     account.add(
         "X",
-        f"base {o.base} × multiplier ×{multiplier} × {what} {shares} = {_figure(x)}",
-        _figure(x),
+        f"base {o.base} × multiplier ×{multiplier} × {what} {shares} = {_figure(x.plain)}",
+        _figure(x.plain),
     )
-    if o.wildcard_room:
-        factored = x * room.wildcard_coefficient
+    if x.factored is not None:
+        factored = x.factored
         account.add(
             "wildcard factor",
-            f"{_figure(x)} × {_ratio(room.wildcard_coefficient)} = {_figure(factored)}",
+            f"{_figure(x.plain)} × {_ratio(room.wildcard_coefficient)} = {_figure(factored)}",
             _figure(factored),
         )
-        capped = min(factored, Fraction(room.hand_cap))
-        within = "within it" if capped == factored else f"capped to {room.hand_cap}"
+        within = "within it" if x.value == factored else f"capped to {room.hand_cap}"
         account.add(
-            "hand cap", f"{room.hand_cap}: {_figure(factored)} is {within}", _figure(capped)
+            "hand cap", f"{room.hand_cap}: {_figure(factored)} is {within}", _figure(x.value)
         )
-        x = capped
-    return x
+    return x.value
 
 
 def _fee_and_limits(account: _Account) -> None:
@@ -261,7 +265,8 @@ def _beans(account: _Account) -> None:
     account.bm()
     account.winner()
     x = _bean_x(account, o.multiplier.total, LANDLORD_SHARES, "landlord's shares")
-    landlord_beans, farmer_beans = x * room.coefficient, x / LANDLORD_SHARES * room.coefficient
+    landlord_beans = bean_owed(o, LANDLORD_SHARES)
+    farmer_beans = bean_owed(o, FARMER_SHARES)
     landlord_stake = bean_stake(o, LANDLORD_SHARES)
     farmer_stake = bean_stake(o, FARMER_SHARES)
     if room.bean_rounding == TWO_SHARES:
@@ -283,13 +288,14 @@ def _beans(account: _Account) -> None:
         landlord_stake,
     )
     if o.winner == Side.LANDLORD:
-        paid = 2 * farmer_stake  # what the two farmers paid
+        paid = len(o.farmers) * farmer_stake  # what the two farmers paid
         account.add(
             "transfer",
             f"each farmer pays {farmer_stake}; the landlord receives what they paid, {paid}",
         )
     else:
-        share = landlord_stake // 2  # the two farmers share it 1:1, each rounded down
+        # the two farmers share it by their role coefficients (1:1), each rounded down
+        share = share_of(landlord_stake, FARMER_SHARES, 2 * FARMER_SHARES)
         odd = landlord_stake - 2 * share
         account.add(
             "transfer",
@@ -301,36 +307,25 @@ def _beans(account: _Account) -> None:
 
 def _bean_escape(account: _Account, escapee: int) -> None:
     o, room = account.outcome, account.outcome.room
-    rule = room.bean_escape
-    at_escape = o.escape_multiplier if o.escape_multiplier is not None else o.multiplier
-    played = at_escape.without("initial").total
-    landlord = escapee == o.landlord
-    as_if, scale = (
-        (rule.landlord_floor, rule.landlord_scale)
-        if landlord
-        else (rule.farmer_floor, rule.farmer_scale)
-    )
-    if played < rule.threshold:
-        multiplier = o.initial_multiplier * as_if
-        why = f"{played} < {rule.threshold}: as if ×{as_if}"
+    escape = bean_escape(o, escapee)
+    played, threshold = escape.played, escape.threshold
+    if escape.floored:
+        why = f"{played} < {threshold}: as if ×{escape.as_if}"
     else:
-        multiplier = o.initial_multiplier * played * scale
-        why = f"{played} ≥ {rule.threshold}: {scale} × {played}"
+        why = f"{played} ≥ {threshold}: {escape.scale} × {played}"
     account.add(
         "escape",
         f"{account.seat(escapee)} left; multiplier with every bomb held "
-        f"×{_product(at_escape)}, without the initial {why}; × initial ×{o.initial_multiplier} "
-        f"= ×{multiplier}",
-        multiplier,
+        f"×{_product(escape.at_escape)}, without the initial {why}; × initial "
+        f"×{o.initial_multiplier} = ×{escape.multiplier}",
+        escape.multiplier,
     )
-    shares = LANDLORD_SHARES if landlord else FARMER_SHARES
-    x = _bean_x(account, multiplier, shares, "the escapee's shares")
-    penalty = math.floor(x * room.coefficient)
+    x = _bean_x(account, escape.multiplier, escape.shares, "the escapee's shares")
     account.add(
         "room coefficient",
-        f"⌊{_figure(x)} × {room.coefficient}⌋ = {penalty}, shared by the two others as if "
-        "they had won",
-        penalty,
+        f"⌊{_figure(x)} × {room.coefficient}⌋ = {escape.penalty}, shared by the two others "
+        "as if they had won",
+        escape.penalty,
     )
     _fee_and_limits(account)
 

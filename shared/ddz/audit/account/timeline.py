@@ -3,7 +3,7 @@ the time since the deal, who acted and for whom, the service that recorded it, t
 multiplier so far, the trace id of the command, the text), the settlement's arithmetic
 and the checks. ``ddz audit`` prints ``Timeline.lines()``; the desk (services/console)
 renders the same ``Timeline``: one account of the hand for both
-(``ddz.audit.transcript`` builds it, for a ``ddz.audit.sight.Sight``).
+(``ddz.audit.account.transcript`` builds it, for a ``ddz.audit.account.sight.Sight``).
 """
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Any
 
-from ddz.audit.arithmetic import Arithmetic
-from ddz.audit.marks import Actor
-from ddz.audit.results import CheckResult
-from ddz.audit.sight import EVERY_SEAT, Sight
+from ddz.audit.account.arithmetic import Arithmetic
+from ddz.audit.account.marks import Actor
+from ddz.audit.account.sight import EVERY_SEAT, Sight
+from ddz.audit.checks.results import CheckResult
 
 INDENT = "      "
 

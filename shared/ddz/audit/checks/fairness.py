@@ -4,10 +4,10 @@ it (docs/SHUFFLE.md section 6)."""
 
 from __future__ import annotations
 
-from ddz.audit import describe
-from ddz.audit.context import Audit, CheckFailed
-from ddz.audit.replay import start_command
-from ddz.audit.results import COMMITMENT, DEAL
+from ddz.audit.checks import describe
+from ddz.audit.checks.context import Audit, CheckFailed
+from ddz.audit.checks.replay import start_command
+from ddz.audit.checks.results import COMMITMENT, DEAL
 from ddz.domain.cards import Rank
 from ddz.domain.hand import HandState, decide
 from ddz.domain.hand.events import CardsDealt, Redealt, SeedRevealed, WildcardDrawn

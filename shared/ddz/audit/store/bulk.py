@@ -24,11 +24,11 @@ from typing import Any
 from ddz.adapters.store import EventStore, SqlEventStore, create_store
 from ddz.adapters.store.contract import StreamSignature
 from ddz.adapters.store.keys import Keyring, PlainKeys
-from ddz.audit.checks import audit_hand
-from ddz.audit.context import StoredRow
-from ddz.audit.report import AuditReport
-from ddz.audit.results import FAILURE_NAMES, HASH_CHAIN, INCOMPLETE, Verdict
-from ddz.audit.source import hand_stream_ids, read_hands
+from ddz.audit.account.report import AuditReport
+from ddz.audit.checks.context import StoredRow
+from ddz.audit.checks.results import FAILURE_NAMES, HASH_CHAIN, INCOMPLETE, Verdict
+from ddz.audit.run import audit_hand
+from ddz.audit.store.source import hand_stream_ids, read_hands
 
 BATCH = 200  # hands per read and per task, at most
 MIN_BATCH = 20

@@ -7,10 +7,10 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from ddz.audit import describe
-from ddz.audit.context import Audit, CheckFailed
-from ddz.audit.replay import settlement_outcome, start_command
-from ddz.audit.results import DECISIONS, MULTIPLIER, SETTLEMENT
+from ddz.audit.checks import describe
+from ddz.audit.checks.context import Audit, CheckFailed
+from ddz.audit.checks.replay import settlement_outcome, start_command
+from ddz.audit.checks.results import DECISIONS, MULTIPLIER, SETTLEMENT
 from ddz.domain.cards import card_counts
 from ddz.domain.hand import (
     Bid,

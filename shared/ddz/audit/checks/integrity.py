@@ -10,8 +10,8 @@ from cryptography.exceptions import InvalidSignature
 from google.protobuf.message import DecodeError
 
 from ddz.adapters.store import chain
-from ddz.audit.context import Audit, CheckFailed
-from ddz.audit.results import HASH_CHAIN, INCOMPLETE, SIGNATURE
+from ddz.audit.checks.context import Audit, CheckFailed
+from ddz.audit.checks.results import HASH_CHAIN, INCOMPLETE, SIGNATURE
 from ddz.domain.hand import CommandRejected
 from ddz.domain.hand.events import HandEnded, HandSettled, SeedRevealed
 from ddz.v1.envelope_pb2 import EventEnvelope

@@ -39,17 +39,17 @@ from ddz.adapters import codec
 from ddz.adapters.codec import CodecError
 from ddz.adapters.store.contract import StreamSignature
 from ddz.adapters.store.keys import Keyring
-from ddz.audit.context import Audit, CheckFailed, StoredRow
-from ddz.audit.decisions import (
+from ddz.audit.account.report import AuditReport
+from ddz.audit.checks.context import Audit, CheckFailed, StoredRow
+from ddz.audit.checks.decisions import (
     check_decisions,
     check_multiplier,
     check_settlement,
 )
-from ddz.audit.fairness import check_commitment, check_deal
-from ddz.audit.integrity import check_hash_chain, check_signature
-from ddz.audit.provenance import check_producer_signatures
-from ddz.audit.report import AuditReport
-from ddz.audit.results import (
+from ddz.audit.checks.fairness import check_commitment, check_deal
+from ddz.audit.checks.integrity import check_hash_chain, check_signature
+from ddz.audit.checks.provenance import check_producer_signatures
+from ddz.audit.checks.results import (
     COMMITMENT,
     DEAL,
     DECISIONS,
@@ -95,7 +95,7 @@ def audit_hand(
 
     ``verified_through``: ``(version, hash)`` of a head the caller itself stored after
     verifying every producer signature up to it (the recorder, of a chain it wrote from
-    its first event, ``ddz.audit.provenance``); the signatures of the events it pins are
+    its first event, ``ddz.audit.checks.provenance``); the signatures of the events it pins are
     then not verified again. Every other check runs in full."""
     if not events:
         raise ValueError("no events to audit")
