@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 
 import structlog
+from ddz.access.seat_gate import Gate
 from ddz.adapters.messaging.bus import EventBus
 from ddz.adapters.messaging.hand_fold import HandFold
 from ddz.adapters.messaging.room_queue import RoomQueueKV
@@ -21,7 +22,6 @@ from ddz.application.errors import Refusal
 from ddz.application.tasks import cancel_and_wait
 from ddz.domain.table import HandAssigned
 
-from .auth import Gate
 from .clock import Timing
 from .dealing import Dealing
 from .evidence import HandEvidence

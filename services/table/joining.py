@@ -7,10 +7,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import structlog
+from ddz.access.seat_gate import Gate
 from ddz.application.errors import Reason, Refusal
 from ddz.domain.ruleset import Scoring
 
-from .auth import Gate
 from .dealing import Dealing, Shown
 from .floor import Floor
 from .limits import RateLimits

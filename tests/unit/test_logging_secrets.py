@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import structlog
-from ddz.adapters.security.tokens import new_claims
+from ddz.access.tokens import new_claims
 from ddz.adapters.telemetry.logging import configure_logging, defaults_without_locals
 from ddz.config import Settings, redacted_url
 from ddz.domain.hand import HandState

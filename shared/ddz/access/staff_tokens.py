@@ -1,7 +1,7 @@
 """Staff tokens: who may open the dispute desk (the ``console`` service), and as what.
 
 A staff token is a JWT the operator's login signs like a player's (EdDSA, the login key's
-``kid`` in the header; ``ddz.adapters.security.tokens``), with its own audience and kind so the two
+``kid`` in the header; ``ddz.access.tokens``), with its own audience and kind so the two
 never stand in for each other: ``aud`` ``"ddz-console"``, ``kind`` ``"staff"``, ``sub`` the
 staff member, ``role`` one of ``ROLES``. The table refuses it (wrong audience, and a kind
 it does not know); the console refuses player and operator tokens (their audience is the
@@ -20,10 +20,10 @@ from typing import Literal
 
 import jwt
 
-from ddz.adapters.security.token_keys import LoginKey, LoginKeys
+from ddz.access.token_keys import LoginKey, LoginKeys
 from ddz.domain import ids
 
-ISSUER = "ddz-login"  # as ddz.adapters.security.tokens: the same login signs both
+ISSUER = "ddz-login"  # as ddz.access.tokens: the same login signs both
 ALGORITHMS = ["EdDSA"]  # pinned: the algorithm never comes from the token
 MAX_TOKEN_CHARS = 2048
 

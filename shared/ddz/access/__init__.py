@@ -1,0 +1,1 @@
+"""Access: who is calling, and what they may do."""
