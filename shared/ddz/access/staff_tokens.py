@@ -7,8 +7,8 @@ staff member, ``role`` one of ``ROLES``. The table refuses it (wrong audience, a
 it does not know); the console refuses player and operator tokens (their audience is the
 table's). The console checks it once, at sign-in, with the login's PUBLIC keys only.
 
-Roles: ``support`` finds hands and players, reads timelines and verdicts, hands out
-evidence files; ``auditor`` does that and reads the desk's access log.
+Roles (``callers.ROLES``): ``support`` finds hands and players, reads timelines and
+verdicts, hands out evidence files; ``auditor`` does that and reads the desk's access log.
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from __future__ import annotations
 import secrets
 import time
 from dataclasses import dataclass
-from typing import Literal
 
 import jwt
 
+from ddz.access.callers import ROLES, Role
 from ddz.access.token_keys import LoginKey, LoginKeys
 from ddz.domain import ids
 
@@ -32,8 +32,6 @@ class TokenError(ValueError):
     """Not a valid staff token; the message says why, in a staff member's words."""
 
 
-Role = Literal["support", "auditor"]
-ROLES: tuple[Role, ...] = ("support", "auditor")
 STAFF_AUDIENCE = "ddz-console"
 STAFF_KIND = "staff"
 STAFF_TOKEN_TTL = 12 * 3600

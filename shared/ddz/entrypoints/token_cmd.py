@@ -14,7 +14,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ddz.access.staff_tokens import ROLES, STAFF_TOKEN_TTL, issue_staff
+from ddz.access.callers import ROLES
+from ddz.access.staff_tokens import STAFF_TOKEN_TTL, issue_staff
 from ddz.access.token_keys import login_key
 from ddz.access.tokens import TOOL_TOKEN_TTL, operator_token, player_token
 from ddz.config import Settings
