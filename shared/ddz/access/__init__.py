@@ -14,7 +14,7 @@ caller is in this package or named here, in the order a call meets it.
    ``ddz.adapters.rpc.grpc_server`` looks the row up (``right_of``) before the handler
    runs and refuses any other caller PERMISSION_DENIED (reason ``PERMISSION_DENIED``);
    an RPC without a row is refused to everyone. The table's RPCs are open to anyone the
-   listener let in: its bearer tokens decide (4-6).
+   listener let in: its bearer tokens decide (4, 5).
 4. **The bearer token** -- players, seats and the operator at the table. The table's
    servicer reads ``authorization: Bearer <token>`` (``tokens.bearer``). ``tokens``:
    what the tokens are and ``verify``: seat tokens (``ddz1``, HMAC under the table's
@@ -33,6 +33,12 @@ caller is in this package or named here, in the order a call meets it.
    audience ``ddz-console``, a ``callers.Role``), then knows the staff member by a
    session cookie checked on every page (``services/console/session.py``); it calls
    the recorder and the settlement as ``console`` (2-3).
+
+Not calls, so checked elsewhere: who may publish or read which events on NATS
+(``ddz.adapters.messaging.nats_auth``: a NATS user per service, its subjects), which
+service signed an event (``ddz.adapters.security.event_signing``), and the dealer's
+refusal to take a deal's terms from its caller rather than the table's stream
+(``services/dealer``).
 
 Who makes the credentials: the operator's login signs player, operator and staff
 tokens (``tokens.issue``, ``operator_token``, ``player_token``,
