@@ -1,6 +1,6 @@
 """The console service, wired: the desk's pages over HTTPS (uvicorn, the stack's TLS
 certificate of the ``console`` identity) and its clients of the recorder and the
-settlement, as ``console`` (mTLS, least rights: ``ddz.adapters.security.rights``).
+settlement, as ``console`` (mTLS, least rights: ``ddz.access.rights``).
 
 Started like every service (``service_runner``): its gRPC port answers health only (the
 stack, Docker and Kubernetes probe it as they probe the others), and it is SERVING
@@ -15,8 +15,8 @@ from collections.abc import Mapping, Sequence
 
 import grpc
 import structlog
+from ddz.access.token_keys import LoginKeys, login_jwks_path
 from ddz.adapters.runtime.web_server import WebServer
-from ddz.adapters.security.token_keys import LoginKeys, login_jwks_path
 from ddz.adapters.telemetry.health import Check
 from ddz.config import Settings
 

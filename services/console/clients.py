@@ -1,5 +1,5 @@
 """The desk's ports over gRPC, as the ``console`` identity (mTLS; rights in
-``ddz.adapters.security.rights``): the recorder's reads, audits and index, the settlement's
+``ddz.access.rights``): the recorder's reads, audits and index, the settlement's
 balances and ledgers."""
 
 from __future__ import annotations

@@ -24,8 +24,8 @@ from urllib.parse import urlencode
 
 import jinja2
 import structlog
-from ddz.adapters.security.staff_tokens import TokenError, verify_staff
-from ddz.adapters.security.token_keys import LoginKeys
+from ddz.access.staff_tokens import TokenError, verify_staff
+from ddz.access.token_keys import LoginKeys
 from ddz.application.errors import Kind, Refusal
 from starlette.applications import Starlette
 from starlette.datastructures import QueryParams

@@ -13,10 +13,10 @@ from collections.abc import Mapping, Sequence
 
 import grpc
 import structlog
+from ddz.access.token_keys import login_key
+from ddz.access.tokens import issue
 from ddz.adapters.rpc.grpc_client import make_channel
 from ddz.adapters.runtime.web_server import WebServer
-from ddz.adapters.security.token_keys import login_key
-from ddz.adapters.security.tokens import issue
 from ddz.adapters.telemetry.health import Check
 from ddz.config import Settings
 

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any, TypeAlias
 
 import grpc
-from ddz.adapters.security.staff_tokens import ROLES
+from ddz.access.callers import ROLES
 from ddz.adapters.service_db.desk_sessions import DeskSessions
 from ddz.adapters.service_db.hand_index import HandFilter, HandIndex, HandSummary, TableSummary
 from ddz.application.errors import Reason, Refusal

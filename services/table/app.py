@@ -34,6 +34,8 @@ from collections.abc import Callable, Mapping, Sequence
 import grpc
 import nats.errors
 import structlog
+from ddz.access.table_tokens import SignedTokens
+from ddz.access.tokens import table_token_key, verification_keys
 from ddz.adapters.messaging.bus import EventBus
 from ddz.adapters.messaging.hand_feed import HandFeed
 from ddz.adapters.messaging.hand_fold import HandFold
@@ -44,7 +46,6 @@ from ddz.adapters.rpc.grpc_server import full_service_name
 from ddz.adapters.rpc.routing import RoutedRules, rules_service
 from ddz.adapters.runtime.service_runner import connect_bus
 from ddz.adapters.security.event_signing import ensure_signer, event_keyring
-from ddz.adapters.security.tokens import table_token_key, verification_keys
 from ddz.adapters.telemetry import metrics
 from ddz.adapters.telemetry.health import ACTIVE_TABLE, Check
 from ddz.application.tasks import cancel_and_wait
@@ -61,7 +62,6 @@ from ddz.v1 import (
 
 from .clients import BotClient, DealerClient, EvidenceClient, RulesClient, SettlementClient
 from .clock import TurnClock
-from .credentials import SignedTokens
 from .forwarding import Forwarder, Switch, servicer_handlers
 from .handlers import TableHandlers
 from .instances import LEASE, Active, ActiveWatch, advertised, holder_id

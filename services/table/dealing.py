@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import structlog
+from ddz.access.seat_gate import Gate
 from ddz.adapters.messaging.hand_fold import HandFold
 from ddz.application.errors import Kind, Reason, Refusal
 from ddz.domain.hand import HandState, SeatInfo
@@ -16,7 +17,6 @@ from ddz.domain.ruleset import RuleSet, Scoring, ruleset_for
 from ddz.domain.settlement import RoomSettings
 from ddz.domain.table import HandAssigned
 
-from .auth import Gate
 from .floor import Floor
 from .moves import request_id
 from .ports import Dealer, DealOrder, Dealt

@@ -7,9 +7,9 @@ every seat's cards. An operator token may have any hand's."""
 
 from __future__ import annotations
 
+from ddz.access.seat_gate import Gate
 from ddz.application.errors import Reason, Refusal
 
-from .auth import Gate
 from .floor import Floor
 from .ports import EvidenceFile, EvidenceFiles
 

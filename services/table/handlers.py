@@ -2,10 +2,11 @@
 
 Each job has its module: ``dealing`` (tables and their hands), ``joining`` (rooms),
 ``moves`` (a seat's moves and the service's own commands for a seat), ``watching``
-(views, streams, hints); ``floor`` finds tables and hands, ``auth.Gate`` says who may
-do what, ``seating`` and ``presence`` keep rooms and streams. Everything refused is a
-``Refusal``; nothing here knows gRPC (``servicer`` translates, ``clients`` and
-``credentials`` implement the ports, ``app`` wires).
+(views, streams, hints); ``floor`` finds tables and hands, the seat gate
+(``ddz.access.seat_gate.Gate``) says who may do what, ``seating`` and ``presence`` keep
+rooms and streams. Everything refused is a ``Refusal``; nothing here knows gRPC
+(``servicer`` translates, ``clients`` and ``ddz.access.table_tokens`` implement the
+ports, ``app`` wires).
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import asyncio
 import contextlib
 
 import structlog
+from ddz.access.callers import Tokens
+from ddz.access.seat_gate import Gate
 from ddz.adapters.messaging.bus import EventBus
 from ddz.adapters.messaging.hand_fold import HandFold
 from ddz.adapters.messaging.room_queue import RoomQueueKV
@@ -21,7 +24,6 @@ from ddz.application.errors import Refusal
 from ddz.application.tasks import cancel_and_wait
 from ddz.domain.table import HandAssigned
 
-from .auth import Gate
 from .clock import Timing
 from .dealing import Dealing
 from .evidence import HandEvidence
@@ -30,7 +32,7 @@ from .joining import Joining
 from .limits import Limits, RateLimits, StreamSlots
 from .lobby import Seat
 from .moves import Moves
-from .ports import Bot, Dealer, EvidenceFile, EvidenceFiles, Hands, Rules, Settlement, Tokens
+from .ports import Bot, Dealer, EvidenceFile, EvidenceFiles, Hands, Rules, Settlement
 from .presence import Presence
 from .rooms import Rooms
 from .seating import Seating

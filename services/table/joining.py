@@ -7,15 +7,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import structlog
+from ddz.access.callers import Caller, SeatPass, Tokens
+from ddz.access.seat_gate import Gate
 from ddz.application.errors import Reason, Refusal
 from ddz.domain.ruleset import Scoring
 
-from .auth import Gate
 from .dealing import Dealing, Shown
 from .floor import Floor
 from .limits import RateLimits
 from .lobby import Seat
-from .ports import Caller, SeatPass, Settlement, Tokens
+from .ports import Settlement
 from .rooms import Room, Rooms
 from .seating import Left, Seating
 from .tables import Table, check_id

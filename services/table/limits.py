@@ -25,10 +25,9 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Literal
 
+from ddz.access.callers import Caller
 from ddz.application.errors import Kind, Reason, Refusal
 from ddz.config import Settings
-
-from .ports import Caller
 
 Limited = Literal["join", "move"]
 SWEEP_EVERY = 1024

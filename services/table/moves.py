@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 import structlog
+from ddz.access.seat_gate import Gate
 from ddz.adapters.codec import TurnDeadline
 from ddz.adapters.messaging.hand_fold import HandFold
 from ddz.application.errors import Kind, Reason, Refusal
@@ -34,7 +35,6 @@ from ddz.domain.hand import (
     view_for,
 )
 
-from .auth import Gate
 from .clock import Timing
 from .floor import Floor, check_seat
 from .limits import Limited, RateLimits

@@ -1,9 +1,10 @@
 """What the table's use cases need from outside, in their own terms: the other services
-(dealer, rules, bot, settlement), the seat tokens, the hands as the bus folds them, the
-tables' own streams, and the rooms' queued tickets.
+(dealer, rules, bot, settlement), the hands as the bus folds them, the tables' own
+streams, and the rooms' queued tickets. The tokens' port, ``Tokens``, and the callers it
+reads are the suite's words for who is calling (``ddz.access.callers``).
 
-``clients`` implements the services' ports over gRPC and ``credentials`` the tokens;
-the fakes of the unit tests implement them in memory. A port that answers with the
+``clients`` implements the services' ports over gRPC (``ddz.access.table_tokens`` the
+tokens'); the fakes of the unit tests implement them in memory. A port that answers with the
 hand's events speaks protobuf envelopes: they are passed on as published.
 """
 
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Protocol
 
 from ddz.adapters.messaging.hand_fold import HandFold
 from ddz.adapters.messaging.room_queue import QueuedTicket
@@ -23,29 +24,6 @@ from ddz.domain.table import TableEvent
 from ddz.v1 import envelope_pb2, table_pb2
 
 Envelope = envelope_pb2.EventEnvelope
-CallerKind = Literal["seat", "player", "operator"]
-
-
-@dataclass(frozen=True, slots=True)
-class Caller:
-    """Who a call's token says the caller is."""
-
-    kind: CallerKind
-    player_id: str
-    table_id: str = ""
-    seat: int | None = None
-
-    @property
-    def operator(self) -> bool:
-        return self.kind == "operator"
-
-
-@dataclass(frozen=True, slots=True)
-class SeatPass:
-    """A seat token and when it expires (Unix seconds)."""
-
-    token: str
-    expires: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,14 +105,6 @@ class EvidenceFiles(Protocol):
         """The recorder's evidence file of an ended hand (a ``Refusal`` while it has
         not stored the hand whole)."""
         ...
-
-
-class Tokens(Protocol):
-    def caller(self, token: str) -> Caller:
-        """Who the token is for; ``ValueError`` saying why it is not valid."""
-        ...
-
-    def seat_pass(self, player_id: str, table_id: str, seat: int) -> SeatPass: ...
 
 
 class TableLog(Protocol):

@@ -11,7 +11,7 @@ from contextlib import aclosing
 from typing import Any, TypeAlias
 
 import grpc
-from ddz.adapters.security.tokens import bearer
+from ddz.access.tokens import bearer
 from ddz.v1 import table_pb2, table_pb2_grpc
 
 from . import translate

@@ -6,17 +6,18 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass
 
+from ddz.access.callers import Caller
+from ddz.access.seat_gate import Gate
 from ddz.adapters.messaging.hand_fold import Entry, HandFold
 from ddz.adapters.messaging.table_stream import occurred_at
 from ddz.application.errors import Reason, Refusal
 from ddz.domain.hand import CommandRejected, HandState, evolve, view_for
 from ddz.v1 import table_pb2
 
-from .auth import Gate
 from .floor import Floor, check_seat
 from .limits import StreamSlots
 from .moves import Moves, Seen
-from .ports import Bot, Caller, Envelope
+from .ports import Bot, Envelope
 from .presence import Presence
 
 STREAM_WAIT = 60.0

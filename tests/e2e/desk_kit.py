@@ -20,15 +20,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ddz.access.tokens import player_token
 from ddz.adapters.rpc.bearer import bearer_channel
-from ddz.adapters.rpc.driver import BotTable, Driver
 from ddz.adapters.rpc.grpc_client import ask
 from ddz.adapters.runtime.stack import Stack
 from ddz.adapters.runtime.stack_env import settings_env
-from ddz.adapters.security.tokens import player_token
 from ddz.application.errors import Kind, Refusal
 from ddz.config import Settings
 from ddz.entrypoints.up_cmd import console_url
+from ddz.loadgen.driver import BotTable, Driver
 from ddz.v1 import table_pb2, table_pb2_grpc
 from playwright.sync_api import Page, expect
 

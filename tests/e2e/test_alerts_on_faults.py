@@ -35,12 +35,12 @@ from ddz.adapters.messaging.bus import EventBus
 from ddz.adapters.messaging.nats_auth import connect_options
 from ddz.adapters.messaging.server import MSG_ID
 from ddz.adapters.messaging.subjects import subject_for
-from ddz.adapters.rpc.driver import Driver
 from ddz.adapters.runtime.stack import NATS, Stack
 from ddz.adapters.security.event_signing import EventSigner
 from ddz.adapters.store import create_store
 from ddz.config import Settings
 from ddz.domain.ruleset import VARIANTS
+from ddz.loadgen.driver import Driver
 from ddz.v1 import envelope_pb2
 from prometheus_kit import Check, Scraper, Target, rule_test_file, targets
 from promql_kit import RULES, promtool

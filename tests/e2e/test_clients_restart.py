@@ -19,13 +19,13 @@ import time
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
+from ddz.access.tokens import operator_token
 from ddz.adapters import codec
 from ddz.adapters.rpc.bearer import bearer_channel
 from ddz.adapters.rpc.grpc_client import ask, make_channel, resumed
 from ddz.adapters.runtime.children import ServiceProcess
 from ddz.adapters.runtime.probes import SERVING, health_status
 from ddz.adapters.runtime.stack import Stack
-from ddz.adapters.security.tokens import operator_token
 from ddz.config import Settings
 from ddz.v1 import recorder_pb2, recorder_pb2_grpc, rules_pb2, table_pb2, table_pb2_grpc
 

@@ -22,12 +22,12 @@ import metrics_kit
 import pytest
 from cli_kit import ddz, ddz_here
 from ddz.adapters.messaging import nats_auth
-from ddz.adapters.rpc.driver import Driver
 from ddz.adapters.runtime import stack_file
 from ddz.adapters.runtime.probes import SERVING, health_status
 from ddz.adapters.runtime.stack import Stack
 from ddz.config import SERVICE_PORTS, Settings
 from ddz.domain.ruleset import VARIANTS
+from ddz.loadgen.driver import Driver
 from metrics_kit import value
 from promql_kit import PROMETHEUS_OWN, expressions, metric_names, recorded
 

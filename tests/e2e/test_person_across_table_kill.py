@@ -24,9 +24,9 @@ import time
 from collections.abc import Iterator
 
 import pytest
+from ddz.access.tokens import player_token
 from ddz.adapters.runtime.probes import SERVING, health_status
 from ddz.adapters.runtime.stack import Stack
-from ddz.adapters.security.tokens import player_token
 from ddz.client.session import Session
 from ddz.config import Settings
 from ddz.v1 import rules_pb2, table_pb2

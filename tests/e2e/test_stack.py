@@ -22,12 +22,12 @@ from ddz.adapters import codec
 from ddz.adapters.messaging import hand_stream, nats_auth
 from ddz.adapters.messaging.bus import EventBus
 from ddz.adapters.messaging.nats_auth import connect_options
-from ddz.adapters.rpc.driver import Driver
 from ddz.adapters.runtime.stack import Stack
 from ddz.adapters.runtime.stack_env import settings_env, with_free_ports
 from ddz.adapters.security.event_signing import event_keyring
 from ddz.config import SERVICE_PORTS, Settings
 from ddz.domain.ruleset import VARIANTS
+from ddz.loadgen.driver import Driver
 
 SIMULATE_KEYS = {"hands", "hands_per_s", "events", "stored_events"}
 

@@ -30,10 +30,10 @@ from typing import Any
 
 import grpc
 import pytest
-from ddz.adapters.rpc.driver import Driver, HandResult
 from ddz.adapters.runtime.stack import Stack
 from ddz.adapters.store import create_store
 from ddz.config import Settings
+from ddz.loadgen.driver import Driver, HandResult
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
 
 HANDS = 2

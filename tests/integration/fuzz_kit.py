@@ -20,8 +20,8 @@ from typing import Any
 import grpc
 import jwt
 from cryptography.hazmat.primitives import serialization
-from ddz.adapters.security.token_keys import LoginKey
-from ddz.adapters.security.tokens import (
+from ddz.access.token_keys import LoginKey
+from ddz.access.tokens import (
     AUDIENCE,
     ISSUER,
     issue,

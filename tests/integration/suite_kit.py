@@ -10,7 +10,7 @@ at the end, as any client would.
 Over TLS, as in production: ``suite_settings`` makes the data dir's CA and certificates
 (``ensure_certificates``, as ``ddz up`` does), and each stub of an internal service
 calls every RPC with the certificate of a caller that has the right to it
-(``ddz.adapters.security.rights``): the operator's where it may, else the service that makes
+(``ddz.access.rights``): the operator's where it may, else the service that makes
 that call (the dealer's ``Deal`` as the table, ``GetSeed`` as the rules).
 """
 
@@ -27,14 +27,14 @@ from pathlib import Path
 from typing import Any, TypeVar, cast
 
 import grpc
+from ddz.access.rights import RIGHTS
+from ddz.access.tokens import operator_token, player_token
 from ddz.adapters.messaging.bus import EventBus
 from ddz.adapters.rpc.bearer import bearer_channel
 from ddz.adapters.rpc.grpc_client import make_channel
 from ddz.adapters.runtime.service_runner import START_ORDER, RunningService, start_services
 from ddz.adapters.runtime.stack_env import settings_env
 from ddz.adapters.security.certs import ensure_certificates
-from ddz.adapters.security.rights import RIGHTS
-from ddz.adapters.security.tokens import operator_token, player_token
 from ddz.config import OPERATOR, Settings
 from ddz.v1 import (
     audit_pb2_grpc,

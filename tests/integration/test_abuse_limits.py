@@ -18,8 +18,8 @@ from typing import Any
 
 import grpc
 import pytest
+from ddz.access.tokens import player_token
 from ddz.adapters.rpc.grpc_client import error_reason
-from ddz.adapters.security.tokens import player_token
 from ddz.client.session import Session
 from ddz.v1 import hand_events_pb2, table_pb2
 from suite_kit import Suite, eventually

@@ -13,7 +13,7 @@ from typing import Any
 
 import grpc
 import pytest
-from ddz.adapters.security.tokens import (
+from ddz.access.tokens import (
     AUTH_HEADER,
     operator_token,
 )

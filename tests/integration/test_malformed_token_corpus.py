@@ -23,9 +23,8 @@ from typing import Any
 import grpc
 import pytest
 from cryptography.hazmat.primitives import serialization
-from ddz.adapters.rpc.grpc_client import error_reason
-from ddz.adapters.security.token_keys import LoginKey, login_key
-from ddz.adapters.security.tokens import (
+from ddz.access.token_keys import LoginKey, login_key
+from ddz.access.tokens import (
     AUTH_HEADER,
     bearer,
     new_claims,
@@ -34,6 +33,7 @@ from ddz.adapters.security.tokens import (
     sign,
     table_token_key,
 )
+from ddz.adapters.rpc.grpc_client import error_reason
 from ddz.application.errors import Kind, Refusal
 from ddz.domain.hand import SeedRequired
 from ddz.v1 import audit_pb2, dealer_pb2, hand_events_pb2, table_pb2

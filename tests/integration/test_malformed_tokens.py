@@ -10,12 +10,12 @@ from typing import Any
 
 import grpc
 import pytest
-from ddz.adapters.rpc.grpc_client import error_reason
-from ddz.adapters.security.token_keys import login_key
-from ddz.adapters.security.tokens import (
+from ddz.access.token_keys import login_key
+from ddz.access.tokens import (
     AUTH_HEADER,
     table_token_key,
 )
+from ddz.adapters.rpc.grpc_client import error_reason
 from fuzz_kit import (
     UNAUTHENTICATED,
     Rpc,

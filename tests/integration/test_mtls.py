@@ -1,5 +1,5 @@
 """gRPC between the services is mutual TLS, and every RPC authorizes its caller by the
-identity in its certificate (``ddz.adapters.security.rights``), against the whole suite over a
+identity in its certificate (``ddz.access.rights``), against the whole suite over a
 real nats-server (the ``suite`` fixture: every service started as its process starts
 it, with the data dir's CA and certificates, as ``ddz up`` makes them).
 
@@ -31,15 +31,15 @@ from typing import Any
 import grpc
 import pytest
 from ddz import v1
+from ddz.access.identity import peer_identity
+from ddz.access.rights import CONSOLE, PLAYER_FACING, RIGHTS
+from ddz.access.tokens import player_token
 from ddz.adapters.rpc.bearer import bearer_channel
-from ddz.adapters.rpc.caller import peer_identity
 from ddz.adapters.rpc.grpc_client import channel_credentials, error_reason, make_channel
 from ddz.adapters.rpc.grpc_server import RunningServer, start_server
 from ddz.adapters.runtime.nats_server import NatsServer, free_port
 from ddz.adapters.runtime.probes import SERVING, health_status
 from ddz.adapters.security.certs import IDENTITIES, ensure_certificates
-from ddz.adapters.security.rights import CONSOLE, PLAYER_FACING, RIGHTS
-from ddz.adapters.security.tokens import player_token
 from ddz.config import OPERATOR, Settings
 from ddz.v1 import envelope_pb2, recorder_pb2, recorder_pb2_grpc, table_pb2, table_pb2_grpc
 from google.protobuf import message_factory
@@ -87,7 +87,7 @@ def test_every_rpc_of_the_protos_has_a_row_and_every_row_an_rpc() -> None:
     for file in (health.DESCRIPTOR, reflection_pb2.DESCRIPTOR):
         for service in file.services_by_name.values():
             known |= {f"{service.full_name}/{method.name}" for method in service.methods}
-    assert known - RIGHTS.keys() == set(), "give these a row in ddz.adapters.security.rights.RIGHTS"
+    assert known - RIGHTS.keys() == set(), "give these a row in ddz.access.rights.RIGHTS"
     assert RIGHTS.keys() - known == set(), "RIGHTS names RPCs the protos do not have"
     assert all(right.why for right in RIGHTS.values())
     assert set(SERVES) == set(EVERY_SERVICE)

@@ -33,7 +33,6 @@ from ddz.adapters import codec
 from ddz.adapters.messaging import hand_stream
 from ddz.adapters.messaging.bus import EventBus
 from ddz.adapters.messaging.subjects import partition_of
-from ddz.adapters.rpc.driver import Driver, HandResult
 from ddz.adapters.rpc.grpc_client import make_channel
 from ddz.adapters.rpc.routing import rules_service, weight
 from ddz.adapters.runtime.nats_server import NatsServer, free_port, start_nats_server
@@ -45,6 +44,7 @@ from ddz.adapters.telemetry.metrics import REGISTRY
 from ddz.bot.kinds import make_player
 from ddz.config import Settings
 from ddz.domain.hand import CommandRejected, Phase, hand_events, replay, view_for
+from ddz.loadgen.driver import Driver, HandResult
 from ddz.v1 import bot_pb2, bot_pb2_grpc, dealer_pb2_grpc, rules_pb2, rules_pb2_grpc
 from deal_kit import assigned
 from suite_kit import eventually, suite_settings

@@ -18,10 +18,10 @@ from typing import Any
 
 import grpc
 import pytest
+from ddz.access.tokens import Claims, sign, table_token_key
 from ddz.adapters import codec
 from ddz.adapters.messaging.bus import EventBus
 from ddz.adapters.rpc.grpc_client import error_reason
-from ddz.adapters.security.tokens import Claims, sign, table_token_key
 from ddz.domain.ruleset import VARIANTS
 from ddz.v1 import hand_events_pb2, table_pb2
 from google.protobuf import message_factory

@@ -7,6 +7,7 @@ import asyncio
 import dataclasses
 from collections.abc import Iterable
 
+from ddz.access.callers import Caller, SeatPass
 from ddz.adapters.messaging.hand_fold import HandFold
 from ddz.application.errors import Kind, Reason, Refusal
 from ddz.domain.hand import (
@@ -17,7 +18,7 @@ from ddz.domain.hand import (
 )
 from ddz.v1 import envelope_pb2, table_pb2
 
-from services.table.ports import Caller, DealOrder, Dealt, Decision, SeatPass
+from services.table.ports import DealOrder, Dealt, Decision
 
 
 def in_play(hand_id: str, seats: tuple[SeatInfo, ...], phase: Phase = Phase.PLAYING) -> HandFold:

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from console_kit import Recorder, Settlement
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from ddz.adapters.security.staff_tokens import issue_staff
-from ddz.adapters.security.token_keys import LoginKey, LoginKeys
+from ddz.access.staff_tokens import issue_staff
+from ddz.access.token_keys import LoginKey, LoginKeys
 from ddz.adapters.service_db import upgrade_service_db
 from ddz.adapters.service_db.desk_sessions import DeskSessions
 from ddz.adapters.store import make_engine

@@ -9,13 +9,13 @@ import json
 from pathlib import Path
 
 import pytest
-from ddz.adapters.files.data_files import BadFile, ensure_dir
-from ddz.adapters.messaging import nats_auth
-from ddz.adapters.security.token_keys import (
+from ddz.access.token_keys import (
     login_jwks_path,
     login_key,
     table_token_key,
 )
+from ddz.adapters.files.data_files import BadFile, ensure_dir
+from ddz.adapters.messaging import nats_auth
 from ddz.config import Settings
 
 

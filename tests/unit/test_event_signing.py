@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+from ddz.access.token_keys import ensure_keys
 from ddz.adapters import codec
 from ddz.adapters.codec import CodecError
 from ddz.adapters.security.event_signing import (
@@ -22,7 +23,6 @@ from ddz.adapters.security.event_signing import (
     ensure_signer,
     event_keyring,
 )
-from ddz.adapters.security.token_keys import ensure_keys
 from ddz.adapters.telemetry import metrics
 from ddz.config import Settings
 from ddz.domain.hand.events import SeedRevealed

@@ -8,10 +8,10 @@ import time
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from ddz.access.staff_tokens import TokenError, issue_staff, verify_staff
+from ddz.access.token_keys import LoginKey, LoginKeys
+from ddz.access.tokens import TokenKeys, issue, verify
 from ddz.adapters.messaging.subjects import stream_id_for, stream_parts, subject_for
-from ddz.adapters.security.staff_tokens import TokenError, issue_staff, verify_staff
-from ddz.adapters.security.token_keys import LoginKey, LoginKeys
-from ddz.adapters.security.tokens import TokenKeys, issue, verify
 from ddz.application.errors import Refusal
 from ddz.domain import ids
 from ddz.entrypoints.play_cmd import player_name

@@ -1,7 +1,7 @@
 """``deploy/k8s`` is valid Kubernetes and true to the code: every manifest against the
 Kubernetes schemas kubernetes-validate ships (strict: no unknown field; no network),
 every variable one the settings read, ports as ``config.SERVICE_PORTS``, the network
-policies as the rights table (``ddz.adapters.security.rights.RIGHTS``), the Secrets where the
+policies as the rights table (``ddz.access.rights.RIGHTS``), the Secrets where the
 settings look for them."""
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ from typing import Any
 import kubernetes_validate
 import pytest
 import yaml
+from ddz.access.rights import RIGHTS, TABLE_FRONTS
 from ddz.adapters.messaging import nats_auth
 from ddz.adapters.messaging.server import MIN_SERVER_VERSION
 from ddz.adapters.security.certs import SPIFFE_PREFIX
-from ddz.adapters.security.rights import RIGHTS, TABLE_FRONTS
 from ddz.adapters.telemetry import metrics
 from ddz.config import OPERATOR, RETIRED, SERVICE_PORTS, Settings
 from ddz.entrypoints import serve_cmd

@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 import structlog
-from ddz.adapters.security.tokens import new_claims
+from ddz.access.table_tokens import SignedTokens
+from ddz.access.token_keys import LoginKeys
+from ddz.access.tokens import TokenKeys, new_claims, verify
 from ddz.adapters.telemetry.logging import configure_logging, defaults_without_locals
 from ddz.config import Settings, redacted_url
 from ddz.domain.hand import HandState
@@ -136,3 +138,12 @@ def test_seeds_and_nonces_are_not_in_a_repr() -> None:
     for value, secret in ((start, repr(seed)), (live, repr(seed)), (claims, claims.nonce)):
         assert secret not in repr(value)
     assert "ann" in repr(claims)  # the rest is still there
+
+
+def test_a_seat_token_is_not_in_the_repr_of_the_pass_that_carries_it() -> None:
+    keys = TokenKeys(b"seat-key" * 4, LoginKeys(None))
+    seat_pass = SignedTokens(keys).seat_pass("ann", "t1", 0)
+    assert verify(seat_pass.token, keys).player == "ann"  # a real token, signed
+    assert seat_pass.token not in repr(seat_pass)
+    assert seat_pass.token.split(".")[2] not in repr(seat_pass)
+    assert str(seat_pass.expires) in repr(seat_pass)  # the rest is still there

@@ -1,4 +1,4 @@
-"""Staff tokens (``ddz.adapters.security.staff_tokens``) and the desk's sessions
+"""Staff tokens (``ddz.access.staff_tokens``) and the desk's sessions
 (``services.console.session``): who may open the desk, and what a player's token, an
 expired one, a stranger's key or a forged cookie get instead."""
 
@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from console_kit import Recorder
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from ddz.adapters.security.staff_tokens import TokenError, issue_staff, verify_staff
-from ddz.adapters.security.token_keys import LoginKey, LoginKeys
-from ddz.adapters.security.tokens import TokenKeys, issue, verify
+from ddz.access.staff_tokens import TokenError, issue_staff, verify_staff
+from ddz.access.token_keys import LoginKey, LoginKeys
+from ddz.access.tokens import TokenKeys, issue, verify
 from ddz.adapters.service_db import upgrade_service_db
 from ddz.adapters.store import make_engine
 
@@ -101,7 +101,7 @@ def test_a_session_cookie_is_signed_and_short_lived(tmp_path: Path) -> None:
 def test_ddz_token_prints_a_token_alone_and_refuses_a_staff_token_without_a_role(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ddz.adapters.security.token_keys import login_jwks_path
+    from ddz.access.token_keys import login_jwks_path
     from ddz.config import Settings
     from ddz.entrypoints.cli import main
 

@@ -5,11 +5,11 @@ a seat's stream slots."""
 from __future__ import annotations
 
 import pytest
+from ddz.access.callers import Caller
 from ddz.application.errors import Kind, Reason, Refusal
 from ddz.v1 import table_pb2
 
 from services.table.limits import LIMITED, Rate, RateLimits, StreamSlots
-from services.table.ports import Caller
 
 ANN = Caller("player", "ann")
 ANN_SEAT = Caller("seat", "ann", "t1", 0)

@@ -1,4 +1,4 @@
-"""Bearer tokens (``ddz.adapters.security.tokens``): login tokens (EdDSA JWTs the operator's login
+"""Bearer tokens (``ddz.access.tokens``): login tokens (EdDSA JWTs the operator's login
 signs, checked with its public keys only) and seat tokens (``ddz1``, HMAC, the table's
 own); what verifies, what does not, and where the keys come from."""
 
@@ -16,8 +16,8 @@ import jwt
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from ddz.adapters.security import tokens
-from ddz.adapters.security.token_keys import (
+from ddz.access import tokens
+from ddz.access.token_keys import (
     KeyFileError,
     LoginKey,
     LoginKeys,
@@ -27,7 +27,7 @@ from ddz.adapters.security.token_keys import (
     login_key_path,
     read_jwks,
 )
-from ddz.adapters.security.tokens import (
+from ddz.access.tokens import (
     AUDIENCE,
     ISSUER,
     Claims,

@@ -23,9 +23,9 @@ from typing import Any, TypeVar
 
 import grpc
 
+from ddz.access.tokens import refresh_delay
 from ddz.adapters.rpc.bearer import bearer_channel
 from ddz.adapters.rpc.grpc_client import resumed
-from ddz.adapters.security.tokens import refresh_delay
 from ddz.application.tasks import cancel_and_wait
 from ddz.config import Settings
 from ddz.v1 import hand_events_pb2, table_pb2, table_pb2_grpc

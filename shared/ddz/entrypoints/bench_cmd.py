@@ -35,7 +35,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ddz.adapters.rpc.driver import Driver
 from ddz.adapters.rpc.grpc_client import ask, make_channel
 from ddz.adapters.runtime.stack import Stack
 from ddz.adapters.telemetry.metrics import calls_handled
@@ -51,6 +50,7 @@ from ddz.entrypoints.progress import Progress, add_quiet
 from ddz.entrypoints.running_suite import bench_stack
 from ddz.entrypoints.simulate_cmd import failing_suite
 from ddz.entrypoints.up_cmd import count_of, parse_scale
+from ddz.loadgen.driver import Driver
 from ddz.player_kinds import PLAYER_KINDS
 from ddz.v1 import bot_pb2, bot_pb2_grpc, recorder_pb2, recorder_pb2_grpc
 

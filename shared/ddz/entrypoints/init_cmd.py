@@ -4,7 +4,7 @@
 
 Makes, where missing, everything ``ddz up`` makes at start, so that ``ddz serve NAME``
 (or ``python -m services.NAME``) with the same ``DDZ_DATA_DIR`` finds it: the token
-keys (``ddz.adapters.security.token_keys``), the local CA and a certificate per service and for
+keys (``ddz.access.token_keys``), the local CA and a certificate per service and for
 the operator's tools (``ddz.adapters.security.certs``), an nkey per NATS user and the
 nats-server authorization file (``ddz.adapters.messaging.nats_auth``), the event producers' and
 the recorder's signing keys. Existing files are kept;
@@ -32,11 +32,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run(args: argparse.Namespace) -> int:
+    from ddz.access.token_keys import ensure_keys
     from ddz.adapters.files.data_files import ensure_dir
     from ddz.adapters.messaging import nats_auth
     from ddz.adapters.security.certs import IDENTITIES, ensure_certificates, suite_hosts
     from ddz.adapters.security.event_signing import ensure_event_keys
-    from ddz.adapters.security.token_keys import ensure_keys
     from ddz.adapters.store.keys import ensure_signing_key
 
     settings = Settings.from_env()

@@ -23,7 +23,7 @@ import re
 import sys
 from collections.abc import Iterator
 
-from ddz.adapters.security.tokens import player_token
+from ddz.access.tokens import player_token
 from ddz.config import Settings
 from ddz.domain import ids
 from ddz.entrypoints.running_suite import running_stack

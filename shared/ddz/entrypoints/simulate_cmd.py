@@ -12,7 +12,7 @@ landlord win rate and the settlement totals (read from the settlement service);
 where ``events`` counts every event of those hands (internal ones included) and
 ``stored_events`` how many of them the recorder has stored.
 
-A service that restarts during the run is waited for (``adapters/rpc/driver.py``); one that
+A service that restarts during the run is waited for (``loadgen/driver.py``); one that
 does not come back ends the run with one line, ``ddz: error: <service>: ...``, exit 1
 (``failing_suite``, shared by ``demo``, ``bench`` and ``play``).
 """
@@ -30,7 +30,6 @@ from typing import Any
 
 import grpc
 
-from ddz.adapters.rpc.driver import Driver, HandResult, SettlementTotals
 from ddz.adapters.rpc.grpc_client import refusal_from
 from ddz.application.errors import Refusal
 from ddz.config import Settings
@@ -39,6 +38,7 @@ from ddz.entrypoints.arguments import check_variant, whole
 from ddz.entrypoints.figures import print_figures
 from ddz.entrypoints.progress import Progress, add_quiet
 from ddz.entrypoints.running_suite import running_stack
+from ddz.loadgen.driver import Driver, HandResult, SettlementTotals
 
 MAX_HANDS = 1_000_000
 MAX_TABLES = 256

@@ -21,8 +21,8 @@ from typing import Any, Literal
 
 import grpc
 
+from ddz.access.tokens import player_token
 from ddz.adapters.rpc.grpc_client import error_reason
-from ddz.adapters.security.tokens import player_token
 from ddz.application.errors import Refusal
 from ddz.client.session import Session, Unreachable
 from ddz.config import Settings

@@ -220,7 +220,7 @@ class TableServiceServicer:
         Authentication: every call below, and every call above that acts for a seat or
         reads a seat's cards (Bid, ShowCards, Play, Pass, GetView, WatchHand, Suggest,
         Hint), carries gRPC metadata `authorization: Bearer <token>`. Tokens
-        (ddz/adapters/security/tokens.py, docs/OPERATIONS.md): a seat token from JoinRoom; a player
+        (ddz/access/tokens.py, docs/OPERATIONS.md): a seat token from JoinRoom; a player
         token signed by the operator's own login (it acts for the seats its player holds);
         an operator token (OpenTable, StartHand, and any seat). No token, or one that is
         malformed, badly signed or expired: UNAUTHENTICATED. A valid token for another

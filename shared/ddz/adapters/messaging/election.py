@@ -37,7 +37,7 @@ RIDE_OUT = 2 * ELECTION
 """Seconds a write that must outlast an election keeps asking: a whole election, begun
 just as the write was, plus the client's reconnection to another node and the new
 leader catching up, with room to spare. Shorter than a caller's patience for a
-restarting service (``ddz.adapters.rpc.driver.PATIENCE``)."""
+restarting service (``ddz.loadgen.driver.PATIENCE``)."""
 FIRST_RETRY = 0.05
 """Seconds before the first retry (a lost answer on a healthy stream is retried soon)."""
 UNANSWERED_RETRY = 0.5

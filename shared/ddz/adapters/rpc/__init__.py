@@ -1,6 +1,6 @@
-"""gRPC plumbing: the server every service runs, the client channels and the way
-back from a failed call to a ``Refusal``, the rules instances' routing, and the
-driver that plays hands as a client.
+"""gRPC plumbing: the server every service runs (its interceptor checks each caller's
+right, ``ddz.access``), the client channels (``bearer``: one that carries a token) and
+the way back from a failed call to a ``Refusal``, the rules instances' routing.
 
-May import messaging, store, security, telemetry, files, codec; not runtime.
+May import access, messaging, store, security, telemetry, files, codec; not runtime.
 """

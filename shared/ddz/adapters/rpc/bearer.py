@@ -8,8 +8,8 @@ from typing import Any
 
 import grpc
 
+from ddz.access.tokens import AUTH_HEADER, SCHEME
 from ddz.adapters.rpc.grpc_client import open_channel
-from ddz.adapters.security.tokens import AUTH_HEADER, SCHEME
 from ddz.config import Settings
 
 

@@ -17,7 +17,7 @@ from its last position (``resumed``).
 Every channel is TLS (``open_channel``, the one way a channel to a service is made):
 it trusts the suite's CA (``DDZ_TLS_CA``) and presents this process's certificate
 (``Settings.identity``: a service's own inside a service, ``operator`` in the tools),
-which the internal services require and authorize by (``ddz.adapters.security.rights``). A
+which the internal services require and authorize by (``ddz.access.rights``). A
 channel to an internal service dialled by name checks that the server's certificate is
 that service's (its DNS SAN). Player channels (``client_cert=False``) present none:
 the table service asks none, bearer tokens say who they are. ``DDZ_INSECURE``:
@@ -40,9 +40,9 @@ import structlog
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
+from ddz.access.rights import PLAYER_FACING
 from ddz.adapters.rpc.grpc_server import ERROR_DOMAIN, REQUEST_ID_HEADER, STATUS_OF
 from ddz.adapters.security.certs import read_tls_file
-from ddz.adapters.security.rights import PLAYER_FACING
 from ddz.adapters.telemetry.health import ACTIVE_TABLE
 from ddz.adapters.telemetry.tracing import client_interceptors, configure_tracing
 from ddz.application.errors import Kind, Reason, Refusal

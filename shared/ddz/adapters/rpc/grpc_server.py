@@ -10,7 +10,7 @@ context and writes one log line per call, and a graceful stop on SIGTERM/SIGINT.
 Every listener is TLS (``server_credentials``): an internal service requires a client
 certificate of the suite's CA in the handshake (mutual TLS), the player-facing table
 service asks none (``rights.PLAYER_FACING``). The interceptor authorizes each call by
-its caller's certificate identity against ``ddz.adapters.security.rights.RIGHTS``: a caller
+its caller's certificate identity against ``ddz.access.rights.RIGHTS``: a caller
 without the right is refused PERMISSION_DENIED. ``DDZ_INSECURE`` serves plaintext with
 no identities and no rights, for local development only, and says so loudly at start.
 The servers also bound the calls in flight (``DDZ_MAX_CONCURRENT_RPCS``) and how often
@@ -45,10 +45,10 @@ from grpc_health.v1._async import HealthServicer
 from grpc_reflection.v1alpha import reflection
 from grpc_status import rpc_status
 
+from ddz.access.identity import peer_identity
+from ddz.access.rights import PLAYER_FACING, Right, right_of
 from ddz.adapters.messaging.election import UNANSWERED
-from ddz.adapters.rpc.caller import peer_identity
 from ddz.adapters.security.certs import read_tls_file
-from ddz.adapters.security.rights import PLAYER_FACING, Right, right_of
 from ddz.adapters.telemetry import metrics
 from ddz.adapters.telemetry.health import Check, HealthWatch
 from ddz.adapters.telemetry.tracing import server_interceptors
@@ -132,7 +132,7 @@ class ContextInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
     it by final code with its duration (``ddz_rpc_*`` of ``ddz.adapters.telemetry.metrics``, under
     ``service``), and turns unexpected exceptions into INTERNAL without leaking their
     text to clients. With ``authorize`` (every TLS server), a call whose caller has no
-    right to it (``ddz.adapters.security.rights``) is refused PERMISSION_DENIED before its
+    right to it (``ddz.access.rights``) is refused PERMISSION_DENIED before its
     handler runs."""
 
     def __init__(self, service: str = "", *, authorize: bool = False) -> None:

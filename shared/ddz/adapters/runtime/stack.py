@@ -48,6 +48,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
 
+from ddz.access.token_keys import ensure_keys
 from ddz.adapters.files.data_files import ensure_dir
 from ddz.adapters.messaging import nats_auth
 from ddz.adapters.runtime import stack_file
@@ -73,7 +74,6 @@ from ddz.adapters.runtime.stack_env import (
 )
 from ddz.adapters.runtime.suite_lock import SuiteLock, SuiteRunning, new_run_logs
 from ddz.adapters.security.certs import ensure_certificates, suite_hosts
-from ddz.adapters.security.token_keys import ensure_keys
 from ddz.adapters.service_db import migrate
 from ddz.config import SERVICE_PORTS, WILDCARD_HOSTS, Settings
 

@@ -1,5 +1,5 @@
-"""Who is who and who may do what: certificates, tokens and their keys, staff tokens,
-event signatures, the rights table of every RPC.
+"""The suite's certificates (its CA, each service's identity, TLS files) and the keys that
+sign events. Who may call what -- identities, rights, tokens -- is ``ddz.access``.
 
 May import telemetry, files, codec; never messaging, rpc or runtime.
 """

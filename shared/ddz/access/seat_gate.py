@@ -1,5 +1,6 @@
-"""Seats belong to their players: every call that acts for a seat or reads its cards is
-checked against the caller's token (the ``Tokens`` port reads it).
+"""Seats belong to their players: the table's use cases check every call that acts for
+a seat or reads its cards against the caller's token (the ``Tokens`` port reads it:
+``table_tokens.SignedTokens`` in the service, a fake in the unit tests).
 
 - no token, or one that is malformed, signed with another key or expired:
   ``Refusal.unauthenticated`` (reason ``UNAUTHENTICATED``);
@@ -9,21 +10,56 @@ checked against the caller's token (the ``Tokens`` port reads it).
 
 Operator tokens may do everything (operators already hold the dealer and the store).
 The token arrives as text (the servicer reads it from the call); None means none sent.
+
+The use cases import this module, so it imports no gRPC, no key and no adapter: the
+table and the hand are read through the little of them it needs (``SeatedTable``,
+``SeatedHand``), which the table service's ``Table``, ``Tables`` and ``HandFold`` are.
 """
 
 from __future__ import annotations
 
-from ddz.adapters.messaging.hand_fold import HandFold
-from ddz.application.errors import Refusal
+from collections.abc import Mapping
+from typing import Protocol
 
-from .ports import Caller, Tokens
-from .tables import Table, Tables
+from ddz.access.callers import Caller, Tokens
+from ddz.application.errors import Refusal
+from ddz.domain.hand import HandState
 
 NO_TOKEN = "no token: send 'authorization: Bearer <token>'"
 
 
+class SeatedTable(Protocol):
+    """An open table as the gate reads it: its id, who sits where, who has left."""
+
+    @property
+    def table_id(self) -> str: ...
+
+    @property
+    def left(self) -> Mapping[int, str]:
+        """Seat -> the player who left it."""
+        ...
+
+    def seat_of(self, player_id: str) -> int | None: ...
+
+
+class TablesOfHands(Protocol):
+    def table_of(self, hand_id: str) -> SeatedTable | None:
+        """The table a hand was dealt at (None: not one of this instance's)."""
+        ...
+
+
+class SeatedHand(Protocol):
+    """A hand as the gate reads it: its id and its seats (``state.seats``)."""
+
+    @property
+    def hand_id(self) -> str: ...
+
+    @property
+    def state(self) -> HandState: ...
+
+
 class Gate:
-    def __init__(self, tokens: Tokens, tables: Tables) -> None:
+    def __init__(self, tokens: Tokens, tables: TablesOfHands) -> None:
         self.tokens = tokens
         self.tables = tables
 
@@ -41,7 +77,7 @@ class Gate:
             raise Refusal.denied("only the operator may do this (an operator token)")
         return caller
 
-    def seat(self, token: str | None, fold: HandFold, seat: int) -> Caller:
+    def seat(self, token: str | None, fold: SeatedHand, seat: int) -> Caller:
         """The caller, if they may act for ``seat`` of the hand and read its cards."""
         caller = self.caller(token)
         if caller.operator:
@@ -59,7 +95,7 @@ class Gate:
             raise Refusal.denied(f"{caller.player_id} has left table {table.table_id}")
         return caller
 
-    def at_table(self, token: str | None, table: Table) -> tuple[Caller, int | None]:
+    def at_table(self, token: str | None, table: SeatedTable) -> tuple[Caller, int | None]:
         """The caller and the seat they hold at ``table`` (None for the operator)."""
         caller = self.caller(token)
         if caller.operator:

@@ -1,5 +1,5 @@
-"""The ``Tokens`` port on ``ddz.adapters.security.tokens``: reads the tokens players, seats and
-operators send, and signs the seat tokens a room hands out.
+"""The table's ``Tokens`` port (``callers.Tokens``) on ``tokens``: reads the tokens
+players, seats and operators send, and signs the seat tokens a room hands out.
 
 It holds the seat key and the login's public keys, never the login's private key: the
 table can mint seat tokens, never a player or operator token. Seat tokens last ``ttl``
@@ -7,9 +7,8 @@ seconds (``DDZ_SEAT_TOKEN_TTL``); their holders refresh them (RefreshSeatToken).
 
 from __future__ import annotations
 
-from ddz.adapters.security.tokens import SEAT_TOKEN_TTL, TokenKeys, new_claims, sign, verify
-
-from .ports import Caller, SeatPass
+from ddz.access.callers import Caller, SeatPass
+from ddz.access.tokens import SEAT_TOKEN_TTL, TokenKeys, new_claims, sign, verify
 
 
 class SignedTokens:

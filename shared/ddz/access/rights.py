@@ -10,7 +10,7 @@ without a row is refused to everyone (a unit test keeps the table equal to the p
 
 The table service faces players: its listener asks no client certificate (grpcio
 offers a server either "require and verify" or "do not ask"), so its calls are open to
-any TLS client and its bearer tokens decide (``services.table.auth``; an operator's
+any TLS client and its bearer tokens decide (``ddz.access.seat_gate``; an operator's
 tools carry an operator token). Health and reflection answer any caller that got
 through the handshake.
 """
@@ -57,7 +57,7 @@ def anyone(why: str) -> Right:
     return Right(frozenset(), why, anyone=True)
 
 
-TOKENS = anyone("the table's bearer tokens decide (services.table.auth)")
+TOKENS = anyone("the table's bearer tokens decide (ddz.access.seat_gate)")
 OPEN = anyone("tells nothing about a hand: any caller the listener let in")
 
 RIGHTS: Mapping[str, Right] = MappingProxyType({
@@ -132,7 +132,7 @@ RIGHTS: Mapping[str, Right] = MappingProxyType({
 })  # fmt: skip
 """Every RPC a server of the suite serves, by full name (``package.Service/Method``)."""
 
-NO_RIGHT = Right(frozenset(), "not in ddz.adapters.security.rights.RIGHTS: refused to everyone")
+NO_RIGHT = Right(frozenset(), "not in ddz.access.rights.RIGHTS: refused to everyone")
 
 
 def right_of(method: str) -> Right:

@@ -34,10 +34,10 @@ from typing import Any
 
 import grpc
 
+from ddz.access.tokens import operator_token
 from ddz.adapters.messaging.hand_stream import hand_stream_id
 from ddz.adapters.rpc.bearer import bearer_channel
 from ddz.adapters.rpc.grpc_client import ask, make_channel, resumed
-from ddz.adapters.security.tokens import operator_token
 from ddz.application.errors import Kind, Reason, Refusal
 from ddz.config import Settings
 from ddz.v1 import (

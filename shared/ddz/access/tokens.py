@@ -1,7 +1,7 @@
 """Who is calling: bearer tokens (a channel that carries one: ``ddz.adapters.rpc.bearer``).
 
 Each token is signed by the one party that vouches for it, with a key of its own
-(``ddz.adapters.security.token_keys``):
+(``ddz.access.token_keys``):
 
 Login tokens -- ``player`` and ``operator`` -- are JWTs (RFC 7519) the operator's login
 signs with its Ed25519 private key (``alg: EdDSA``, the key's ``kid`` in the header).
@@ -48,8 +48,8 @@ from typing import Any, Literal
 
 import jwt
 
-from ddz.adapters.security.token_keys import LoginKey, LoginKeys, login_jwks_path, login_key
-from ddz.adapters.security.token_keys import table_token_key as table_token_key  # re-exported
+from ddz.access.token_keys import LoginKey, LoginKeys, login_jwks_path, login_key
+from ddz.access.token_keys import table_token_key as table_token_key  # re-exported
 from ddz.config import Settings
 from ddz.domain import ids
 

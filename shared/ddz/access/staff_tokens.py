@@ -1,14 +1,14 @@
 """Staff tokens: who may open the dispute desk (the ``console`` service), and as what.
 
 A staff token is a JWT the operator's login signs like a player's (EdDSA, the login key's
-``kid`` in the header; ``ddz.adapters.security.tokens``), with its own audience and kind so the two
+``kid`` in the header; ``ddz.access.tokens``), with its own audience and kind so the two
 never stand in for each other: ``aud`` ``"ddz-console"``, ``kind`` ``"staff"``, ``sub`` the
 staff member, ``role`` one of ``ROLES``. The table refuses it (wrong audience, and a kind
 it does not know); the console refuses player and operator tokens (their audience is the
 table's). The console checks it once, at sign-in, with the login's PUBLIC keys only.
 
-Roles: ``support`` finds hands and players, reads timelines and verdicts, hands out
-evidence files; ``auditor`` does that and reads the desk's access log.
+Roles (``callers.ROLES``): ``support`` finds hands and players, reads timelines and
+verdicts, hands out evidence files; ``auditor`` does that and reads the desk's access log.
 """
 
 from __future__ import annotations
@@ -16,14 +16,14 @@ from __future__ import annotations
 import secrets
 import time
 from dataclasses import dataclass
-from typing import Literal
 
 import jwt
 
-from ddz.adapters.security.token_keys import LoginKey, LoginKeys
+from ddz.access.callers import ROLES, Role
+from ddz.access.token_keys import LoginKey, LoginKeys
 from ddz.domain import ids
 
-ISSUER = "ddz-login"  # as ddz.adapters.security.tokens: the same login signs both
+ISSUER = "ddz-login"  # as ddz.access.tokens: the same login signs both
 ALGORITHMS = ["EdDSA"]  # pinned: the algorithm never comes from the token
 MAX_TOKEN_CHARS = 2048
 
@@ -32,8 +32,6 @@ class TokenError(ValueError):
     """Not a valid staff token; the message says why, in a staff member's words."""
 
 
-Role = Literal["support", "auditor"]
-ROLES: tuple[Role, ...] = ("support", "auditor")
 STAFF_AUDIENCE = "ddz-console"
 STAFF_KIND = "staff"
 STAFF_TOKEN_TTL = 12 * 3600

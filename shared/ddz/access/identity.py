@@ -1,6 +1,7 @@
 """Who is calling: the suite's identity of a gRPC caller, read from the client
 certificate of the call's own TLS connection (``spiffe://ddz/<name>``). The server's
-interceptor (``grpc_server``) authorizes each call by it against the rights table."""
+interceptor (``ddz.adapters.rpc.grpc_server``) authorizes each call by it against the
+rights table (``rights``)."""
 
 from __future__ import annotations
 
