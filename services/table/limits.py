@@ -26,7 +26,7 @@ from types import MappingProxyType
 from typing import Literal
 
 from ddz.application.errors import Kind, Reason, Refusal
-from ddz.config import Settings
+from ddz.config.game import TableSettings
 
 from .ports import Caller
 
@@ -41,7 +41,7 @@ class Rate:
     burst: int
 
 
-def rates(settings: Settings) -> Mapping[Limited, Rate]:
+def rates(settings: TableSettings) -> Mapping[Limited, Rate]:
     """Each limited kind of call and its rate (``DDZ_JOIN_*``, ``DDZ_MOVE_*``)."""
     return MappingProxyType({
         "join": Rate(settings.join_rate, settings.join_burst),
@@ -159,5 +159,5 @@ class Limits:
     streams: StreamSlots
 
     @classmethod
-    def of(cls, settings: Settings) -> Limits:
+    def of(cls, settings: TableSettings) -> Limits:
         return cls(RateLimits(rates(settings)), StreamSlots(settings.seat_streams))

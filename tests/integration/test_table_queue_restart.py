@@ -244,7 +244,7 @@ async def a_hand_played(suite: Suite, alice: Session) -> tuple[str, str, Any]:
 
 async def table_events(suite: Suite, table_id: str) -> list[tuple[float, TableEvent]]:
     """The table's stream as written: each event with its envelope's time."""
-    keyring = event_keyring(suite.settings)
+    keyring = event_keyring(suite.settings.keys)
     subject = stream_filter(table_stream_id(table_id))
     found: list[tuple[float, TableEvent]] = []
     seq = 0

@@ -75,7 +75,7 @@ def table_service(settings: Settings, address: str | None) -> Iterator[tuple[Set
         yield settings, address
         return
     with running_stack(settings) as live:
-        yield live, live.address("table")
+        yield live, live.network.address("table")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -129,7 +129,9 @@ class Person:
 
     def _connect(self) -> Session:
         if self.session is None:
-            self.session = Session(self.settings, self.settings.address("table"), self.token)
+            self.session = Session(
+                self.settings, self.settings.network.address("table"), self.token
+            )
         return self.session
 
     async def _disconnect(self) -> None:

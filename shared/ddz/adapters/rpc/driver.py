@@ -98,7 +98,7 @@ class Driver:
     ) -> None:
         self.settings = settings
         self.watch_timeout = watch_timeout
-        self.patience = max(patience, settings.rpc_timeout)
+        self.patience = max(patience, settings.rpc.rpc_timeout)
         self.run_id = uuid.uuid4().hex[:8]
         self._channels: dict[str, grpc.aio.Channel] = {}
 

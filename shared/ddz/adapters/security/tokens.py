@@ -283,17 +283,17 @@ def _claims(body: str) -> Claims:
 
 def verification_keys(settings: Settings) -> TokenKeys:
     """What the table service holds: its seat key and the login's public keys."""
-    return TokenKeys(table_token_key(settings), LoginKeys(login_jwks_path(settings)))
+    return TokenKeys(table_token_key(settings.keys), LoginKeys(login_jwks_path(settings.keys)))
 
 
 def operator_token(settings: Settings, name: str = "operator", ttl: float = TOOL_TOKEN_TTL) -> str:
     """A token for the operator's tools (may do everything), signed as the login."""
-    return issue(login_key(settings), "operator", name, ttl)
+    return issue(login_key(settings.keys), "operator", name, ttl)
 
 
 def player_token(settings: Settings, player_id: str, ttl: float = TOOL_TOKEN_TTL) -> str:
     """What the operator's login hands a player: their id, vouched for."""
-    return issue(login_key(settings), "player", player_id, ttl)
+    return issue(login_key(settings.keys), "player", player_id, ttl)
 
 
 def bearer(metadata: Sequence[tuple[str, str | bytes]] | None) -> str | None:
