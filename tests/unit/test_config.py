@@ -14,8 +14,14 @@ import pytest
 import structlog
 from ddz.adapters.telemetry.logging import configure_logging
 from ddz.config import Settings
-from ddz.config.network import SERVICE_PORTS
-from ddz.config.telemetry import TelemetrySettings
+from ddz.config.bus import bus_from_env
+from ddz.config.fronts import console_from_env, play_from_env, supervision_from_env
+from ddz.config.game import bot_from_env, clocks_from_env, table_from_env
+from ddz.config.network import SERVICE_PORTS, network_from_env
+from ddz.config.rpc import rpc_from_env
+from ddz.config.security import keys_from_env, tls_from_env
+from ddz.config.store import store_from_env
+from ddz.config.telemetry import TelemetrySettings, telemetry_from_env
 
 
 def test_defaults(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -122,6 +128,53 @@ def test_every_variable_is_read(tmp_path: Path) -> None:
 def test_bad_values_name_the_variable(name: str, value: str) -> None:
     with pytest.raises(ValueError, match=name):
         Settings.from_env({name: value})
+
+
+def test_each_part_is_read_by_its_own_function_as_the_whole_reads_it(tmp_path: Path) -> None:
+    """A module handed one part sees what it would have seen in the whole; the parts that
+    keep files under the data dir all keep them under the same one."""
+    env = {
+        "DDZ_DATA_DIR": str(tmp_path),
+        "DDZ_DATABASE_URL": "postgresql://postgres@db/ddz",
+        "DDZ_NATS_URL": "nats://n1:4222,nats://n2:4222",
+        "DDZ_STREAM_REPLICAS": "3",
+        "DDZ_RULES_ADDR": "dns:///rules:50052",
+        "DDZ_INSECURE": "1",
+        "DDZ_AUDIT_KEY_ID": "2026-q4",
+        "DDZ_MAX_MESSAGE_BYTES": "2048",
+        "DDZ_TURN_TIMEOUT": "9",
+        "DDZ_JOIN_BURST": "3",
+        "DDZ_BOT_PARTITIONS": "4",
+        "DDZ_LOG_LEVEL": "warning",
+        "DDZ_TRACE_URL": "https://traces.example/{trace_id}",
+        "DDZ_PLAY_GUESTS": "1",
+        "DDZ_RESTART_LIMIT": "0",
+    }
+    whole = Settings.from_env(env)
+    assert whole.store == store_from_env(env, tmp_path)
+    assert whole.store.database_url == "postgresql+psycopg://postgres@db/ddz"
+    assert whole.bus == bus_from_env(env, tmp_path)
+    assert (whole.bus.nats_servers, whole.bus.stream_replicas) == (
+        ("nats://n1:4222", "nats://n2:4222"),
+        3,
+    )
+    assert whole.network == network_from_env(env)
+    assert whole.network.targets("rules") == ("dns:///rules:50052",)
+    assert whole.tls == tls_from_env(env, tmp_path) and whole.tls.insecure
+    assert whole.keys == keys_from_env(env, tmp_path) and whole.keys.audit_key_id == "2026-q4"
+    assert whole.rpc == rpc_from_env(env) and whole.rpc.max_message_bytes == 2048
+    assert whole.clocks == clocks_from_env(env) and whole.clocks.turn_timeout == 9.0
+    assert whole.table == table_from_env(env) and whole.table.join_burst == 3
+    assert whole.bot == bot_from_env(env) and whole.bot.bot_partitions == 4
+    assert whole.telemetry == telemetry_from_env(env, tmp_path)
+    assert whole.telemetry.log_dir == tmp_path / "logs"
+    assert whole.console == console_from_env(env)
+    assert whole.play == play_from_env(env) and whole.play.play_guests
+    assert whole.supervision == supervision_from_env(env)
+    assert whole.supervision.restart_limit == 0
+    kept_under = {whole.data_dir, whole.bus.data_dir, whole.tls.data_dir, whole.keys.data_dir,
+                  whole.telemetry.data_dir}  # fmt: skip
+    assert kept_under == {tmp_path}
 
 
 def test_unknown_service_is_a_clear_error() -> None:

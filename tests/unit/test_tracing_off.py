@@ -25,7 +25,7 @@ from ddz.adapters.telemetry.logging import configure_logging
 from ddz.config import Settings
 
 settings = Settings.from_env()
-assert not tracing.configure_tracing(settings, service="rules")
+assert not tracing.configure_tracing(settings.telemetry, service="rules")
 grpc_client.make_channel(settings, target="127.0.0.1:1")  # a tool's first channel
 assert not tracing.active()
 assert isinstance(trace.get_tracer_provider(), ProxyTracerProvider)
