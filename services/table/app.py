@@ -111,7 +111,7 @@ class TableApp:
         # Read now: a bad rooms file or key stops the service before it serves.
         self.rooms = load_rooms(settings.table.rooms_file)
         check_turn_seconds(self.rooms, settings.clocks.turn_timeout)
-        self.keys = verification_keys(settings)
+        self.keys = verification_keys(settings.keys)
         self.table_key = table_token_key(settings.keys)
         self.tables = Tables()
         self.bus: EventBus | None = None

@@ -245,7 +245,7 @@ async def test_a_cut_stream_resumes_after_its_last_position(proxy: tuple[Proxy, 
                                                              stack: Stack) -> None:  # fmt: skip
     cutter, address = proxy
     settings = stack.settings
-    token = operator_token(settings, "restart-test")
+    token = operator_token(settings.keys, "restart-test")
     async with (
         bearer_channel(settings, token) as direct,
         bearer_channel(settings, token, target=address) as through,

@@ -115,7 +115,9 @@ def test_a_person_at_a_terminal_plays_on_through_a_table_restart(stack: Stack) -
 
 async def _stays_away(stack: Stack) -> None:
     settings = stack.settings
-    session = Session(settings, settings.network.address("table"), player_token(settings, "lou"))
+    session = Session(
+        settings, settings.network.address("table"), player_token(settings.keys, "lou")
+    )
     try:
         rooms = await session.rooms()
         room = next(r for r in rooms.rooms if r.room_id == "classic")

@@ -237,7 +237,7 @@ class Suite:
         """The table service as the operator (who may act for any seat)."""
         key = f"operator@{self.settings.network.address('table')}"
         if key not in self._channels:
-            self._channels[key] = bearer_channel(self.settings, operator_token(self.settings))
+            self._channels[key] = bearer_channel(self.settings, operator_token(self.settings.keys))
         return table_pb2_grpc.TableServiceStub(self._channels[key])
 
     def table_as(self, token: str | None) -> table_pb2_grpc.TableServiceStub:
@@ -250,11 +250,11 @@ class Suite:
         return table_pb2_grpc.TableServiceStub(channel)
 
     def operator(self) -> table_pb2_grpc.TableServiceStub:
-        return self.table_as(operator_token(self.settings))
+        return self.table_as(operator_token(self.settings.keys))
 
     def player(self, player_id: str) -> table_pb2_grpc.TableServiceStub:
         """A player logged in through the operator's login (a player token)."""
-        return self.table_as(player_token(self.settings, player_id))
+        return self.table_as(player_token(self.settings.keys, player_id))
 
     async def stop(self, name: str, grace: float = 0.1) -> None:
         """Stop ``name`` (as its process is stopped); ``start`` brings it back."""

@@ -268,7 +268,9 @@ async def test_the_play_clients_session_refreshes_its_seat_token_while_it_sits(
 ) -> None:
     await table_with(suite, seat_token_ttl=3.0)
     settings = suite.settings
-    session = Session(settings, settings.network.address("table"), player_token(settings, "ann"))
+    session = Session(
+        settings, settings.network.address("table"), player_token(settings.keys, "ann")
+    )
     try:
         rooms = {room.room_id: room for room in (await session.rooms()).rooms}
         joined = await session.join(rooms["classic"])

@@ -55,7 +55,7 @@ async def test_malformed_requests_are_refused_as_the_clients_error(
     rng = random.Random(SEED)
     tls = grpc.ssl_channel_credentials(suite.settings.tls.tls_ca_path.read_bytes())
     channel = grpc.aio.secure_channel(suite.settings.network.address("table"), tls)
-    metadata = [(AUTH_HEADER, f"Bearer {operator_token(suite.settings)}")]
+    metadata = [(AUTH_HEADER, f"Bearer {operator_token(suite.settings.keys)}")]
     problems: list[str] = []
     try:
         for rpc in ("GetTable", "GetView", "Play", "StartHand", "WatchHand"):

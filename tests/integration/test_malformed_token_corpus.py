@@ -83,8 +83,13 @@ async def test_a_fuzzed_corpus_of_tokens_is_unauthenticated_and_nothing_secret_i
     elsewhere = sign(
         new_claims("seat", "zed", 600, table="elsewhere", seat=0), table_token_key(settings.keys)
     )
-    valid = [operator_token(settings), hand.token, player_token(settings, "ann"), elsewhere]
-    wrong = [player_token(settings, "zed"), elsewhere]
+    valid = [
+        operator_token(settings.keys),
+        hand.token,
+        player_token(settings.keys, "ann"),
+        elsewhere,
+    ]
+    wrong = [player_token(settings.keys, "zed"), elsewhere]
     login = login_key(settings.keys)
     cases = Corpus(rng, valid, wrong, table_token_key(settings.keys), login).cases(CORPUS_SIZE)
     calls = rpcs(hand)

@@ -237,7 +237,7 @@ async def test_the_table_takes_a_tls_player_without_a_client_certificate(suite: 
         assert anonymous.value.code() is grpc.StatusCode.UNAUTHENTICATED  # a token decides
     # A player's own channel (ddz play): the CA and a token, no certificate of its own.
     player = settings.as_identity("a-player-without-files")
-    async with bearer_channel(player, player_token(settings, "pat")) as channel:
+    async with bearer_channel(player, player_token(settings.keys, "pat")) as channel:
         rooms = await table_pb2_grpc.TableServiceStub(channel).ListRooms(  # type: ignore[no-untyped-call]
             table_pb2.ListRoomsRequest()
         )

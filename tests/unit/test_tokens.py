@@ -214,11 +214,11 @@ def test_keys_are_made_in_the_data_dir_and_derive_from_nothing(tmp_path: Path) -
     # The JWKS holds the public key only, and the table's keys verify the login's tokens.
     jwks = json.loads(login_jwks_path(one.keys).read_text())
     assert [set(k) for k in jwks["keys"]] == [{"kty", "crv", "x", "kid", "alg", "use"}]
-    keys = verification_keys(one)
-    assert verify(tokens.operator_token(one), keys).kind == "operator"
-    assert verify(tokens.player_token(one, "ann"), keys).player == "ann"
+    keys = verification_keys(one.keys)
+    assert verify(tokens.operator_token(one.keys), keys).kind == "operator"
+    assert verify(tokens.player_token(one.keys, "ann"), keys).player == "ann"
     with pytest.raises(TokenError, match="unknown login key"):
-        verify(tokens.operator_token(two), keys)
+        verify(tokens.operator_token(two.keys), keys)
     assert not hasattr(keys, "private") and "private" not in repr(keys)
 
 
@@ -238,8 +238,8 @@ def test_keys_come_from_the_settings(tmp_path: Path) -> None:
 
 def test_login_keys_rotate_by_kid(tmp_path: Path) -> None:
     settings = Settings.from_env({"DDZ_DATA_DIR": str(tmp_path)})
-    keys = verification_keys(settings)  # before any key exists: an empty set
-    old = tokens.operator_token(settings)  # makes the login key and publishes it
+    keys = verification_keys(settings.keys)  # before any key exists: an empty set
+    old = tokens.operator_token(settings.keys)  # makes the login key and publishes it
     assert verify(old, keys).kind == "operator"  # the file changed: read again
     # Rotation: a new key published beside the old; tokens of both verify.
     new = LoginKey.of(Ed25519PrivateKey.generate())
@@ -247,12 +247,12 @@ def test_login_keys_rotate_by_kid(tmp_path: Path) -> None:
     document["keys"].append(new.jwk)
     login_jwks_path(settings.keys).write_text(json.dumps(document))
     assert verify(issue(new, "operator", "op", 60), keys).player == "op"
-    assert verify(old, verification_keys(settings)).kind == "operator"
+    assert verify(old, verification_keys(settings.keys)).kind == "operator"
     # The old key withdrawn: its tokens are refused by a service that reads the file anew.
     document["keys"] = [new.jwk]
     login_jwks_path(settings.keys).write_text(json.dumps(document))
     with pytest.raises(TokenError, match="unknown login key"):
-        verify(old, verification_keys(settings))
+        verify(old, verification_keys(settings.keys))
 
 
 def test_a_jwks_with_a_private_key_or_no_keys_is_refused(tmp_path: Path) -> None:

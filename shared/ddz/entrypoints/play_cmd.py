@@ -83,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
     address = check_address(args.table_address) if args.table_address else None
     settings = Settings.from_env()
     with table_service(settings, address) as (live, target):
-        token = args.token or player_token(live, name)
+        token = args.token or player_token(live.keys, name)
         return asyncio.run(_play(live, target, name, token, args.room))
 
 

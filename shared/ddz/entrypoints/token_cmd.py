@@ -50,8 +50,8 @@ def run(args: argparse.Namespace) -> int:
     elif args.role is not None:
         raise ValueError("--role is for staff tokens only")
     elif args.kind == "player":
-        token = player_token(settings, name, args.ttl or TOOL_TOKEN_TTL)
+        token = player_token(settings.keys, name, args.ttl or TOOL_TOKEN_TTL)
     else:
-        token = operator_token(settings, name, args.ttl or TOOL_TOKEN_TTL)
+        token = operator_token(settings.keys, name, args.ttl or TOOL_TOKEN_TTL)
     sys.stdout.write(token + "\n")
     return 0

@@ -105,7 +105,7 @@ class Driver:
     def _channel(self, service: str) -> grpc.aio.Channel:
         if service not in self._channels:
             if service == "table":  # opening bot tables is the operator's
-                token = operator_token(self.settings, "driver")
+                token = operator_token(self.settings.keys, "driver")
                 self._channels[service] = bearer_channel(self.settings, token, service)
             else:
                 self._channels[service] = make_channel(self.settings, service)
