@@ -337,9 +337,10 @@ async def without_watchdog(
 ) -> AsyncIterator[Tables]:
     """As ``tables``, the bot's stalled-hand watchdog out of reach (a seat handed to the
     bot is the table's turn clock's doing) and turns long enough to outlast a take-over."""
+    settings = suite_settings(tmp_path, nats_server.url, turn_timeout=15.0)
     settings = replace(
-        suite_settings(tmp_path, nats_server.url, turn_timeout=15.0),
-        lease_ttl=TTL, stall_margin=3600.0,
+        settings, bus=replace(settings.bus, lease_ttl=TTL),
+        clocks=replace(settings.clocks, stall_margin=3600.0),
     )  # fmt: skip
     async with running_suite(BELOW_TABLE, settings, bus) as suite:
         pair = Tables(suite)
