@@ -32,13 +32,13 @@ def init(settings: Settings) -> None:
     otherwise make at its first start: made here, it can go into a Secret beforehand."""
     if cli.main(["init"]) != 0:
         raise ValueError("ddz init failed")
-    ensure_signing_key(settings.audit_signing_key_path, settings.audit_public_keys_path)
+    ensure_signing_key(settings.keys.audit_signing_key_path, settings.keys.audit_public_keys_path)
 
 
 def stream(settings: Settings) -> None:
     """The ``DDZ`` stream with ``DDZ_STREAM_REPLICAS`` and the retention limits, made by
     the ``provision`` user (its seed: ``<data dir>/nats/provision.nk``)."""
-    asyncio.run(nats_auth.provision_stream(settings))
+    asyncio.run(nats_auth.provision_stream(settings.bus))
 
 
 STEPS: dict[str, Callable[[Settings], None]] = {

@@ -1,8 +1,8 @@
 """Event signing keys for tests that publish or read events without a suite: one test
 key per producer (made in this process, never written anywhere) and the keyring of
 their public halves. Tests on a suite use the suite's own keys instead
-(``ensure_signer(suite.settings, name)``, ``event_keyring(suite.settings)``), as its
-services find them in its data dir. ``hand_envelopes``: a self-played hand's events,
+(``ensure_signer(suite.settings.keys, name)``, ``event_keyring(suite.settings.keys)``), as
+its services find them in its data dir. ``hand_envelopes``: a self-played hand's events,
 enveloped and signed as the services publish them."""
 
 from __future__ import annotations

@@ -6,10 +6,10 @@ docs/ARCHITECTURE.md, made from the code itself (grimp, import-linter's import g
     python tools/package_map.py --check   # exit 1 when the document's picture is stale
 
 A node is a package (or top-level module) of ``ddz`` (the adapters drawn by their
-packages, one concern each), or the services together; an arrow
-says that some module of one imports some module of the other when the code runs (imports
-inside functions count, ``TYPE_CHECKING`` ones do not). Nodes are listed from the top
-(imported by none of ours) down, so every arrow points down the list.
+packages, one concern each), or the services together; an arrow says that some module
+of one imports some module of the other (imports inside functions and under
+``TYPE_CHECKING`` count: a type needed from above is a dependency too). Nodes are listed
+from the top (imported by none of ours) down, so every arrow points down the list.
 """
 
 from __future__ import annotations
@@ -29,11 +29,16 @@ SERVICES = "services.*"
 GENERATED = "ddz.v1"  # protobuf stubs (tools/gen_protos.py)
 
 
-def import_graph() -> grimp.ImportGraph:
-    for path in (ROOT / "shared", ROOT):
+def import_graph(
+    packages: tuple[str, ...] = ("ddz", "services"),
+    paths: tuple[Path, ...] = (ROOT / "shared", ROOT),
+) -> grimp.ImportGraph:
+    """Every import between the modules of ``packages`` (found under ``paths``): at module
+    level, inside functions and under ``TYPE_CHECKING`` alike."""
+    for path in paths:
         if str(path) not in sys.path:
             sys.path.insert(0, str(path))
-    return grimp.build_graph("ddz", "services", exclude_type_checking_imports=True, cache_dir=None)
+    return grimp.build_graph(*packages, exclude_type_checking_imports=False, cache_dir=None)
 
 
 # Packages drawn by their subpackages, so the picture shows where each concern lives

@@ -6,7 +6,7 @@ As it starts, once the feed follows the bus, it reads back the hands still in pl
 before it started is played.
 
 ``build(settings, player=..., partition=i, partitions=n)``: the player kind
-(``ddz.player_kinds``; default ``settings.bot_player``, the strong bot) and a static
+(``ddz.player_kinds``; default ``settings.bot.bot_player``, the strong bot) and a static
 share of the hands (one instance plays every hand by default).
 
 Several instances (``DDZ_BOT_PARTITIONS`` > 1): the hands are shared by partition leases
@@ -73,14 +73,14 @@ class BotApp:
         if not 0 <= partition < max(1, partitions):
             raise ValueError(f"partition {partition} is not one of 0..{partitions - 1}")
         self.settings = settings
-        self.player_kind = player or settings.bot_player
-        self.player = make_player(self.player_kind, max_ms=settings.bot_max_ms)
+        self.player_kind = player or settings.bot.bot_player
+        self.player = make_player(self.player_kind, max_ms=settings.bot.bot_max_ms)
         self.partition = partition
         self.partitions_n = partitions
         self.durable = NAME if partitions <= 1 else f"{NAME}-{partition}-of-{partitions}"
         self.holder = instance_id(NAME)
         self.partitions: Partitions | None = None
-        self.shared = settings.bot_partitions > 1  # hands shared by partition leases
+        self.shared = settings.bot.bot_partitions > 1  # hands shared by partition leases
         if self.shared:
             self.durable = f"{NAME}-{subject_token(self.holder)}"
         self._taking: set[asyncio.Task[int]] = set()
@@ -94,13 +94,13 @@ class BotApp:
         self._resuming: asyncio.Task[int] | None = None
 
     async def start(self) -> None:
-        self.bus = await connect_bus(self.settings, NAME)
+        self.bus = await connect_bus(self.settings.bus, NAME)
         self.rules = rules_service(self.settings)  # each hand's moves to one instance
-        rules = RulesClient(self.rules, timeout=self.settings.rpc_timeout)
+        rules = RulesClient(self.rules, timeout=self.settings.rpc.rpc_timeout)
         self.autoplay = AutoPlay(rules, self.player, owns=self._owns)
         self.feed = HandFeed(
             self.bus,
-            keyring=event_keyring(self.settings),  # every event folded is verified
+            keyring=event_keyring(self.settings.keys),  # every event folded is verified
             keep_ended=0,
             on_change=self._changed,
             accept=self._owns,
@@ -110,8 +110,8 @@ class BotApp:
             self.feed,
             self.autoplay.moves,
             self.autoplay.kick,
-            stall_after=self.settings.turn_timeout + self.settings.stall_margin,
-            auto_play_after=self.settings.timeouts_to_autoplay,
+            stall_after=self.settings.clocks.turn_timeout + self.settings.clocks.stall_margin,
+            auto_play_after=self.settings.clocks.timeouts_to_autoplay,
         )
         self.servicer = BotServicer(
             Suggest(FeedLookup(self.feed), self.player), GetStats(self.autoplay, self.player_kind)
@@ -127,8 +127,8 @@ class BotApp:
         )  # fmt: skip
         self.watchdog.start()
         self.partitions = Partitions(
-            self.bus, self.holder, self.settings.bot_partitions,
-            ttl=self.settings.lease_ttl, replicas=self.settings.stream_replicas,
+            self.bus, self.holder, self.settings.bot.bot_partitions,
+            ttl=self.settings.bus.lease_ttl, replicas=self.settings.bus.stream_replicas,
             on_taken=self._partition_taken, on_lost=self._partition_lost,
             on_members=self._members_counted,
         )  # fmt: skip

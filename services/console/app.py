@@ -43,13 +43,16 @@ class ConsoleApp:
         settings = self.settings
         self.recorder, self.settlement = connect(settings)
         sessions = Sessions(
-            session_key(settings.data_dir), settings.console_session_ttl, self.recorder
+            session_key(settings.data_dir), settings.console.console_session_ttl, self.recorder
         )
         console = Console(
-            Desk(self.recorder, self.settlement), sessions, LoginKeys(login_jwks_path(settings)),
-            secure_cookie=not settings.insecure, trace_url=settings.trace_url,
+            Desk(self.recorder, self.settlement), sessions,
+            LoginKeys(login_jwks_path(settings.keys)),
+            secure_cookie=not settings.tls.insecure, trace_url=settings.console.trace_url,
         )  # fmt: skip
-        self.web = await WebServer.start(console, settings, settings.console_web_address, NAME)
+        self.web = await WebServer.start(
+            console, settings, settings.network.console_web_address, NAME
+        )
 
     def checks(self) -> Mapping[str, Check]:
         return {"web": lambda: self.web is not None and self.web.running()}

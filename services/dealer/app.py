@@ -31,17 +31,17 @@ class DealerApp:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self.engine = make_engine(settings.database_url)
+        self.engine = make_engine(settings.store.database_url)
         self.bus: EventBus | None = None
         self.servicer: DealerServicer | None = None
 
     async def start(self) -> None:
         await asyncio.to_thread(upgrade_service_db, self.engine)
-        self.bus = await connect_bus(self.settings, NAME)
-        keyring = event_keyring(self.settings)  # the table's records are verified too
+        self.bus = await connect_bus(self.settings.bus, NAME)
+        keyring = event_keyring(self.settings.keys)  # the table's records are verified too
         dealer = Dealer(
             SeedVault(self.engine),
-            JetStreamHandLog(self.bus, ensure_signer(self.settings, NAME), keyring),
+            JetStreamHandLog(self.bus, ensure_signer(self.settings.keys, NAME), keyring),
             BusTableRecords(self.bus, keyring),
             producer_name(NAME),
         )  # fmt: skip

@@ -41,13 +41,16 @@ class PlayApp:
         settings = self.settings
         self.channel = make_channel(settings, "table")
         guests = None
-        if settings.play_guests:  # the login's key signs guests' tokens: a local suite's
-            key = login_key(settings)
+        if settings.play.play_guests:  # the login's key signs guests' tokens: a local suite's
+            key = login_key(settings.keys)
             guests = Guests(lambda name, ttl: issue(key, "player", name, ttl))
             log.warning("play_guests", why="DDZ_PLAY_GUESTS: anyone may play as a guest")
         app = PlayWeb(TableGateway(TableForward(self.channel)), guests)
         self.web = await WebServer.start(
-            app, settings, settings.listen_address("play", settings.play_web_port), NAME
+            app,
+            settings,
+            settings.network.listen_address("play", settings.network.play_web_port),
+            NAME,
         )
 
     def checks(self) -> Mapping[str, Check]:

@@ -30,7 +30,8 @@ from ddz.adapters.telemetry.health import Check, database_reachable
 from ddz.audit.evidence.file import Evidence, build_evidence
 from ddz.audit.evidence.keys import NoAuditKeys, auditor_keyring
 from ddz.audit.store.source import hand_stream_id, load_hand
-from ddz.config import Settings, redacted_url
+from ddz.config import Settings
+from ddz.urls import redacted_url
 from ddz.v1 import (
     audit_pb2,
     audit_pb2_grpc,
@@ -81,23 +82,26 @@ class RecorderApp:
         # The signing key first: made when missing, its public key published for auditors.
         self.signer = await asyncio.to_thread(
             ensure_signing_key,
-            self.settings.audit_signing_key_path,
-            self.settings.audit_public_keys_path,
+            self.settings.keys.audit_signing_key_path,
+            self.settings.keys.audit_public_keys_path,
         )
-        self.store = await asyncio.to_thread(create_store, self.settings.database_url, upgrade=True)
+        self.store = await asyncio.to_thread(
+            create_store, self.settings.store.database_url, upgrade=True
+        )
         # The desk's index lives in the services' lineage of the same database.
         await asyncio.to_thread(upgrade_service_db, self.store.engine)
         self.index = HandIndex(self.store.engine)
-        self.bus = await connect_bus(self.settings, NAME)
+        self.bus = await connect_bus(self.settings.bus, NAME)
         record = Record(
             self.store, sign_head=self._sign_head if self.sign_heads else None,
-            keyring=event_keyring(self.settings), on_stored=self.index.apply_many,
+            keyring=event_keyring(self.settings.keys), on_stored=self.index.apply_many,
         )  # fmt: skip
         self.chains = record.chains
         self.consumer = StoreConsumer(self.bus, record, self.durable)
         self.lease = Lease(
-            self.bus, writer_lease(self.settings.database_url), self.holder,
-            service=NAME, ttl=self.settings.lease_ttl, replicas=self.settings.stream_replicas,
+            self.bus, writer_lease(self.settings.store.database_url), self.holder,
+            service=NAME, ttl=self.settings.bus.lease_ttl,
+            replicas=self.settings.bus.stream_replicas,
             on_taken=self._write, on_lost=self._stand_by,
         )  # fmt: skip
         await self.lease.start()
@@ -190,9 +194,9 @@ class RecorderApp:
         keys = (
             auditor_keyring_or_empty(self.settings)
             .with_public({self.signer.key_id: self.signer.public_key})
-            .with_events(event_keyring(self.settings))  # every event: its producer's
+            .with_events(event_keyring(self.settings.keys))  # every event: its producer's
         )
-        audits = Audits(self.store, self.settings.database_url, keys)
+        audits = Audits(self.store, self.settings.store.database_url, keys)
         self.audits = audits
         audit = AuditServicer(audits)
         audit_pb2_grpc.add_AuditServiceServicer_to_server(audit, server)  # type: ignore[no-untyped-call]
@@ -224,7 +228,7 @@ def writer_lease(database_url: str) -> str:
 
 def auditor_keyring_or_empty(settings: Settings) -> Keyring:
     try:
-        return auditor_keyring(settings)
+        return auditor_keyring(settings.keys)
     except NoAuditKeys:
         return Keyring()
 

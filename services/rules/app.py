@@ -35,12 +35,12 @@ class RulesApp:
         self.servicer: RulesServicer | None = None
 
     async def start(self) -> None:
-        self.bus = await connect_bus(self.settings, NAME)
+        self.bus = await connect_bus(self.settings.bus, NAME)
         self.channel = make_channel(self.settings, "dealer")
         dealer = dealer_pb2_grpc.DealerServiceStub(self.channel)  # type: ignore[no-untyped-call]
         rules = Rules(
             JetStreamHandLog(
-                self.bus, ensure_signer(self.settings, NAME), event_keyring(self.settings)
+                self.bus, ensure_signer(self.settings.keys, NAME), event_keyring(self.settings.keys)
             ),
             DealerSeeds(dealer),
             HandCache(CACHE_SIZE),

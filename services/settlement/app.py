@@ -31,17 +31,17 @@ class SettlementApp:
     def __init__(self, settings: Settings, durable: str) -> None:
         self.settings = settings
         self.durable = durable
-        self.engine = make_engine(settings.database_url)
+        self.engine = make_engine(settings.store.database_url)
         self.projection = BalanceProjection(self.engine)
         self.bus: EventBus | None = None
         self.consumer: SettlementConsumer | None = None
 
     async def start(self) -> None:
         await asyncio.to_thread(upgrade_service_db, self.engine)
-        self.bus = await connect_bus(self.settings, NAME)
+        self.bus = await connect_bus(self.settings.bus, NAME)
         apply = ApplySettled(
             self.projection, BusStartedHands(self.bus), SqlEventStore(self.engine),
-            event_keyring(self.settings),
+            event_keyring(self.settings.keys),
         )  # fmt: skip
         self.consumer = SettlementConsumer(self.bus, apply)
         await self.consumer.start(self.durable)

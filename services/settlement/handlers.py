@@ -11,7 +11,6 @@ never be applied is refused as INVALID (the consumer terminates it).
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
 
 import structlog
 from ddz.adapters.codec import CodecError
@@ -19,12 +18,10 @@ from ddz.adapters.messaging.subjects import stream_parts
 from ddz.adapters.security.event_signing import BadEvent, EventKeyring
 from ddz.application.errors import Reason, Refusal
 from ddz.domain import ids
+from ddz.domain.balances import Balance, SettledHand
 from ddz.domain.hand.events import HandSettled, HandStarted
 
 from .ports import Ledgers, StartedHands, Streams
-
-if TYPE_CHECKING:
-    from ddz.adapters.service_db.balances import Balance, SettledHand
 
 log = structlog.get_logger("ddz.settlement")
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
+from ddz.domain.balances import Balance, SettledHand
 from ddz.domain.hand.events import HandSettled
 
-if TYPE_CHECKING:  # the projection's rows and the store's records
-    from ddz.adapters.service_db.balances import Balance, SettledHand
+if TYPE_CHECKING:  # the store's records
     from ddz.adapters.store import StoredEvent
 
 

@@ -109,10 +109,10 @@ class TableApp:
     ) -> None:
         self.settings = settings
         # Read now: a bad rooms file or key stops the service before it serves.
-        self.rooms = load_rooms(settings.rooms_file)
-        check_turn_seconds(self.rooms, settings.turn_timeout)
-        self.keys = verification_keys(settings)
-        self.table_key = table_token_key(settings)
+        self.rooms = load_rooms(settings.table.rooms_file)
+        check_turn_seconds(self.rooms, settings.clocks.turn_timeout)
+        self.keys = verification_keys(settings.keys)
+        self.table_key = table_token_key(settings.keys)
         self.tables = Tables()
         self.bus: EventBus | None = None
         self.feed: HandFeed | None = None
@@ -143,9 +143,9 @@ class TableApp:
         return channel
 
     async def start(self) -> None:
-        self.bus = await connect_bus(self.settings, NAME)
+        self.bus = await connect_bus(self.settings.bus, NAME)
         self.rules = rules_service(self.settings)  # each hand's calls to one instance
-        keyring = event_keyring(self.settings)  # every event folded or read is verified
+        keyring = event_keyring(self.settings.keys)  # every event folded or read is verified
         self.feed = HandFeed(
             self.bus, keyring=keyring, keep_log=True, keep_ended=KEEP_ENDED,
             on_change=self._changed,
@@ -160,23 +160,23 @@ class TableApp:
             settlement=SettlementClient(
                 settlement_pb2_grpc.SettlementServiceStub(self._channel("settlement"))  # type: ignore[no-untyped-call]
             ),
-            tokens=SignedTokens(self.keys, self.table_key, self.settings.seat_token_ttl),
-            ready_wait=self.settings.turn_timeout,
-            limits=Limits.of(self.settings),
-            turn_seconds=self.settings.turn_timeout,
-            auto_play_seconds=self.settings.autoplay_turn_timeout,
-            auto_play_after=self.settings.timeouts_to_autoplay,
-            reconnect_grace=self.settings.reconnect_grace,
+            tokens=SignedTokens(self.keys, self.table_key, self.settings.table.seat_token_ttl),
+            ready_wait=self.settings.clocks.turn_timeout,
+            limits=Limits.of(self.settings.table),
+            turn_seconds=self.settings.clocks.turn_timeout,
+            auto_play_seconds=self.settings.clocks.autoplay_turn_timeout,
+            auto_play_after=self.settings.clocks.timeouts_to_autoplay,
+            reconnect_grace=self.settings.clocks.reconnect_grace,
             evidence=EvidenceClient(desk_pb2_grpc.DeskServiceStub(self._channel("recorder"))),  # type: ignore[no-untyped-call]
         )
         self.servicer = TableServicer(self.handlers)
         self.clock = TurnClock(self.handlers.timing, self.handlers.moves.time_out)
         self.table_log = JetStreamTableLog(
-            self.bus, producer=NAME, keyring=keyring, signer=ensure_signer(self.settings, NAME)
+            self.bus, producer=NAME, keyring=keyring, signer=ensure_signer(self.settings.keys, NAME)
         )
         self.lease = Lease(
-            self.bus, LEASE, self.holder, service=NAME, ttl=self.settings.lease_ttl,
-            replicas=self.settings.stream_replicas, on_taken=self._taken, on_lost=self._lost,
+            self.bus, LEASE, self.holder, service=NAME, ttl=self.settings.bus.lease_ttl,
+            replicas=self.settings.bus.stream_replicas, on_taken=self._taken, on_lost=self._lost,
             want=lambda: self.role is not Role.STEPPED_DOWN,
         )  # fmt: skip
         try:
@@ -184,7 +184,7 @@ class TableApp:
             if self._activation is not None:
                 await self._activation  # the first instance is active before it serves
             self.watch = ActiveWatch(
-                self.bus, replicas=self.settings.stream_replicas, on_change=self._saw
+                self.bus, replicas=self.settings.bus.stream_replicas, on_change=self._saw
             )
             await self.watch.start()
         except BaseException:
@@ -210,7 +210,7 @@ class TableApp:
             for attempt in range(1, TAKE_OVER_ATTEMPTS + 1):
                 try:
                     await self._rebuild(self.table_log)  # again: only the tables not yet known
-                    await self.handlers.restore_queues(self.bus, self.settings.stream_replicas)
+                    await self.handlers.restore_queues(self.bus, self.settings.bus.stream_replicas)
                     await self.feed.follow(NAME)
                     break
                 except (nats.errors.Error, TimeoutError) as exc:

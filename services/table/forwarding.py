@@ -86,19 +86,19 @@ def forwarding_channel(settings: Settings, address: str) -> grpc.aio.Channel:
     """A channel to the active instance at ``address``: no retries, no waiting for it."""
     initial, most = RECONNECT_BACKOFF_MS
     options: list[tuple[str, Any]] = [
-        ("grpc.max_receive_message_length", settings.max_message_bytes),
-        ("grpc.max_send_message_length", settings.max_message_bytes),
+        ("grpc.max_receive_message_length", settings.rpc.max_message_bytes),
+        ("grpc.max_send_message_length", settings.rpc.max_message_bytes),
         ("grpc.enable_retries", 0),
         ("grpc.initial_reconnect_backoff_ms", initial),
         ("grpc.max_reconnect_backoff_ms", most),
         *KEEPALIVE,
     ]
-    if settings.insecure:
+    if settings.tls.insecure:
         return grpc.aio.insecure_channel(
             address, options=options, interceptors=client_interceptors()
         )
     credentials = grpc.ssl_channel_credentials(
-        root_certificates=read_tls_file(settings.tls_ca_path, "CA")
+        root_certificates=read_tls_file(settings.tls.tls_ca_path, "CA")
     )
     # The table is player facing, so its clients set no name override (they check the
     # name they dial); an instance dialled by address must still be the table.

@@ -19,7 +19,8 @@ import structlog
 from ddz.adapters.messaging.bus import EventBus
 from ddz.adapters.messaging.lease import STANDBY_POLL, lease_bucket
 from ddz.application.tasks import cancel_and_wait
-from ddz.config import WILDCARD_HOSTS, Settings
+from ddz.config import Settings
+from ddz.config.network import WILDCARD_HOSTS
 from nats.js.kv import KeyValue
 
 LEASE = "table"
@@ -36,9 +37,9 @@ def advertised(settings: Settings) -> str:
     """Where the other instances dial this one (``DDZ_TABLE_ADVERTISE``), else where it
     listens; for a wildcard host, the address this host's name resolves to (a container's
     or a pod's own IP; loopback on a machine whose name resolves there)."""
-    if settings.table_advertise:
-        return settings.table_advertise
-    host, _, port = settings.listen_address(NAME).rpartition(":")
+    if settings.table.table_advertise:
+        return settings.table.table_advertise
+    host, _, port = settings.network.listen_address(NAME).rpartition(":")
     if host in WILDCARD_HOSTS:
         try:
             host = socket.gethostbyname(socket.gethostname())

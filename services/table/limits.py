@@ -27,7 +27,7 @@ from typing import Literal
 
 from ddz.access.callers import Caller
 from ddz.application.errors import Kind, Reason, Refusal
-from ddz.config import Settings
+from ddz.config.game import TableSettings
 
 Limited = Literal["join", "move"]
 SWEEP_EVERY = 1024
@@ -40,7 +40,7 @@ class Rate:
     burst: int
 
 
-def rates(settings: Settings) -> Mapping[Limited, Rate]:
+def rates(settings: TableSettings) -> Mapping[Limited, Rate]:
     """Each limited kind of call and its rate (``DDZ_JOIN_*``, ``DDZ_MOVE_*``)."""
     return MappingProxyType({
         "join": Rate(settings.join_rate, settings.join_burst),
@@ -158,5 +158,5 @@ class Limits:
     streams: StreamSlots
 
     @classmethod
-    def of(cls, settings: Settings) -> Limits:
+    def of(cls, settings: TableSettings) -> Limits:
         return cls(RateLimits(rates(settings)), StreamSlots(settings.seat_streams))

@@ -148,7 +148,7 @@ class ChaosReport:
 
 def all_serving(stack: Stack) -> bool:
     return all(
-        health_status(stack.settings.address(name), 0.5, settings=stack.settings) == SERVING
+        health_status(stack.settings.network.address(name), 0.5, settings=stack.settings) == SERVING
         for name in stack.services
     )
 
@@ -174,7 +174,7 @@ def kill(stack: Stack, victim: str) -> None:
 
 def hands_over(settings: Settings) -> int:
     """Hands the store holds to their end (a ``seed_revealed``), 0 while it cannot say."""
-    engine = make_engine(settings.database_url)
+    engine = make_engine(settings.store.database_url)
     try:
         with engine.connect() as connection:
             return int(
@@ -277,7 +277,7 @@ def run_chaos(data_dir: Path, chaos: Chaos) -> ChaosReport:
 def check_store(settings: Settings) -> tuple[dict[str, int], list[str]]:
     """Each event once, every stream's versions 1..n, every hand dealt also over: the
     store's figures (events, streams, hands started and over) and what is wrong."""
-    engine = make_engine(settings.database_url)
+    engine = make_engine(settings.store.database_url)
     try:
         with engine.connect() as connection:
             rows = connection.execute(

@@ -288,8 +288,8 @@ def simulate(stack: Stack, variant: str, cluster: Cluster) -> Simulate:
     settings = stack.settings
     env = {k: v for k, v in os.environ.items() if not k.startswith("DDZ_")}
     env["DDZ_DATA_DIR"] = str(settings.data_dir)
-    if not settings.database_url.startswith("sqlite"):
-        env["DDZ_DATABASE_URL"] = settings.database_url
+    if not settings.store.database_url.startswith("sqlite"):
+        env["DDZ_DATABASE_URL"] = settings.store.database_url
     out = settings.data_dir / f"simulate-{variant}.out"
     err = settings.data_dir / f"simulate-{variant}.err"
     with out.open("wb") as stdout, err.open("wb") as stderr:
@@ -331,7 +331,7 @@ def run_cluster(data_dir: Path, cluster: Cluster, database_url: str | None = Non
     with Stack(settings, ephemeral_ports=True, scale=scale, nats_cluster=NATS_NODES) as stack:
         started = time.monotonic()
         report.started_in = started - begun
-        report.bot_partitions = stack.settings.bot_partitions
+        report.bot_partitions = stack.settings.bot.bot_partitions
         deadline = started + cluster.budget
         report.simulates = [simulate(stack, v, cluster) for v in cluster.variants]
         try:

@@ -37,7 +37,7 @@ class PlaySuite:
 
     @property
     def ca(self) -> Path:
-        return self.stack.settings.tls_ca_path
+        return self.stack.settings.tls.tls_ca_path
 
     def token(self, kind: str, name: str) -> str:
         done = subprocess.run(

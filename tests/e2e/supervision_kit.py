@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 from ddz.adapters.runtime.probes import SERVING, health_status
 from ddz.adapters.runtime.stack_env import settings_env, with_free_ports
-from ddz.config import SERVICE_PORTS, Settings
+from ddz.config import Settings
+from ddz.config.network import SERVICE_PORTS
 
 BOUND = 120.0  # seconds any one wait may take on a loaded machine
 
@@ -85,7 +86,9 @@ class Up:
                 self.pids[match[1]] = int(match[3])
         assert set(self.pids) == expected, self.transcript()
         nats = sorted(url for name, url in self.addresses.items() if name.startswith("nats"))
-        self.settings = dataclasses.replace(self.settings, nats_url=",".join(nats))
+        self.settings = dataclasses.replace(
+            self.settings, bus=dataclasses.replace(self.settings.bus, nats_url=",".join(nats))
+        )
 
     def _read(self, stream: object, lines: list[str]) -> None:
         for line in stream:  # type: ignore[attr-defined]

@@ -79,7 +79,7 @@ async def forge(settings: Settings) -> None:
     """A played hand's ``hand_settled`` again, under the rules' key id but signed with a
     key of the forger's own, published with the rules' NATS credentials (which let it
     onto the bus): its consumers refuse it for a bad signature."""
-    store = create_store(settings.database_url)
+    store = create_store(settings.store.database_url)
     hand = next(s for s in store.stream_ids() if s.startswith("hand-"))
     rows = store.read_stream(hand)
     genuine = codec.parse_envelope(next(r.envelope for r in rows if r.type == "hand_settled"))
@@ -89,7 +89,7 @@ async def forge(settings: Settings) -> None:
     forged.stream_version = len(rows) + 1
     forger = EventSigner("rules", genuine.producer_key_id, Ed25519PrivateKey.generate())
     bus = await EventBus.connect(
-        settings.nats_url, max_reconnect_attempts=0, **connect_options(settings, "rules")
+        settings.bus.nats_url, max_reconnect_attempts=0, **connect_options(settings.bus, "rules")
     )
     try:
         await bus.js.publish(

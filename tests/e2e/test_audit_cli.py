@@ -68,7 +68,7 @@ def store_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StoreDir]:
     data = tmp_path_factory.mktemp("ddz-data")
     url = f"sqlite:///{data / 'ddz.sqlite3'}"
     # The producers' public keyring where the services keep it: <data dir>/keys/.
-    PRODUCERS.publish(Settings.from_env({"DDZ_DATA_DIR": str(data)}).event_keyring_path)
+    PRODUCERS.publish(Settings.from_env({"DDZ_DATA_DIR": str(data)}).keys.event_keyring_path)
     store = create_store(url, upgrade=True)
     rng = random.Random(77)
     clean = {
@@ -304,9 +304,11 @@ def public_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PublicDir]:
     public keyring."""
     data = tmp_path_factory.mktemp("ddz-public")
     settings = Settings.from_env({"DDZ_DATA_DIR": str(data)})
-    recorder = ensure_signing_key(settings.audit_signing_key_path, settings.audit_public_keys_path)
-    PRODUCERS.publish(settings.event_keyring_path)  # their public keys; the private ones: here
-    store = create_store(settings.database_url, upgrade=True)
+    recorder = ensure_signing_key(
+        settings.keys.audit_signing_key_path, settings.keys.audit_public_keys_path
+    )
+    PRODUCERS.publish(settings.keys.event_keyring_path)  # their public keys; the private ones: here
+    store = create_store(settings.store.database_url, upgrade=True)
     rng = random.Random(78)
     rules = [VARIANTS[name] for name in sorted(VARIANTS)]
     genuine = [
@@ -339,7 +341,9 @@ def public_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PublicDir]:
             for signature in signatures:
                 conn.execute(sa.insert(stream_signatures), dataclasses.asdict(signature))
     store.close()
-    settings.audit_signing_key_path.rename(tmp_path_factory.mktemp("vault") / "audit-signing.key")
+    settings.keys.audit_signing_key_path.rename(
+        tmp_path_factory.mktemp("vault") / "audit-signing.key"
+    )
     public = {p.name for p in (data / "keys").iterdir() if not p.name.startswith(".")}
     assert public == {"audit-public.json", "event-keyring.json"}  # the lock file aside
     assert not list(data.rglob("*.key")) and not (data / "audit.key").exists()

@@ -133,7 +133,7 @@ def pristine(base: Path) -> Path:
     done = ddz(["init"], data_dir)
     assert done.returncode == 0, done.stderr
     store = data_dir / "ddz.sqlite3"
-    upgrade_store(Settings.from_env({"DDZ_DATA_DIR": str(data_dir)}).database_url)
+    upgrade_store(Settings.from_env({"DDZ_DATA_DIR": str(data_dir)}).store.database_url)
     with contextlib.closing(sqlite3.connect(store)) as connection:  # all of it in the file
         connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     assert store.stat().st_size > 4096 and not store.with_name("ddz.sqlite3-wal").exists()

@@ -77,7 +77,9 @@ def ensure_running(stack: Stack, name: str) -> None:
     if not stack.processes[name].running():
         start_again(stack, name)
     deadline = time.monotonic() + 60
-    while health_status(stack.settings.address(name), 0.5, settings=stack.settings) != SERVING:
+    while (
+        health_status(stack.settings.network.address(name), 0.5, settings=stack.settings) != SERVING
+    ):
         assert time.monotonic() < deadline, (
             f"{name} is not back:\n{stack.processes[name].log_lines()}"
         )
@@ -233,7 +235,7 @@ class Proxy:
 @pytest.fixture
 async def proxy(stack: Stack) -> AsyncIterator[tuple[Proxy, str]]:
     ensure_running(stack, "table")
-    running = Proxy(stack.settings.address("table"))
+    running = Proxy(stack.settings.network.address("table"))
     address = await running.start()
     yield running, address
     await running.close()
@@ -243,7 +245,7 @@ async def test_a_cut_stream_resumes_after_its_last_position(proxy: tuple[Proxy, 
                                                              stack: Stack) -> None:  # fmt: skip
     cutter, address = proxy
     settings = stack.settings
-    token = operator_token(settings, "restart-test")
+    token = operator_token(settings.keys, "restart-test")
     async with (
         bearer_channel(settings, token) as direct,
         bearer_channel(settings, token, target=address) as through,

@@ -33,7 +33,8 @@ from cluster_kit import LOCAL_STACK, report_figures
 from ddz.adapters.messaging import nats_auth
 from ddz.adapters.runtime.nats_server import cluster_config, find_nats_server
 from ddz.adapters.service_db import migrate
-from ddz.config import SERVICE_PORTS, Settings
+from ddz.config import Settings
+from ddz.config.network import SERVICE_PORTS
 from hosts_kit import Hosts, netns_unavailable, new_tag
 
 SEED_VARIABLE = "DDZ_HOSTS_SEED"
@@ -148,7 +149,7 @@ class Run:
         provision = (
             "import asyncio; from ddz.config import Settings;"
             " from ddz.adapters.messaging import nats_auth;"
-            " asyncio.run(nats_auth.provision_stream(Settings.from_env()))"
+            " asyncio.run(nats_auth.provision_stream(Settings.from_env().bus))"
         )
         done = self.hosts.call(1, [sys.executable, "-c", provision], self.env(1), timeout=60)
         assert done.returncode == 0, f"provisioning the stream: {done.stderr[-2000:]}"

@@ -25,7 +25,8 @@ from ddz.adapters.messaging import nats_auth
 from ddz.adapters.runtime import stack_file
 from ddz.adapters.runtime.probes import SERVING, health_status
 from ddz.adapters.runtime.stack import Stack
-from ddz.config import SERVICE_PORTS, Settings
+from ddz.config import Settings
+from ddz.config.network import SERVICE_PORTS
 from ddz.domain.ruleset import VARIANTS
 from ddz.loadgen.driver import Driver
 from metrics_kit import value

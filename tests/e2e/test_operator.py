@@ -64,7 +64,11 @@ def test_a_second_ddz_up_on_a_data_dir_is_refused_and_a_killed_one_holds_nothing
         nexts = [line.split() for line in first.out if f"DDZ_DATA_DIR={data_dir} " in line]
         assert {words[2] for words in nexts} >= {"play", "simulate"}, first.transcript()
         # The same settings as the first (its ports, its data dir): as a user would retry.
-        same = env_of(dataclasses.replace(first.settings, nats_url=""))
+        same = env_of(
+            dataclasses.replace(
+                first.settings, bus=dataclasses.replace(first.settings.bus, nats_url="")
+            )
+        )
         second = ddz("up", "--nats-port", "0", env=same, timeout=60)
         assert second.returncode == 2, second.stderr
         line = one_line(second.stderr)
@@ -77,7 +81,7 @@ def test_a_second_ddz_up_on_a_data_dir_is_refused_and_a_killed_one_holds_nothing
         assert first.serving("table") and first.process.poll() is None
         first_pids = set(first.pids.values())
         # A tool run with another data dir, where the first suite's table listens.
-        table_port = str(first.settings.port("table"))
+        table_port = str(first.settings.network.port("table"))
         elsewhere = {"DDZ_DATA_DIR": str(tmp_path / "b"), "DDZ_TABLE_PORT": table_port}
         simulate_off_a_terminal_beside_another_suite(
             env_of(Settings.from_env(elsewhere)), tmp_path / "b"

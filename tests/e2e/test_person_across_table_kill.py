@@ -68,7 +68,10 @@ def kill_and_restart_table(stack: Stack) -> None:
     time.sleep(0.5)
     stack.restart("table")
     deadline = time.monotonic() + 60
-    while health_status(stack.settings.address("table"), 0.5, settings=stack.settings) != SERVING:
+    while (
+        health_status(stack.settings.network.address("table"), 0.5, settings=stack.settings)
+        != SERVING
+    ):
         assert time.monotonic() < deadline, stack.processes["table"].log_lines()
         time.sleep(0.05)
 
@@ -112,7 +115,9 @@ def test_a_person_at_a_terminal_plays_on_through_a_table_restart(stack: Stack) -
 
 async def _stays_away(stack: Stack) -> None:
     settings = stack.settings
-    session = Session(settings, settings.address("table"), player_token(settings, "lou"))
+    session = Session(
+        settings, settings.network.address("table"), player_token(settings.keys, "lou")
+    )
     try:
         rooms = await session.rooms()
         room = next(r for r in rooms.rooms if r.room_id == "classic")

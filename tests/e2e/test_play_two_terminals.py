@@ -271,7 +271,7 @@ def assert_never_shown(hands: set[str], transcript: str, whose: str) -> None:
 def ledger_of(stack: Stack, player_id: str) -> settlement_pb2.SettledHand:
     """The player's one settled hand, from the settlement service (it settles from the
     bus, so it may lag the screens a little)."""
-    with blocking_channel(stack.settings.address("settlement"), stack.settings) as channel:
+    with blocking_channel(stack.settings.network.address("settlement"), stack.settings) as channel:
         settlement = settlement_pb2_grpc.SettlementServiceStub(channel)  # type: ignore[no-untyped-call]
         deadline = time.monotonic() + WAIT
         while time.monotonic() < deadline:
@@ -292,7 +292,7 @@ def ledger_of(stack: Stack, player_id: str) -> settlement_pb2.SettledHand:
 
 def stored_events(stack: Stack, hand_id: str) -> list[Recorded]:
     """The hand's events as the recorder stored them, once it has stored the end."""
-    store = create_store(stack.settings.database_url)
+    store = create_store(stack.settings.store.database_url)
     try:
         deadline = time.monotonic() + WAIT
         while time.monotonic() < deadline:

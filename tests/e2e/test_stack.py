@@ -25,7 +25,8 @@ from ddz.adapters.messaging.nats_auth import connect_options
 from ddz.adapters.runtime.stack import Stack
 from ddz.adapters.runtime.stack_env import settings_env, with_free_ports
 from ddz.adapters.security.event_signing import event_keyring
-from ddz.config import SERVICE_PORTS, Settings
+from ddz.config import Settings
+from ddz.config.network import SERVICE_PORTS
 from ddz.domain.ruleset import VARIANTS
 from ddz.loadgen.driver import Driver
 
@@ -62,7 +63,7 @@ async def _play_every_variant(stack: Stack) -> None:
     settings = stack.settings
     # The stack's nats-server knows only its users: read the stream as the tools do.
     bus = await EventBus.connect(
-        settings.nats_url, name="e2e", **connect_options(settings, nats_auth.TOOLS)
+        settings.bus.nats_url, name="e2e", **connect_options(settings.bus, nats_auth.TOOLS)
     )
     try:
         async with Driver(settings) as driver:
@@ -73,7 +74,7 @@ async def _play_every_variant(stack: Stack) -> None:
                 assert await driver.stored_events([result]) == result.events
                 stored = await driver.read_hand(result.hand_id)
                 on_bus, _cursor = await hand_stream.read(
-                    bus, result.hand_id, keyring=event_keyring(settings)
+                    bus, result.hand_id, keyring=event_keyring(settings.keys)
                 )
                 # In order, exactly once, byte for byte what was published.
                 versions = [codec.parse_envelope(e.envelope).stream_version for e in stored]
@@ -152,7 +153,7 @@ def test_ctrl_c_stops_ddz_up_and_leaves_no_process(tmp_path: Path) -> None:
     """``ddz up`` in the foreground; Ctrl-C (SIGINT) stops services, then NATS."""
     settings = Settings.from_env({"DDZ_DATA_DIR": str(tmp_path)})
     settings = with_free_ports(settings)
-    ports = settings.ports
+    ports = settings.network.ports
     up = subprocess.Popen(
         [sys.executable, "-m", "ddz.entrypoints.cli", "up", "--nats-port", "0"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ddz_env(settings),
@@ -180,7 +181,7 @@ def test_ctrl_c_stops_ddz_up_and_leaves_no_process(tmp_path: Path) -> None:
         assert len(pids) == len(SERVICE_PORTS) + 1, "".join(lines)
         assert f"table        127.0.0.1:{ports['table']}" in "".join(lines)
         # the player's page, where ddz up says it is
-        assert f"play         https://127.0.0.1:{settings.play_web_port}" in "".join(lines)
+        assert f"play         https://127.0.0.1:{settings.network.play_web_port}" in "".join(lines)
         up.send_signal(signal.SIGINT)
         assert up.wait(30) == 0
     finally:

@@ -24,7 +24,8 @@ from ddz.adapters.messaging import nats_auth
 from ddz.adapters.runtime.children import ServiceProcess
 from ddz.adapters.runtime.stack_env import settings_env
 from ddz.adapters.runtime.supervisor import CrashLoop, RestartPolicy, Supervisor
-from ddz.config import SERVICE_PORTS, Settings
+from ddz.config import Settings
+from ddz.config.network import SERVICE_PORTS
 from metrics_kit import scrape, total
 from supervision_kit import BOUND, Up, gone, processes_of, wait_until
 
@@ -119,7 +120,9 @@ def test_ctrl_c_stops_everything_and_restarts_nothing(up: Up) -> None:
     assert "ddz: stopped" in up.err, up.transcript()
     for name in SERVICE_PORTS:
         # The log holds this run of the service, restarts included; the last stopped gracefully.
-        last_run = (up.settings.log_dir / f"{name}.log").read_text().rsplit("rules_engine", 1)
+        last_run = (
+            (up.settings.telemetry.log_dir / f"{name}.log").read_text().rsplit("rules_engine", 1)
+        )
         assert '"event": "stopped"' in last_run[-1], f"{name} did not stop gracefully"
 
 

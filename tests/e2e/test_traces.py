@@ -194,7 +194,7 @@ def _wait_for(received: Received, results: list[HandResult], timeout: float = 60
 
 
 def _stored(settings: Settings, hand_id: str) -> list[Any]:
-    store = create_store(settings.database_url)
+    store = create_store(settings.store.database_url)
     try:
         return store.read_stream(f"hand-{hand_id}")
     finally:
@@ -272,7 +272,7 @@ def test_stored_events_carry_their_trace_and_the_audit_is_clean(traced: Traced) 
 def test_log_lines_inside_spans_carry_their_ids(traced: Traced) -> None:
     spans = {(s.trace_id, s.span_id) for s in traced.received.snapshot()}
     inside = []
-    for log_file in Path(traced.settings.log_dir).glob("*.log"):
+    for log_file in Path(traced.settings.telemetry.log_dir).glob("*.log"):
         for line in log_file.read_text().splitlines():
             if not line.startswith("{"):
                 continue

@@ -126,12 +126,14 @@ def originals() -> Iterator[tuple[SqlEventStore, dict[str, list[str]]]]:
 def log_file(suite: Suite) -> Iterator[Any]:
     """Every service's log (and the standard library's) as JSON lines in one file, INFO
     and up (one line per refused call, with its reason)."""
-    path = suite.settings.log_dir / "suite.log"
-    configure_logging(replace(suite.settings, log_level="INFO"), service="suite", log_file=path)
+    path = suite.settings.telemetry.log_dir / "suite.log"
+    configure_logging(
+        replace(suite.settings.telemetry, log_level="INFO"), service="suite", log_file=path
+    )
     try:
         yield path
     finally:
-        configure_logging(suite.settings, service="pytest", stream=io.StringIO())
+        configure_logging(suite.settings.telemetry, service="pytest", stream=io.StringIO())
 
 
 # --- an operator's recorded hands, for the evidence tests ---------------------------------------
@@ -144,9 +146,9 @@ def operator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Operator]:
     a classic hand where seats dropped and came back."""
     data = tmp_path_factory.mktemp("operator")
     settings = Settings.from_env({"DDZ_DATA_DIR": str(data)})
-    evidence_kit.PRODUCERS.publish(settings.event_keyring_path)
+    evidence_kit.PRODUCERS.publish(settings.keys.event_keyring_path)
     recorder = _recorder(settings)
-    store = create_store(settings.database_url, upgrade=True)
+    store = create_store(settings.store.database_url, upgrade=True)
     rng = random.Random(30)
     quiet = Mischief(refuse=0.08, disconnect=0.0)
     hands = {
@@ -183,8 +185,11 @@ def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def server(data_dir: Path) -> Iterator[NatsServer]:
     config = nats_auth.write_config(data_dir)
     with start_nats_server(data_dir / "jetstream", port=0, config_file=config) as running:
-        settings = dataclasses.replace(settings_for(data_dir), nats_url=running.url)
-        asyncio.run(nats_auth.provision_stream(settings))
+        settings = dataclasses.replace(
+            settings_for(data_dir),
+            bus=dataclasses.replace(settings_for(data_dir).bus, nats_url=running.url),
+        )
+        asyncio.run(nats_auth.provision_stream(settings.bus))
         yield running
 
 
@@ -193,7 +198,7 @@ async def connect(server: NatsServer, data_dir: Path) -> AsyncIterator[Connect]:
     opened: list[Client] = []
 
     async def as_user(name: str, errors: Errors | None = None) -> Client:
-        options = connect_options(settings_for(data_dir), name)
+        options = connect_options(settings_for(data_dir).bus, name)
         assert options["nkeys_seed"] == str(nats_auth.seed_path(data_dir, name))
         nc = await nats.connect(
             server.url, error_cb=(errors or Errors()).callback, max_reconnect_attempts=0, **options

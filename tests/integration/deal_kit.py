@@ -38,7 +38,7 @@ async def _write(
 ) -> TableCursor:
     """One event on the table's stream, as the table service writes and signs it."""
     log = JetStreamTableLog(
-        bus, keyring=event_keyring(settings), signer=ensure_signer(settings, "table")
+        bus, keyring=event_keyring(settings.keys), signer=ensure_signer(settings.keys, "table")
     )
     return await log.append(table_id, after, [event])
 

@@ -54,7 +54,7 @@ def decide_request(hand_id: str, command: Command, **fields: Any) -> rules_pb2.D
 
 async def full_state(suite: Suite, hand_id: str) -> HandState:
     """The hand with every seat's cards, from the bus (as a bot reads it)."""
-    read, _ = await hand_stream.read(suite.bus, hand_id, keyring=event_keyring(suite.settings))
+    read, _ = await hand_stream.read(suite.bus, hand_id, keyring=event_keyring(suite.settings.keys))
     return replay(hand_events(r.event for r in read))
 
 

@@ -38,11 +38,13 @@ class Operator:
 
 
 def _recorder(settings: Settings) -> Ed25519Signer:
-    return ensure_signing_key(settings.audit_signing_key_path, settings.audit_public_keys_path)
+    return ensure_signing_key(
+        settings.keys.audit_signing_key_path, settings.keys.audit_public_keys_path
+    )
 
 
 def _public(settings: Settings) -> Keyring:
-    return auditor_keyring(settings, public_only=True)
+    return auditor_keyring(settings.keys, public_only=True)
 
 
 def _fingerprints(keyring_file: Path) -> dict[str, str]:

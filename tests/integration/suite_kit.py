@@ -35,7 +35,8 @@ from ddz.adapters.rpc.grpc_client import make_channel
 from ddz.adapters.runtime.service_runner import START_ORDER, RunningService, start_services
 from ddz.adapters.runtime.stack_env import settings_env
 from ddz.adapters.security.certs import ensure_certificates
-from ddz.config import OPERATOR, Settings
+from ddz.config import Settings
+from ddz.config.security import OPERATOR
 from ddz.v1 import (
     audit_pb2_grpc,
     bot_pb2_grpc,
@@ -178,7 +179,7 @@ class AsCaller:
 class Suite:
     """Services running for one test and the clients the test holds.
 
-    ``settings`` point at where the services are bound (``settings.address(name)``);
+    ``settings`` point at where the services are bound (``settings.network.address(name)``);
     ``running`` holds them by name. Stubs: ``dealer``, ``rules``, ``recorder``,
     ``audit`` (the recorder's audit service), ``settlement``, ``bot``; ``table`` is the
     table service as the operator; ``table_as(token)``, ``operator()`` and
@@ -195,7 +196,7 @@ class Suite:
     def channel(self, name: str, identity: str = OPERATOR) -> grpc.aio.Channel:
         """One channel per service where it is bound now (restarted: a new channel) and
         per identity it is called as (its certificate)."""
-        key = f"{identity}@{self.settings.address(name)}"
+        key = f"{identity}@{self.settings.network.address(name)}"
         if key not in self._channels:
             self._channels[key] = make_channel(self.settings.as_identity(identity), name)
         return self._channels[key]
@@ -234,9 +235,9 @@ class Suite:
     @property
     def table(self) -> table_pb2_grpc.TableServiceStub:
         """The table service as the operator (who may act for any seat)."""
-        key = f"operator@{self.settings.address('table')}"
+        key = f"operator@{self.settings.network.address('table')}"
         if key not in self._channels:
-            self._channels[key] = bearer_channel(self.settings, operator_token(self.settings))
+            self._channels[key] = bearer_channel(self.settings, operator_token(self.settings.keys))
         return table_pb2_grpc.TableServiceStub(self._channels[key])
 
     def table_as(self, token: str | None) -> table_pb2_grpc.TableServiceStub:
@@ -249,11 +250,11 @@ class Suite:
         return table_pb2_grpc.TableServiceStub(channel)
 
     def operator(self) -> table_pb2_grpc.TableServiceStub:
-        return self.table_as(operator_token(self.settings))
+        return self.table_as(operator_token(self.settings.keys))
 
     def player(self, player_id: str) -> table_pb2_grpc.TableServiceStub:
         """A player logged in through the operator's login (a player token)."""
-        return self.table_as(player_token(self.settings, player_id))
+        return self.table_as(player_token(self.settings.keys, player_id))
 
     async def stop(self, name: str, grace: float = 0.1) -> None:
         """Stop ``name`` (as its process is stopped); ``start`` brings it back."""

@@ -191,7 +191,7 @@ def typed(update: table_pb2.WatchHandResponse, name: str) -> bool:
 async def true_states(suite: Suite, hand_id: str) -> dict[int, HandState]:
     """The hand's real state at every stream version, from every event on the bus."""
     read, _cursor = await hand_stream.read(
-        suite.bus, hand_id, keyring=event_keyring(suite.settings)
+        suite.bus, hand_id, keyring=event_keyring(suite.settings.keys)
     )
     states: dict[int, HandState] = {0: HandState()}
     state = HandState()

@@ -126,7 +126,7 @@ async def test_each_players_moves_and_joins_are_rate_limited(suite: Suite) -> No
 async def test_a_seat_has_a_few_streams_at_most_and_a_closed_one_frees_its_slot(
     suite: Suite,
 ) -> None:
-    most = suite.settings.seat_streams
+    most = suite.settings.table.seat_streams
     assert most == 4  # the default
     ann = await join(suite.player("ann"), "classic")
     hand_id, seat = ann.hand_id, ann.seat
@@ -268,7 +268,9 @@ async def test_the_play_clients_session_refreshes_its_seat_token_while_it_sits(
 ) -> None:
     await table_with(suite, seat_token_ttl=3.0)
     settings = suite.settings
-    session = Session(settings, settings.address("table"), player_token(settings, "ann"))
+    session = Session(
+        settings, settings.network.address("table"), player_token(settings.keys, "ann")
+    )
     try:
         rooms = {room.room_id: room for room in (await session.rooms()).rooms}
         joined = await session.join(rooms["classic"])

@@ -61,12 +61,12 @@ async def _corpus_audits_clean(suite: Suite, hands_per_variant: int, workers: in
         if variant in BEAN_VARIANTS:
             assert sum(h.escaped for h in hands) > 0, variant
     total = hands_per_variant * len(VARIANTS)
-    url = suite.settings.database_url
+    url = suite.settings.store.database_url
 
     # Only the public keyrings: what anyone may be handed (the recorder signs heads with
     # Ed25519, the producers their events).
-    public = Keyring(public=read_public_keys(suite.settings.audit_public_keys_path))
-    public = public.with_events(event_keyring(suite.settings))
+    public = Keyring(public=read_public_keys(suite.settings.keys.audit_public_keys_path))
+    public = public.with_events(event_keyring(suite.settings.keys))
     report = audit_all(url, public, workers=workers)
     assert report.failures == []
     assert (report.hands, report.clean, report.failed, report.incomplete) == (total, total, 0, 0)

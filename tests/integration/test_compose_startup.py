@@ -25,7 +25,8 @@ import yaml
 from ddz.adapters.messaging.nats_auth import connect_options, inbox_prefix
 from ddz.adapters.messaging.subjects import STREAM_NAME
 from ddz.adapters.runtime.nats_server import find_nats_server, free_port
-from ddz.config import SERVICE_PORTS, Settings
+from ddz.config import Settings
+from ddz.config.network import SERVICE_PORTS
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVICES = yaml.safe_load((ROOT / "docker-compose.yml").read_text())["services"]
@@ -161,12 +162,12 @@ def started(tmp_path: Path, data_dir: Path, env: dict[str, str]) -> Iterator[Any
 
 async def connects_as_rules(settings: Settings) -> int:
     """Connect as the rules service's user and read the stream's replicas."""
-    options: dict[str, Any] = connect_options(settings, "rules")
+    options: dict[str, Any] = connect_options(settings.bus, "rules")
     assert options["inbox_prefix"] == inbox_prefix("rules")  # its own user, from init's seed
-    rules = await nats.connect(list(settings.nats_servers), allow_reconnect=False, **options)
+    rules = await nats.connect(list(settings.bus.nats_servers), allow_reconnect=False, **options)
     try:
         info = await rules.jetstream().stream_info(STREAM_NAME)
-        assert info.config.max_age == settings.stream_max_age  # the default retention
+        assert info.config.max_age == settings.bus.stream_max_age  # the default retention
         replicas: int = info.config.num_replicas
         return replicas
     finally:

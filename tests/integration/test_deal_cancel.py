@@ -83,12 +83,14 @@ async def open_bot_table(suite: Suite, table_id: str) -> None:
 async def short_deal_deadline(suite: Suite) -> None:
     """The table service again, its calls' deadline 1 s (each Deal attempt's)."""
     await suite.stop("table")
-    suite.settings = dataclasses.replace(suite.settings, rpc_timeout=1.0)
+    suite.settings = dataclasses.replace(
+        suite.settings, rpc=dataclasses.replace(suite.settings.rpc, rpc_timeout=1.0)
+    )
     await suite.start("table")
 
 
 async def hand_events(suite: Suite, hand_id: str) -> list[Any]:
-    found, _ = await read_hand(suite.bus, hand_id, keyring=event_keyring(suite.settings))
+    found, _ = await read_hand(suite.bus, hand_id, keyring=event_keyring(suite.settings.keys))
     return found
 
 
@@ -96,13 +98,13 @@ async def last_table_event(suite: Suite, table_id: str) -> object:
     """The last event of the table's stream, read from the bus."""
     subject = stream_filter(table_stream_id(table_id))
     msg = await suite.bus.js.get_last_msg(suite.bus.stream, subject)
-    envelope = event_keyring(suite.settings).open(msg.data or b"")
+    envelope = event_keyring(suite.settings.keys).open(msg.data or b"")
     return decode(envelope.type, envelope.type_version, envelope.payload)
 
 
 async def hands_listed(suite: Suite, table_id: str) -> tuple[str, ...]:
     """The table's hands as its stream has them (withdrawn ones left out)."""
-    log = JetStreamTableLog(suite.bus, keyring=event_keyring(suite.settings))
+    log = JetStreamTableLog(suite.bus, keyring=event_keyring(suite.settings.keys))
     history = await log.read(table_id)
     assert history is not None
     return tuple(history.state.hand_ids)

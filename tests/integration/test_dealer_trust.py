@@ -84,7 +84,7 @@ async def refused(call: object) -> tuple[grpc.StatusCode, str | None, str]:
 
 async def events_on_bus(suite: Suite, hand_id: str) -> list[hand_stream.ReadEvent]:
     """The hand's events from JetStream, each verified as its producer's."""
-    read, _ = await hand_stream.read(suite.bus, hand_id, keyring=event_keyring(suite.settings))
+    read, _ = await hand_stream.read(suite.bus, hand_id, keyring=event_keyring(suite.settings.keys))
     return read
 
 
@@ -100,7 +100,7 @@ async def nothing_recorded(suite: Suite, hand_id: str) -> None:
 
 def laizi_room(suite: Suite) -> Room:
     """The laizi room of the suite's rooms configuration (the file the table reads)."""
-    room = load_rooms(suite.settings.rooms_file).get("laizi")
+    room = load_rooms(suite.settings.table.rooms_file).get("laizi")
     assert room is not None
     return room
 
@@ -216,7 +216,7 @@ async def test_a_room_hand_is_dealt_as_the_rooms_configuration_says_and_plays_to
     table, hand_id = seated.table, seated.hand_id
     started = await hand_started(suite, hand_id)
     assert (started.rules, started.room) == (room.rules, room.settings)
-    history = await JetStreamTableLog(suite.bus, keyring=event_keyring(suite.settings)).read(
+    history = await JetStreamTableLog(suite.bus, keyring=event_keyring(suite.settings.keys)).read(
         table.table_id
     )
     assert history is not None
@@ -290,7 +290,7 @@ async def test_a_dealer_that_died_after_keeping_the_seed_deals_it_on_the_retry(
     table_id, cursor = await open_table(suite.bus, suite.settings, "classic")
     await assign(suite.bus, suite.settings, table_id, cursor, hand_id)
     kept = bytes(range(32))
-    engine = make_engine(suite.settings.database_url)
+    engine = make_engine(suite.settings.store.database_url)
     try:
         await asyncio.to_thread(SeedVault(engine).put, hand_id, kept)  # as the dead one did
     finally:

@@ -210,7 +210,7 @@ def test_the_file_is_built_alike_from_sqlite_and_postgresql(
     """``build_evidence`` reads through the store's contract: the file of a hand stored
     in either backend verifies against the keys that signed it."""
     settings = Settings.from_env({"DDZ_DATA_DIR": str(tmp_path)})
-    PRODUCERS.publish(settings.event_keyring_path)
+    PRODUCERS.publish(settings.keys.event_keyring_path)
     hand_id = record_hand(
         store, VARIANTS["tiandi"], random.Random(8), signers=PRODUCERS, key=_recorder(settings)
     )

@@ -53,7 +53,7 @@ def test_an_exported_file_verifies_offline_against_the_exported_keyring(
     assert "exported 1 head key(s) and 3 event key(s)" in published.stderr
     # The keyring holds the recorder's key and the producers', nothing secret.
     document = json.loads(keyring.read_text())
-    recorder_keys = read_public_keys(operator.settings.audit_public_keys_path)
+    recorder_keys = read_public_keys(operator.settings.keys.audit_public_keys_path)
     assert {k["key_id"] for k in document["keys"] if k["use"] == "head"} == set(recorder_keys)
     assert {k["producer"] for k in document["keys"] if k["use"] == "event"} == {
         "dealer", "rules", "table",

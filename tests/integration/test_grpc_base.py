@@ -89,7 +89,14 @@ def envelope(stream_id: str, version: int) -> bytes:
 @pytest.fixture
 def settings(tmp_path: Path) -> Settings:
     ensure_certificates(tmp_path)  # TLS as everywhere: the CA and certificates, as ddz up
-    return Settings(data_dir=tmp_path, host="127.0.0.1", rpc_timeout=5.0, log_level="DEBUG")
+    return Settings.from_env(
+        {
+            "DDZ_DATA_DIR": str(tmp_path),
+            "DDZ_HOST": "127.0.0.1",
+            "DDZ_RPC_TIMEOUT": "5",
+            "DDZ_LOG_LEVEL": "DEBUG",
+        }
+    )
 
 
 @pytest.fixture
@@ -203,7 +210,7 @@ async def test_a_bus_that_did_not_answer_is_unavailable_not_internal(
 async def test_every_call_gets_the_default_deadline(
     settings: Settings, server: RunningServer
 ) -> None:
-    hurried = dataclasses.replace(settings, rpc_timeout=0.2)
+    hurried = dataclasses.replace(settings, rpc=dataclasses.replace(settings.rpc, rpc_timeout=0.2))
     async with make_channel(hurried, target=f"127.0.0.1:{server.port}") as chan:
         stub = recorder_pb2_grpc.RecorderServiceStub(chan)
         with pytest.raises(grpc.aio.AioRpcError) as caught:
@@ -218,7 +225,7 @@ async def test_logs_are_json_lines_bound_to_request_and_stream(
     settings: Settings, channel: grpc.aio.Channel
 ) -> None:
     sink = io.StringIO()
-    configure_logging(settings, service="recorder", stream=sink)
+    configure_logging(settings.telemetry, service="recorder", stream=sink)
     try:
         stub = recorder_pb2_grpc.RecorderServiceStub(channel)
         await stub.ReadStream(
@@ -236,7 +243,7 @@ async def test_logs_are_json_lines_bound_to_request_and_stream(
             await asyncio.sleep(0.05)
     finally:
         structlog.contextvars.clear_contextvars()
-        configure_logging(settings, service="pytest", stream=io.StringIO())
+        configure_logging(settings.telemetry, service="pytest", stream=io.StringIO())
     lines = [json.loads(line) for line in sink.getvalue().splitlines()]
     calls = [line for line in lines if line["event"] == "rpc"]
     assert [
@@ -300,7 +307,7 @@ SIGTERM_SCRIPT = textwrap.dedent(
     from ddz.config import Settings
 
     settings = Settings.from_env()
-    configure_logging(settings, service="tiny")
+    configure_logging(settings.telemetry, service="tiny")
     asyncio.run(serve("tiny", lambda server: None, [], settings, 0,
                       on_started=lambda running: print(running.port, flush=True)))
     """

@@ -33,7 +33,8 @@ from ddz.adapters.runtime.service_runner import RunningService, start_services
 from ddz.adapters.security.event_signing import EventSigner, ensure_signer
 from ddz.adapters.telemetry import metrics
 from ddz.adapters.telemetry.health import HealthWatch
-from ddz.config import OPERATOR, Settings
+from ddz.config import Settings
+from ddz.config.security import OPERATOR
 from ddz.entrypoints.running_suite import FIRST_ASK, SUITE_PATIENCE, answering_suite
 from ddz.v1 import (
     dealer_pb2_grpc,
@@ -229,7 +230,7 @@ async def deal(started: Services, player: str = "alice") -> tuple[str, int]:
     """A new hand dealt; its id and how many events it has."""
     hand_id = "health-" + uuid.uuid4().hex[:8]
     dealer = dealer_pb2_grpc.DealerServiceStub(started.channel("dealer", "table"))  # type: ignore[no-untyped-call]
-    bus = await EventBus.connect(started.settings.nats_url, name="pytest")
+    bus = await EventBus.connect(started.settings.bus.nats_url, name="pytest")
     try:
         request = await assigned(bus, started.settings, hand_id, seats=(player, "bob", "carol"))
     finally:
@@ -392,7 +393,7 @@ async def test_a_database_outage_is_not_serving_and_what_came_meanwhile_is_store
         async with services(ON_THE_DATABASE, settings) as started:
             await started.wait_until(SERVING, *ON_THE_DATABASE)
             stream_id = f"table-note{uuid.uuid4().hex[:8]}"  # a table's: the table key signs
-            table = ensure_signer(settings, "table")
+            table = ensure_signer(settings.keys, "table")
             await bus.publish(*envelope(stream_id, 1, table))
             await eventually(lambda: stored_all(started, stream_id, 1), timeout=WAIT)
 
@@ -425,7 +426,9 @@ async def test_a_tool_waits_for_a_suite_of_its_data_dir_that_does_not_serve_yet(
         assert not finding.done()  # it waits: the table answered, NOT_SERVING
         own_nats.start(keep_store=True)
         found = await asyncio.wait_for(finding, SUITE_PATIENCE)
-        assert found is not None and found.address("table") == started.settings.address("table")
+        assert found is not None and found.network.address(
+            "table"
+        ) == started.settings.network.address("table")
         said = capsys.readouterr().err
         assert f"ddz: the suite of {settings.data_dir} does not serve yet" in said, said
 

@@ -87,7 +87,8 @@ def stored_events(database_url: str) -> dict[str, list[int]]:
 @pytest.fixture
 async def recorders(bus: EventBus, nats_server: NatsServer, tmp_path: Path) -> AsyncIterator[Suite]:
     """The core services with a second recorder (a standby) on the same store."""
-    settings = replace(suite_settings(tmp_path, nats_server.url), lease_ttl=TTL)
+    settings = suite_settings(tmp_path, nats_server.url)
+    settings = replace(settings, bus=replace(settings.bus, lease_ttl=TTL))
     async with running_suite(CORE, settings, bus) as suite:
         yield suite
 
@@ -120,7 +121,7 @@ async def test_a_standby_recorder_takes_over_and_every_event_is_stored_once(
 
     await eventually(lambda: consumers_idle(suite.bus, "recorder"), timeout=60.0)
     on_bus = await bus_events(suite.bus)
-    in_store = await asyncio.to_thread(stored_events, suite.settings.database_url)
+    in_store = await asyncio.to_thread(stored_events, suite.settings.store.database_url)
     assert {f"hand-{p.hand_id}" for p in played} <= set(on_bus)
     # Every event once, each stream's versions 1..n in order, nothing missing.
     assert in_store == {stream: sorted(versions) for stream, versions in on_bus.items()}
@@ -160,14 +161,15 @@ def stored_count(database_url: str) -> int:
 async def test_a_recorder_process_killed_with_sigkill_is_replaced_by_its_standby(
     bus: EventBus, nats_server: NatsServer, tmp_path: Path
 ) -> None:
-    settings = replace(suite_settings(tmp_path, nats_server.url), lease_ttl=TTL)
+    settings = suite_settings(tmp_path, nats_server.url)
+    settings = replace(settings, bus=replace(settings.bus, lease_ttl=TTL))
     async with running_suite(("dealer", "rules", "settlement"), settings, bus) as suite:
         process = suite.spawn(
             "recorder", tmp_path / "recorder.log", DDZ_RECORDER_PORT="0",
             DDZ_RECORDER_METRICS_PORT="0", DDZ_LEASE_TTL=str(int(TTL)),
         )  # fmt: skip
         try:
-            name = writer_lease(settings.database_url)
+            name = writer_lease(settings.store.database_url)
             holder = await eventually(lambda: lease_holder(bus, name), timeout=60.0)
             assert f"-{process.pid}-" in holder  # the process writes
             await suite.start("recorder")  # in this process: the standby
@@ -177,7 +179,7 @@ async def test_a_recorder_process_killed_with_sigkill_is_replaced_by_its_standby
             playing = asyncio.create_task(
                 play_hands(suite, "classic", 6, seed=8, odds=Mischief(refuse=0), concurrency=3)
             )
-            url = suite.settings.database_url
+            url = suite.settings.store.database_url
             await eventually(
                 lambda: asyncio.to_thread(lambda: stored_count(url) > 60), timeout=60.0
             )

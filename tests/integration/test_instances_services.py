@@ -92,9 +92,10 @@ BOT_SEATS = [hand_events_pb2.SeatInfo(player_id=f"bot-{i}", is_bot=True) for i i
 @pytest.fixture
 async def bots(bus: EventBus, nats_server: NatsServer, tmp_path: Path) -> AsyncIterator[Suite]:
     """The core services and one bot instance, the hands shared by 8 partitions."""
+    settings = suite_settings(tmp_path, nats_server.url)
     settings = replace(
-        suite_settings(tmp_path, nats_server.url),
-        lease_ttl=TTL, bot_partitions=8, bot_player="greedy",
+        settings, bus=replace(settings.bus, lease_ttl=TTL),
+        bot=replace(settings.bot, bot_partitions=8, bot_player="greedy"),
     )  # fmt: skip
     async with running_suite((*CORE, "bot"), settings, bus) as suite:
         yield suite

@@ -53,9 +53,9 @@ async def test_malformed_requests_are_refused_as_the_clients_error(
 ) -> None:
     hand = await hand_in_play(suite)
     rng = random.Random(SEED)
-    tls = grpc.ssl_channel_credentials(suite.settings.tls_ca_path.read_bytes())
-    channel = grpc.aio.secure_channel(suite.settings.address("table"), tls)
-    metadata = [(AUTH_HEADER, f"Bearer {operator_token(suite.settings)}")]
+    tls = grpc.ssl_channel_credentials(suite.settings.tls.tls_ca_path.read_bytes())
+    channel = grpc.aio.secure_channel(suite.settings.network.address("table"), tls)
+    metadata = [(AUTH_HEADER, f"Bearer {operator_token(suite.settings.keys)}")]
     problems: list[str] = []
     try:
         for rpc in ("GetTable", "GetView", "Play", "StartHand", "WatchHand"):

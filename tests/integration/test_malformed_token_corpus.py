@@ -81,12 +81,17 @@ async def test_a_fuzzed_corpus_of_tokens_is_unauthenticated_and_nothing_secret_i
     settings = suite.settings
     rng = random.Random(SEED)
     elsewhere = sign(
-        new_claims("seat", "zed", 600, table="elsewhere", seat=0), table_token_key(settings)
+        new_claims("seat", "zed", 600, table="elsewhere", seat=0), table_token_key(settings.keys)
     )
-    valid = [operator_token(settings), hand.token, player_token(settings, "ann"), elsewhere]
-    wrong = [player_token(settings, "zed"), elsewhere]
-    login = login_key(settings)
-    cases = Corpus(rng, valid, wrong, table_token_key(settings), login).cases(CORPUS_SIZE)
+    valid = [
+        operator_token(settings.keys),
+        hand.token,
+        player_token(settings.keys, "ann"),
+        elsewhere,
+    ]
+    wrong = [player_token(settings.keys, "zed"), elsewhere]
+    login = login_key(settings.keys)
+    cases = Corpus(rng, valid, wrong, table_token_key(settings.keys), login).cases(CORPUS_SIZE)
     calls = rpcs(hand)
     stub = suite.table_as(None)
     gate = suite.running["table"].service.handlers.gate  # type: ignore[attr-defined]
@@ -134,7 +139,7 @@ async def test_a_fuzzed_corpus_of_tokens_is_unauthenticated_and_nothing_secret_i
     tokens = [*valid, *wrong, *sent]
     secrets = {
         "audit key": AUDIT_KEY,
-        "table token key": table_token_key(settings).decode(),
+        "table token key": table_token_key(settings.keys).decode(),
         **login_secrets(login),
         "seed (hex)": seed.hex(),
         # Bytes are shown by their repr (cut after a few dozen characters), in JSON escaped.
@@ -148,7 +153,7 @@ async def test_a_fuzzed_corpus_of_tokens_is_unauthenticated_and_nothing_secret_i
     captured = capfd.readouterr()
     logs = {
         p.name: p.read_text(encoding="utf-8", errors="replace")
-        for p in settings.log_dir.glob("*.log")
+        for p in settings.telemetry.log_dir.glob("*.log")
     }
     logs.update({"stdout": captured.out, "stderr": captured.err})
     assert "rpc_failed" in logs["suite.log"], "the failing steps were not logged"

@@ -52,8 +52,8 @@ async def test_a_token_of_nested_brackets_is_unauthenticated(suite: Suite, log_f
         f"ddz1.{body}.{b64(b'x')}": "bad token signature",
         # Signed with the service's own seat key, or as the login: the signature holds,
         # the claims do not.
-        f"ddz1.{signed_body}.{sign_body(signed_body, table_token_key(settings))}": "claims",
-        login_signed(brackets(1_300), login_key(settings)): "claims",
+        f"ddz1.{signed_body}.{sign_body(signed_body, table_token_key(settings.keys))}": "claims",
+        login_signed(brackets(1_300), login_key(settings.keys)): "claims",
     }
     for token, why in tokens.items():
         for name, rpc in rpcs(hand).items():

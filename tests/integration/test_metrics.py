@@ -26,7 +26,8 @@ from ddz.adapters.rpc.grpc_server import full_service_name, start_server
 from ddz.adapters.security.certs import ensure_certificates
 from ddz.adapters.telemetry.metrics import serve_metrics
 from ddz.application.errors import Reason, Refusal
-from ddz.config import OPERATOR, Settings
+from ddz.config import Settings
+from ddz.config.security import OPERATOR
 from ddz.domain.hand import Pass, SeatInfo
 from ddz.domain.hand.events import HandSettled
 from ddz.v1 import recorder_pb2, recorder_pb2_grpc, rules_pb2
@@ -131,7 +132,7 @@ class Faulty(recorder_pb2_grpc.RecorderServiceServicer):
 
 
 async def test_refusals_and_crashes_count_with_their_codes(tmp_path: Path) -> None:
-    settings = Settings(data_dir=tmp_path, host="127.0.0.1")
+    settings = Settings.from_env({"DDZ_DATA_DIR": str(tmp_path), "DDZ_HOST": "127.0.0.1"})
     service = f"faulty-{uuid.uuid4().hex[:6]}"  # a series of its own in this process
     ensure_certificates(tmp_path, [service, OPERATOR])  # its certificate, and the caller's
     recorder = full_service_name(recorder_pb2, "RecorderService")

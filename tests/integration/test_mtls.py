@@ -40,7 +40,8 @@ from ddz.adapters.rpc.grpc_server import RunningServer, start_server
 from ddz.adapters.runtime.nats_server import NatsServer, free_port
 from ddz.adapters.runtime.probes import SERVING, health_status
 from ddz.adapters.security.certs import IDENTITIES, ensure_certificates
-from ddz.config import OPERATOR, Settings
+from ddz.config import Settings
+from ddz.config.security import OPERATOR
 from ddz.v1 import envelope_pb2, recorder_pb2, recorder_pb2_grpc, table_pb2, table_pb2_grpc
 from google.protobuf import message_factory
 from google.protobuf.descriptor import MethodDescriptor
@@ -117,7 +118,7 @@ async def health_code(channel: grpc.aio.Channel, timeout: float = 10) -> grpc.St
 
 async def test_plaintext_calls_to_every_service_are_refused(suite: Suite) -> None:
     for name in EVERY_SERVICE:
-        async with grpc.aio.insecure_channel(suite.settings.address(name)) as channel:
+        async with grpc.aio.insecure_channel(suite.settings.network.address(name)) as channel:
             assert await health_code(channel) is grpc.StatusCode.UNAVAILABLE, name
 
 
@@ -128,7 +129,7 @@ async def test_no_client_certificate_or_one_of_another_ca_is_refused_at_the_hand
     rogue = tmp_path / "rogue"
     ensure_certificates(rogue)  # a CA of its own: the same names, signed by someone else
     for name in INTERNAL:
-        address = suite.settings.address(name)
+        address = suite.settings.network.address(name)
         for what, creds in {
             "no certificate": credentials(data_dir, None, data_dir),
             "another CA's operator": credentials(rogue, "operator", data_dir),
@@ -146,7 +147,7 @@ async def test_no_client_certificate_or_one_of_another_ca_is_refused_at_the_hand
 async def test_a_server_that_is_not_the_service_dialled_is_refused(suite: Suite) -> None:
     """Every certificate names 127.0.0.1: a client dialling the rules by name checks
     that the server's certificate is the rules' own."""
-    misdirected = suite.settings.with_addresses(rules=suite.settings.address("dealer"))
+    misdirected = suite.settings.with_addresses(rules=suite.settings.network.address("dealer"))
     async with make_channel(misdirected, "rules") as channel:
         # The suite's channels wait for a server (waitForReady): for one they can trust.
         assert await health_code(channel, timeout=2) is grpc.StatusCode.DEADLINE_EXCEEDED
@@ -228,7 +229,7 @@ async def test_health_answers_any_identity_of_the_ca(
 async def test_the_table_takes_a_tls_player_without_a_client_certificate(suite: Suite) -> None:
     settings = suite.settings
     ca_only = grpc.ssl_channel_credentials((settings.data_dir / "tls" / "ca.crt").read_bytes())
-    async with grpc.aio.secure_channel(settings.address("table"), ca_only) as channel:
+    async with grpc.aio.secure_channel(settings.network.address("table"), ca_only) as channel:
         assert await health_code(channel) is grpc.StatusCode.OK
         stub = table_pb2_grpc.TableServiceStub(channel)  # type: ignore[no-untyped-call]
         with pytest.raises(grpc.aio.AioRpcError) as anonymous:
@@ -236,12 +237,12 @@ async def test_the_table_takes_a_tls_player_without_a_client_certificate(suite: 
         assert anonymous.value.code() is grpc.StatusCode.UNAUTHENTICATED  # a token decides
     # A player's own channel (ddz play): the CA and a token, no certificate of its own.
     player = settings.as_identity("a-player-without-files")
-    async with bearer_channel(player, player_token(settings, "pat")) as channel:
+    async with bearer_channel(player, player_token(settings.keys, "pat")) as channel:
         rooms = await table_pb2_grpc.TableServiceStub(channel).ListRooms(  # type: ignore[no-untyped-call]
             table_pb2.ListRoomsRequest()
         )
     assert rooms.rooms
-    async with grpc.aio.insecure_channel(settings.address("table")) as plain:
+    async with grpc.aio.insecure_channel(settings.network.address("table")) as plain:
         assert await health_code(plain) is grpc.StatusCode.UNAVAILABLE
 
 
@@ -329,7 +330,7 @@ class Held(recorder_pb2_grpc.RecorderServiceServicer):
 
 async def test_calls_beyond_the_servers_concurrency_limit_are_refused(tmp_path: Path) -> None:
     ensure_certificates(tmp_path)
-    settings = Settings(data_dir=tmp_path, max_concurrent_rpcs=1)
+    settings = Settings.from_env({"DDZ_DATA_DIR": str(tmp_path), "DDZ_MAX_CONCURRENT_RPCS": "1"})
     held = Held()
     running = await recorder_server(held, settings)
     try:
@@ -371,7 +372,7 @@ async def test_two_callers_on_one_server_keep_their_own_identities_and_rights(
     own connection and on fresh ones, each is itself, and the console is still refused
     what only the operator may call (``RecorderService.ReadAll``)."""
     ensure_certificates(tmp_path)
-    settings = Settings(data_dir=tmp_path)
+    settings = Settings.from_env({"DDZ_DATA_DIR": str(tmp_path)})
     callers = Callers()
     running = await recorder_server(callers, settings)
     target = f"127.0.0.1:{running.port}"

@@ -167,7 +167,8 @@ async def test_the_core_services_play_hands_on_the_cluster(
     # First the cluster is able to place a stream of three (a probe of its own).
     assert await eventually(lambda: ensured(cluster_bus, replicas=3), timeout=CLUSTER_WAIT)
     await cluster_bus.js.delete_stream(cluster_bus.stream)  # its subjects are DDZ's
-    settings = replace(suite_settings(tmp_path, cluster.url), stream_replicas=3)
+    settings = suite_settings(tmp_path, cluster.url)
+    settings = replace(settings, bus=replace(settings.bus, stream_replicas=3))
     bus = await EventBus.connect(cluster.url, name="pytest")
     try:
         async with running_suite(CORE, settings, bus) as suite:

@@ -83,7 +83,7 @@ async def test_no_user_reads_another_users_replies(connect: Connect) -> None:
 async def test_settlement_may_not_make_or_change_the_stream(
     server: NatsServer, data_dir: Path
 ) -> None:
-    options = connect_options(settings_for(data_dir), "settlement")
+    options = connect_options(settings_for(data_dir).bus, "settlement")
     bus = await EventBus.connect(server.url, max_reconnect_attempts=0, **options)
     try:
         info = await bus.js.stream_info("DDZ")  # looking is allowed

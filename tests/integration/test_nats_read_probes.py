@@ -169,8 +169,11 @@ def stored_cards(server: NatsServer, data_dir: Path) -> int:
     sequence of the secret."""
 
     async def setup() -> int:
-        settings = dataclasses.replace(settings_for(data_dir), nats_url=server.url)
-        dealer = await EventBus.connect(server.url, **connect_options(settings, "dealer"))
+        settings = dataclasses.replace(
+            settings_for(data_dir),
+            bus=dataclasses.replace(settings_for(data_dir).bus, nats_url=server.url),
+        )
+        dealer = await EventBus.connect(server.url, **connect_options(settings.bus, "dealer"))
         provision = await EventBus.connect(
             server.url, nkeys_seed=str(nats_auth.seed_path(data_dir, nats_auth.PROVISION)),
             inbox_prefix=nats_auth.inbox_prefix(nats_auth.PROVISION),
@@ -204,7 +207,7 @@ async def test_settlement_still_reads_a_hands_players(
     server: NatsServer, data_dir: Path, stored_cards: int
 ) -> None:
     """Its one read of a stored message: a hand's ``hand_started``, by a direct get."""
-    options = connect_options(settings_for(data_dir), "settlement")
+    options = connect_options(settings_for(data_dir).bus, "settlement")
     bus = await EventBus.connect(server.url, max_reconnect_attempts=0, **options)
     try:
         assert await BusStartedHands(bus).last_started(PROBE_HAND) == b"hand_started: public"

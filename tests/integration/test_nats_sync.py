@@ -25,7 +25,7 @@ def test_the_stack_servers_sync_policy_is_the_setting(
     tmp_path: Path, setting: str, always: bool, interval_ns: int | None
 ) -> None:
     settings = Settings.from_env({"DDZ_DATA_DIR": str(tmp_path), "DDZ_NATS_SYNC": setting})
-    config = nats_auth.write_config(settings.data_dir, sync_interval=settings.nats_sync)
+    config = nats_auth.write_config(settings.data_dir, sync_interval=settings.bus.nats_sync)
     monitor = free_port("127.0.0.1")
     with config.open("a", encoding="utf-8") as more:
         more.write(f"http_port: {monitor}\n")  # to read the policy back, as an operator can

@@ -70,7 +70,7 @@ def forgeries(settled: bytes, data_dir: Path, version: int) -> dict[str, bytes]:
     for name in ("envelope_version", "producer_key_id", "signature"):
         unsigned.ClearField(name)
     claimed = EventSigner("rules", genuine.producer_key_id, Ed25519PrivateKey.generate())
-    dealer = ensure_signer(settings_for(data_dir), "dealer")  # a real key, not the rules'
+    dealer = ensure_signer(settings_for(data_dir).keys, "dealer")  # a real key, not the rules'
     edited = copy("forged-edited")  # the genuine signature kept under another event id
     edited.ClearField("signature")
     return {
@@ -103,19 +103,19 @@ def test_a_forged_hand_settled_from_a_valid_nats_user_changes_no_balance(tmp_pat
     with Stack(settings, ephemeral_ports=True, nats_port=0) as stack:
         done = ddz(stack.settings, "simulate", "--hands", "2", "--json", timeout=120)
         assert done.returncode == 0, done.stderr
-        store = create_store(stack.settings.database_url)
+        store = create_store(stack.settings.store.database_url)
         hand = next(s for s in store.stream_ids() if s.startswith("hand-"))
         rows = store.read_stream(hand)
         settled = next(r.envelope for r in rows if r.type == "hand_settled")
         players = {s.player_id for s in codec.decode_envelope(rows[0].envelope)[1].seats}  # type: ignore[attr-defined]
-        ledgers = BalanceProjection(make_engine(stack.settings.database_url))
+        ledgers = BalanceProjection(make_engine(stack.settings.store.database_url))
         before = {p: ledgers.balance(p) for p in players}
         forged = forgeries(settled, tmp_path, len(rows) + 1)
 
         async def publish_as_rules() -> list[int]:
-            options = connect_options(stack.settings, "rules")
+            options = connect_options(stack.settings.bus, "rules")
             bus = await EventBus.connect(
-                stack.settings.nats_url, max_reconnect_attempts=0, **options
+                stack.settings.bus.nats_url, max_reconnect_attempts=0, **options
             )
             try:
                 subject = subject_for(hand, "hand_settled")

@@ -83,7 +83,7 @@ async def deal(suite: Suite, *bots: bool, first_bidder: int | None = None) -> st
 
 async def events_of(suite: Suite, hand_id: str) -> list[object]:
     read, _cursor = await hand_stream.read(
-        suite.bus, hand_id, keyring=event_keyring(suite.settings)
+        suite.bus, hand_id, keyring=event_keyring(suite.settings.keys)
     )
     return [item.event for item in read]
 
@@ -127,7 +127,9 @@ async def take_from_the_bot(url: str, *, ack: bool) -> list[Msg]:
 @pytest.fixture
 def greedy(core_suite: Suite) -> Suite:
     """The bot plays with the simple player (a hand takes a second, not ten)."""
-    core_suite.settings = replace(core_suite.settings, bot_player="greedy")
+    core_suite.settings = replace(
+        core_suite.settings, bot=replace(core_suite.settings.bot, bot_player="greedy")
+    )
     return core_suite
 
 
@@ -171,7 +173,9 @@ async def test_a_bot_started_while_a_hand_waits_on_it_plays_the_hand(
 async def test_the_watchdog_times_out_a_person_nobody_sees_and_the_bot_finishes(
     greedy: Suite,
 ) -> None:
-    greedy.settings = replace(greedy.settings, stall_margin=0.5)
+    greedy.settings = replace(
+        greedy.settings, clocks=replace(greedy.settings.clocks, stall_margin=0.5)
+    )
     await greedy.start("bot")
     # Dealt without a table: no turn clock. Seat 0, a person, bids first and never does.
     hand_id = await deal(greedy, False, True, True, first_bidder=0)
@@ -189,7 +193,7 @@ async def test_the_feed_creates_its_consumer_again_when_the_server_lost_it(
     greedy: Suite, nats_server: NatsServer
 ) -> None:
     bus = await EventBus.connect(nats_server.url, name="feed-test")
-    feed = HandFeed(bus, keyring=event_keyring(greedy.settings), keep_ended=0)
+    feed = HandFeed(bus, keyring=event_keyring(greedy.settings.keys), keep_ended=0)
     try:
         await feed.follow("lost-and-found")
         assert feed.healthy
@@ -232,7 +236,7 @@ async def test_a_consumer_of_the_old_kind_is_replaced_from_where_it_had_acknowle
         ),
     )
     bus = await EventBus.connect(nats_server.url, name="feed-test")
-    feed = HandFeed(bus, keyring=event_keyring(greedy.settings), keep_ended=0)
+    feed = HandFeed(bus, keyring=event_keyring(greedy.settings.keys), keep_ended=0)
     try:
         await feed.follow("old-kind")
         info = await bus.js.consumer_info(bus.stream, "old-kind")

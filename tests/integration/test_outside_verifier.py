@@ -84,9 +84,9 @@ def _operator(root: Path, seed: int) -> Books:
     data = root / "data"
     settings = Settings.from_env({"DDZ_DATA_DIR": str(data)})
     producers = SampleKeys.generate()
-    producers.publish(settings.event_keyring_path)
+    producers.publish(settings.keys.event_keyring_path)
     recorder = _recorder(settings)
-    store = create_store(settings.database_url, upgrade=True)
+    store = create_store(settings.store.database_url, upgrade=True)
     rng = random.Random(seed)
     files = {}
     for variant, room in VARIANT_ROOMS.items():
@@ -148,7 +148,7 @@ def _re_signed(books: Books, data: bytes) -> bytes:
     """The hand copied and every event and the head signed again with a forger's keys,
     carried in the file: consistent in itself."""
     hand_id = json.loads(data)["hand_id"]
-    store = create_store(books.settings.database_url)
+    store = create_store(books.settings.store.database_url)
     history = decoded(store.read_stream(f"hand-{hand_id}"))
     store.close()
     forger_producers = SampleKeys.generate()
@@ -336,10 +336,10 @@ async def test_files_of_hands_played_through_the_services_verify_outside(
     odds = Mischief(refuse=0.05, disconnect=0.02)
     played = [await play_hand(core_suite, variant, rng, odds) for variant in VARIANTS]
     await settled(core_suite)
-    keys = auditor_keyring(core_suite.settings, public_only=True)
+    keys = auditor_keyring(core_suite.settings.keys, public_only=True)
     keyring = tmp_path / "keyring.json"
     keyring.write_text(json.dumps(published_keys(keys).to_json(), indent=2) + "\n")
-    store = create_store(core_suite.settings.database_url)
+    store = create_store(core_suite.settings.store.database_url)
     try:
         files = {hand.variant: build_evidence(store, hand.hand_id, keys) for hand in played}
     finally:

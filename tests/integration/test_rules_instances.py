@@ -130,7 +130,7 @@ async def test_two_instances_serving_one_hand_in_turn_accept_every_legal_command
         as_bot = suite.settings.as_identity("bot")
         channels = [make_channel(as_bot, "rules", target=t) for t in suite.targets]
         stubs = [rules_pb2_grpc.RulesServiceStub(c) for c in channels]  # type: ignore[no-untyped-call]
-        keyring = event_keyring(suite.settings)
+        keyring = event_keyring(suite.settings.keys)
         players = [make_player("greedy", seed) for seed in range(3)]
         hand_id = "turns-" + uuid.uuid4().hex[:8]
         async with make_channel(suite.settings.as_identity("table"), "dealer") as dealer:
@@ -372,7 +372,11 @@ async def test_two_bot_and_two_rules_instances_keep_the_calls_per_hand_of_one_of
     def settings_in(name: str, nats_url: str) -> Settings:
         (tmp_path / name).mkdir()
         settings = suite_settings(tmp_path / name, nats_url)
-        return replace(settings, lease_ttl=2.0, bot_partitions=PARTITIONS, bot_player="greedy")
+        return replace(
+            settings,
+            bus=replace(settings.bus, lease_ttl=2.0),
+            bot=replace(settings.bot, bot_partitions=PARTITIONS, bot_player="greedy"),
+        )
 
     one, _, _ = await calls_per_hand(
         settings_in("one", nats_server.url), scaled=False, hands=48, tables=8

@@ -133,7 +133,7 @@ async def test_missing_malformed_forged_and_expired_tokens_are_unauthenticated(
         "variant": "classic", "action": hand_events_pb2.BID_ACTION_PASS, "cards": "3",
     }  # fmt: skip
     calls = rpc_calls({m.name for m in TABLE_RPCS} - TOKEN_FREE, **values)
-    key = table_token_key(suite.settings)
+    key = table_token_key(suite.settings.keys)
     claims = Claims("seat", "ann", int(time.time()) + 600, "n" * 32, table_id, seat)
     head, body, mac = ann.token.split(".")
     tampered = f"{head}.{body[:-2]}{'AB' if body[-2:] != 'AB' else 'CD'}.{mac}"

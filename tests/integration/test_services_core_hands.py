@@ -45,7 +45,7 @@ async def test_full_hand_of_every_variant_is_stored_in_order_exactly_once(
     played = await play_hand(core_suite, variant, hand_id, seed=len(variant))
     # Everything the rules and the dealer published, in order, straight from the bus.
     on_bus, cursor = await hand_stream.read(
-        core_suite.bus, hand_id, keyring=event_keyring(core_suite.settings)
+        core_suite.bus, hand_id, keyring=event_keyring(core_suite.settings.keys)
     )
     stored = await eventually(
         lambda: _if_length(stored_stream(core_suite, hand_id), cursor.version)
@@ -83,7 +83,7 @@ async def test_concurrent_hands_are_each_stored_in_order(core_suite: Suite) -> N
     totals = dict.fromkeys(PLAYERS, 0)
     for driver in drivers:
         on_bus, _ = await hand_stream.read(
-            core_suite.bus, driver.hand_id, keyring=event_keyring(core_suite.settings)
+            core_suite.bus, driver.hand_id, keyring=event_keyring(core_suite.settings.keys)
         )
         stored = await stored_complete(core_suite, driver.hand_id)
         assert [s.envelope for s in stored] == [e.data for e in on_bus]
@@ -114,7 +114,9 @@ async def _ledger(
 
 async def stored_complete(suite: Suite, hand_id: str) -> list[Any]:
     """The stored stream, once it holds everything the bus holds for the hand."""
-    _, cursor = await hand_stream.read(suite.bus, hand_id, keyring=event_keyring(suite.settings))
+    _, cursor = await hand_stream.read(
+        suite.bus, hand_id, keyring=event_keyring(suite.settings.keys)
+    )
     return await eventually(lambda: _if_length(stored_stream(suite, hand_id), cursor.version))
 
 
@@ -128,7 +130,7 @@ async def test_duplicated_publishes_change_nothing(core_suite: Suite) -> None:
         await settlement.GetBalance(settlement_pb2.GetBalanceRequest(player_id=p)) for p in PLAYERS
     ]
     on_bus, _ = await hand_stream.read(
-        core_suite.bus, hand_id, keyring=event_keyring(core_suite.settings)
+        core_suite.bus, hand_id, keyring=event_keyring(core_suite.settings.keys)
     )
     stream_id = f"hand-{hand_id}"
     # The same event id again: JetStream itself drops it (Nats-Msg-Id).
@@ -174,10 +176,10 @@ async def test_restarting_the_recorder_mid_hand_loses_nothing(
     await driver.play()
     stored = await stored_complete(core_suite, hand_id)
     on_bus, _ = await hand_stream.read(
-        core_suite.bus, hand_id, keyring=event_keyring(core_suite.settings)
+        core_suite.bus, hand_id, keyring=event_keyring(core_suite.settings.keys)
     )
     assert [s.envelope for s in stored] == [e.data for e in on_bus]
-    store = create_store(core_suite.settings.database_url)
+    store = create_store(core_suite.settings.store.database_url)
     try:
         hand = [e.envelope for e in store.read_all()
                 if codec.parse_envelope(e.envelope).stream_id == f"hand-{hand_id}"]  # fmt: skip

@@ -184,7 +184,7 @@ async def test_a_second_writer_cannot_fork_a_hand(core_suite: Suite) -> None:
     lost = await second.Decide(decide_request(hand_id, Bid.call(0, 2)))
     assert (lost.accepted, lost.reason) == (False, RejectReason.NOT_YOUR_TURN.value)
     on_bus, cursor = await hand_stream.read(
-        core_suite.bus, hand_id, keyring=event_keyring(core_suite.settings)
+        core_suite.bus, hand_id, keyring=event_keyring(core_suite.settings.keys)
     )
     assert [e.envelope.stream_version for e in on_bus] == list(range(1, cursor.version + 1))
     bids = [e.event for e in on_bus if e.envelope.type == "bid_made"]

@@ -31,7 +31,7 @@ from ddz.adapters.store import (
     upgrade_store,
 )
 from ddz.adapters.store.schema import metadata
-from ddz.config import normalize_database_url
+from ddz.urls import normalize_database_url
 from ddz.v1.envelope_pb2 import EventEnvelope
 from store_kit import batch, envelope
 

@@ -93,17 +93,19 @@ class Tables:
 
 def listening_at(settings: Settings, port: int) -> Settings:
     """Settings of a table instance on ``port`` (its metrics on any free one)."""
-    return replace(
-        settings,
-        ports=MappingProxyType({**settings.ports, "table": port}),
-        metrics_ports=MappingProxyType({**settings.metrics_ports, "table": 0}),
+    network = replace(
+        settings.network,
+        ports=MappingProxyType({**settings.network.ports, "table": port}),
+        metrics_ports=MappingProxyType({**settings.network.metrics_ports, "table": 0}),
     )
+    return replace(settings, network=network)
 
 
 @pytest.fixture
 async def tables(bus: EventBus, nats_server: NatsServer, tmp_path: Path) -> AsyncIterator[Tables]:
     """Every service but the table; table instances are started by the test."""
-    settings = replace(suite_settings(tmp_path, nats_server.url), lease_ttl=TTL)
+    settings = suite_settings(tmp_path, nats_server.url)
+    settings = replace(settings, bus=replace(settings.bus, lease_ttl=TTL))
     async with running_suite(BELOW_TABLE, settings, bus) as suite:
         pair = Tables(suite)
         try:
@@ -335,9 +337,10 @@ async def without_watchdog(
 ) -> AsyncIterator[Tables]:
     """As ``tables``, the bot's stalled-hand watchdog out of reach (a seat handed to the
     bot is the table's turn clock's doing) and turns long enough to outlast a take-over."""
+    settings = suite_settings(tmp_path, nats_server.url, turn_timeout=15.0)
     settings = replace(
-        suite_settings(tmp_path, nats_server.url, turn_timeout=15.0),
-        lease_ttl=TTL, stall_margin=3600.0,
+        settings, bus=replace(settings.bus, lease_ttl=TTL),
+        clocks=replace(settings.clocks, stall_margin=3600.0),
     )  # fmt: skip
     async with running_suite(BELOW_TABLE, settings, bus) as suite:
         pair = Tables(suite)

@@ -171,7 +171,7 @@ async def test_queued_players_keep_their_places_and_are_seated_once(
     three sit at one table in the order they first joined, each once, and Ben's next
     JoinRoom brings him to his seat."""
     settings = suite.settings
-    ann = Session(settings, table.address, player_token(settings, "ann"))
+    ann = Session(settings, table.address, player_token(settings.keys, "ann"))
     try:
         rooms = {room.room_id: room for room in (await ann.rooms()).rooms}
         ann_joins = asyncio.ensure_future(ann.join(rooms["waiting"]))
@@ -244,7 +244,7 @@ async def a_hand_played(suite: Suite, alice: Session) -> tuple[str, str, Any]:
 
 async def table_events(suite: Suite, table_id: str) -> list[tuple[float, TableEvent]]:
     """The table's stream as written: each event with its envelope's time."""
-    keyring = event_keyring(suite.settings)
+    keyring = event_keyring(suite.settings.keys)
     subject = stream_filter(table_stream_id(table_id))
     found: list[tuple[float, TableEvent]] = []
     seq = 0
@@ -262,7 +262,7 @@ async def test_a_seat_ready_before_the_restart_counts_and_the_other_seat_gets_th
     suite: Suite, table: TableProcess
 ) -> None:
     settings = suite.settings
-    alice = Session(settings, table.address, player_token(settings, "alice"))
+    alice = Session(settings, table.address, player_token(settings.keys, "alice"))
     try:
         table_id, first_hand, bob = await a_hand_played(suite, alice)
         alice_stub = suite.table_as(alice.seat_token)  # one ask, never repeated
@@ -291,7 +291,7 @@ async def test_a_round_nobody_completes_ends_when_the_wait_from_the_first_ask_ru
     suite: Suite, table: TableProcess
 ) -> None:
     settings = suite.settings
-    alice = Session(settings, table.address, player_token(settings, "alice"))
+    alice = Session(settings, table.address, player_token(settings.keys, "alice"))
     try:
         table_id, first_hand, _bob = await a_hand_played(suite, alice)
         alice_asks = asyncio.ensure_future(alice.next_hand(first_hand))

@@ -71,7 +71,9 @@ async def without_watchdog(suite: Suite) -> None:
     service is started again after it (it dials the bot where it is now)."""
     await suite.stop("table")
     await suite.stop("bot")
-    suite.settings = dataclasses.replace(suite.settings, stall_margin=3600.0)
+    suite.settings = dataclasses.replace(
+        suite.settings, clocks=dataclasses.replace(suite.settings.clocks, stall_margin=3600.0)
+    )
     await suite.start("bot")
     await suite.start("table")
 
@@ -79,7 +81,9 @@ async def without_watchdog(suite: Suite) -> None:
 async def restart_table(suite: Suite, turn_timeout: float) -> None:
     """Stop the table service and start it again, its turn clock ``turn_timeout``."""
     await suite.stop("table")
-    suite.settings = dataclasses.replace(suite.settings, turn_timeout=turn_timeout)
+    suite.settings = dataclasses.replace(
+        suite.settings, clocks=dataclasses.replace(suite.settings.clocks, turn_timeout=turn_timeout)
+    )
     await suite.start("table")
 
 
@@ -162,8 +166,8 @@ async def test_a_table_is_its_stream_with_one_writer_and_its_id_stays_taken(suit
         table_pb2.OpenTableRequest(table_id="t-restart", variant="classic", seats=seats)
     )
     table_log = JetStreamTableLog(  # a second writer with the table service's own key
-        suite.bus, keyring=event_keyring(suite.settings),
-        signer=ensure_signer(suite.settings, "table"),
+        suite.bus, keyring=event_keyring(suite.settings.keys),
+        signer=ensure_signer(suite.settings.keys, "table"),
     )  # fmt: skip
     history = await table_log.read("t-restart")
     assert history is not None and history.state.seats[0].player_id == "cy"
@@ -217,7 +221,9 @@ async def test_a_deal_lost_every_time_with_the_dealer_away_is_kept_and_dealt_aft
         table_pb2.OpenTableRequest(table_id="t-withdrawn", variant="classic", seats=seats)
     )
     await suite.stop("dealer")
-    suite.settings = dataclasses.replace(suite.settings, rpc_timeout=1.0)  # a Deal's deadline
+    suite.settings = dataclasses.replace(
+        suite.settings, rpc=dataclasses.replace(suite.settings.rpc, rpc_timeout=1.0)
+    )  # a Deal's deadline
     await restart_table(suite, turn_timeout=30.0)
     with pytest.raises(grpc.aio.AioRpcError) as lost:
         await suite.table.StartHand(table_pb2.StartHandRequest(table_id="t-withdrawn"), timeout=60)
@@ -226,12 +232,14 @@ async def test_a_deal_lost_every_time_with_the_dealer_away_is_kept_and_dealt_aft
     assert isinstance(assigned, HandAssigned), assigned  # never withdrawn
 
     await suite.start("dealer")
-    suite.settings = dataclasses.replace(suite.settings, rpc_timeout=30.0)
+    suite.settings = dataclasses.replace(
+        suite.settings, rpc=dataclasses.replace(suite.settings.rpc, rpc_timeout=30.0)
+    )
     await restart_table(suite, turn_timeout=30.0)
 
     async def dealt() -> list[Any]:
         found, _ = await read_hand(
-            suite.bus, assigned.hand_id, keyring=event_keyring(suite.settings)
+            suite.bus, assigned.hand_id, keyring=event_keyring(suite.settings.keys)
         )
         return found
 
@@ -253,7 +261,7 @@ async def last_table_event(suite: Suite, table_id: str) -> object:
             break
         seq, last = int(msg.seq or 0), msg
     assert last is not None, f"no stream of table {table_id}"
-    envelope = event_keyring(suite.settings).open(last.data or b"")
+    envelope = event_keyring(suite.settings.keys).open(last.data or b"")
     return decode(envelope.type, envelope.type_version, envelope.payload)
 
 
@@ -271,8 +279,8 @@ async def test_a_hand_assigned_when_the_table_died_is_dealt_by_the_instance_afte
     )
     await suite.stop("table")
     table_log = JetStreamTableLog(
-        suite.bus, keyring=event_keyring(suite.settings),
-        signer=ensure_signer(suite.settings, "table"),
+        suite.bus, keyring=event_keyring(suite.settings.keys),
+        signer=ensure_signer(suite.settings.keys, "table"),
     )  # fmt: skip
     history = await table_log.read("t-undealt")
     assert history is not None and history.state.hand_ids == ()
@@ -285,7 +293,7 @@ async def test_a_hand_assigned_when_the_table_died_is_dealt_by_the_instance_afte
 
     async def dealt() -> list[Any]:
         found, _ = await read_hand(
-            suite.bus, assigned.hand_id, keyring=event_keyring(suite.settings)
+            suite.bus, assigned.hand_id, keyring=event_keyring(suite.settings.keys)
         )
         return found
 

@@ -250,9 +250,9 @@ async def test_bad_input_gets_a_clear_status_and_reason(suite: Suite) -> None:
     three = [table_pb2.SeatSpec(player_id=f"p{i}") for i in range(3)]
     await expect_error(stub.OpenTable(table_pb2.OpenTableRequest(variant="chess", seats=three)),
                        invalid, "INVALID_ARGUMENT")  # fmt: skip
-    huge = "3" * (suite.settings.max_message_bytes + 1)
-    tls = grpc.ssl_channel_credentials(suite.settings.tls_ca_path.read_bytes())
-    no_client_cap = grpc.aio.secure_channel(suite.settings.address("table"), tls)
+    huge = "3" * (suite.settings.rpc.max_message_bytes + 1)
+    tls = grpc.ssl_channel_credentials(suite.settings.tls.tls_ca_path.read_bytes())
+    no_client_cap = grpc.aio.secure_channel(suite.settings.network.address("table"), tls)
     async with no_client_cap as unlimited:
         raw = table_pb2_grpc.TableServiceStub(unlimited)
         with pytest.raises(grpc.aio.AioRpcError) as caught:

@@ -160,15 +160,17 @@ def test_a_bad_keyring_file_is_refused(tmp_path: Path, content: str) -> None:
 
 def test_the_auditor_keyring_from_the_settings(tmp_path: Path) -> None:
     settings = Settings.from_env({"DDZ_DATA_DIR": str(tmp_path)})
-    assert settings.audit_signing_key_path == tmp_path / "keys" / "audit-signing.key"
-    assert settings.audit_public_keys_path == tmp_path / "keys" / "audit-public.json"
+    assert settings.keys.audit_signing_key_path == tmp_path / "keys" / "audit-signing.key"
+    assert settings.keys.audit_public_keys_path == tmp_path / "keys" / "audit-public.json"
     with pytest.raises(NoAuditKeys, match="no audit key"):
-        auditor_keyring(settings)
-    signer = ensure_signing_key(settings.audit_signing_key_path, settings.audit_public_keys_path)
-    public = auditor_keyring(settings)
+        auditor_keyring(settings.keys)
+    signer = ensure_signing_key(
+        settings.keys.audit_signing_key_path, settings.keys.audit_public_keys_path
+    )
+    public = auditor_keyring(settings.keys)
     assert set(public.public) == {signer.key_id} and not public.hmac
     with_hmac = auditor_keyring(
-        Settings.from_env({"DDZ_DATA_DIR": str(tmp_path), "DDZ_AUDIT_KEY": "s3cret"})
+        Settings.from_env({"DDZ_DATA_DIR": str(tmp_path), "DDZ_AUDIT_KEY": "s3cret"}).keys
     )
     assert dict(with_hmac.hmac) == {"k1": b"s3cret"}
     elsewhere = tmp_path / "elsewhere.json"
@@ -177,7 +179,7 @@ def test_the_auditor_keyring_from_the_settings(tmp_path: Path) -> None:
         {"DDZ_DATA_DIR": str(tmp_path), "DDZ_AUDIT_PUBLIC_KEYS": str(elsewhere),
          "DDZ_AUDIT_SIGNING_KEY": str(tmp_path / "other.key"), "DDZ_AUDIT_KEY": "s3cret"}
     )  # fmt: skip
-    assert moved.audit_public_keys_path == elsewhere
-    assert moved.audit_signing_key_path == tmp_path / "other.key"
+    assert moved.keys.audit_public_keys_path == elsewhere
+    assert moved.keys.audit_signing_key_path == tmp_path / "other.key"
     with pytest.raises(NoAuditKeys):
-        auditor_keyring(moved, public_only=True)
+        auditor_keyring(moved.keys, public_only=True)

@@ -20,7 +20,9 @@ from ddz.adapters.security.certs import (
     read_tls_file,
     suite_hosts,
 )
-from ddz.config import SERVICE_PORTS, Settings
+from ddz.config import Settings
+from ddz.config.network import SERVICE_PORTS
+from ddz.config.security import TlsSettings
 
 
 def certificate(path: Path) -> x509.Certificate:
@@ -81,11 +83,11 @@ def test_a_certificate_of_another_ca_or_without_its_key_is_issued_again(tmp_path
 
 def test_tls_paths_default_to_the_identity_in_the_data_dir(tmp_path: Path) -> None:
     settings = Settings.from_env({"DDZ_DATA_DIR": str(tmp_path)})
-    assert (settings.identity, settings.insecure) == ("operator", False)
-    assert settings.tls_ca_path == tmp_path / "tls" / "ca.crt"
-    assert settings.tls_cert_path == tmp_path / "tls" / "operator.crt"
+    assert (settings.tls.identity, settings.tls.insecure) == ("operator", False)
+    assert settings.tls.tls_ca_path == tmp_path / "tls" / "ca.crt"
+    assert settings.tls.tls_cert_path == tmp_path / "tls" / "operator.crt"
     rules = settings.as_identity("rules")
-    assert (rules.tls_cert_path, rules.tls_key_path) == (
+    assert (rules.tls.tls_cert_path, rules.tls.tls_key_path) == (
         tmp_path / "tls" / "rules.crt", tmp_path / "tls" / "rules.key"
     )  # fmt: skip
     mounted = Settings.from_env({
@@ -93,10 +95,10 @@ def test_tls_paths_default_to_the_identity_in_the_data_dir(tmp_path: Path) -> No
         "DDZ_TLS_KEY": "/etc/ddz/tls/tls.key", "DDZ_INSECURE": "1",
         "DDZ_MAX_CONCURRENT_RPCS": "50",
     }).as_identity("rules")  # fmt: skip
-    assert mounted.tls_cert_path == Path("/etc/ddz/tls/tls.crt")
-    assert mounted.tls_key_path == Path("/etc/ddz/tls/tls.key")
-    assert mounted.tls_ca_path == Path("/etc/ddz/tls/ca.crt")
-    assert (mounted.insecure, mounted.max_concurrent_rpcs) == (True, 50)
+    assert mounted.tls.tls_cert_path == Path("/etc/ddz/tls/tls.crt")
+    assert mounted.tls.tls_key_path == Path("/etc/ddz/tls/tls.key")
+    assert mounted.tls.tls_ca_path == Path("/etc/ddz/tls/ca.crt")
+    assert (mounted.tls.insecure, mounted.rpc.max_concurrent_rpcs) == (True, 50)
     assert Settings.from_env(settings_env(mounted)) == mounted.as_identity("operator")
     with pytest.raises(ValueError, match="DDZ_MAX_CONCURRENT_RPCS"):
         Settings.from_env({"DDZ_MAX_CONCURRENT_RPCS": "0"})
@@ -113,13 +115,13 @@ def test_a_missing_file_says_how_to_make_it(tmp_path: Path) -> None:
 
 
 def test_grpcurl_flags_name_the_files(tmp_path: Path) -> None:
-    settings = Settings(data_dir=tmp_path)
+    settings = Settings.from_env({"DDZ_DATA_DIR": str(tmp_path)})
     tls = tmp_path / "tls"
-    assert grpcurl_flags(settings) == (
+    assert grpcurl_flags(settings.tls) == (
         f"-cacert {tls}/ca.crt -cert {tls}/operator.crt -key {tls}/operator.key"
     )
-    assert grpcurl_flags(settings, client_cert=False) == f"-cacert {tls}/ca.crt"
-    assert grpcurl_flags(Settings(insecure=True)) == "-plaintext"
+    assert grpcurl_flags(settings.tls, client_cert=False) == f"-cacert {tls}/ca.crt"
+    assert grpcurl_flags(TlsSettings(insecure=True)) == "-plaintext"
 
 
 def test_certificates_name_every_host_the_settings_place_a_service_on(tmp_path: Path) -> None:

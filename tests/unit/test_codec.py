@@ -466,7 +466,7 @@ def test_public_state_shows_counts_not_cards_at_every_step() -> None:
 
 
 def test_settled_hands_and_balances_map_to_the_settlement_messages() -> None:
-    from ddz.adapters.service_db.balances import Balance, SettledHand
+    from ddz.domain.balances import Balance, SettledHand
     from ddz.domain.hand.events import HandSettled
 
     settled = next(e for e in selfplayed(CLASSIC, 5) if isinstance(e, HandSettled))

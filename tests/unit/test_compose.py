@@ -22,7 +22,8 @@ import yaml
 from ddz.adapters.messaging import nats_auth
 from ddz.adapters.messaging.server import MIN_SERVER_VERSION
 from ddz.adapters.runtime import stack
-from ddz.config import RETIRED, SERVICE_PORTS, Settings
+from ddz.config import RETIRED, Settings
+from ddz.config.network import SERVICE_PORTS
 from ddz.entrypoints import serve_cmd
 from settings_kit import settings_variables
 
@@ -162,22 +163,22 @@ def test_the_environment_holds_only_settings_variables_with_valid_values(
         assert not unknown, f"{name}: variables Settings never reads: {sorted(unknown)}"
         assert not set(env) & set(RETIRED), f"{name}: sets a retired variable"
         settings = Settings.from_env(env)  # every value is valid
-        assert settings.database_url.startswith("postgresql+psycopg://")
-        assert settings.host == "0.0.0.0"  # reachable from the other containers
-        assert not settings.insecure  # TLS between the services (certificates: ddz init)
-        for server in settings.nats_servers:  # every NATS node is a service of this mode
+        assert settings.store.database_url.startswith("postgresql+psycopg://")
+        assert settings.network.host == "0.0.0.0"  # reachable from the other containers
+        assert not settings.tls.insecure  # TLS between the services (certificates: ddz init)
+        for server in settings.bus.nats_servers:  # every NATS node is a service of this mode
             assert server.startswith("nats://")
             assert server.removeprefix("nats://").rsplit(":", 1)[0] in services
         for other, port in SERVICE_PORTS.items():  # each found by its service name
-            assert settings.address(other) == f"dns:///{other}:{port}"
+            assert settings.network.address(other) == f"dns:///{other}:{port}"
             assert other in services
 
 
 def test_the_cluster_mode_uses_three_nodes_and_three_replicas() -> None:
     plain, cluster = (Settings.from_env(environment(load(MODES[m])["services"]["rules"]))
                       for m in ("plain", "cluster"))  # fmt: skip
-    assert plain.nats_servers == ("nats://nats:4222",) and plain.stream_replicas == 1
-    assert len(cluster.nats_servers) == 3 and cluster.stream_replicas == 3
+    assert plain.bus.nats_servers == ("nats://nats:4222",) and plain.bus.stream_replicas == 1
+    assert len(cluster.bus.nats_servers) == 3 and cluster.bus.stream_replicas == 3
     nodes = {name: s for name, s in load(MODES["cluster"])["services"].items()
              if name.startswith("nats-")}  # fmt: skip
     assert set(nodes) == {"nats-1", "nats-2", "nats-3"}
@@ -227,7 +228,7 @@ def test_health_checks_ask_the_containers_own_instance(compose: dict[str, Any]) 
         env = {k: v for k, v in environment(services[name]).items() if k != unset}
         # without its DDZ_<NAME>_ADDR the service is dialled on loopback at its own port,
         # not at the name that resolves to every instance
-        assert Settings.from_env(env).address(name) == f"127.0.0.1:{port}"
+        assert Settings.from_env(env).network.address(name) == f"127.0.0.1:{port}"
 
 
 def test_the_start_order(compose: dict[str, Any]) -> None:

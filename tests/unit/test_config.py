@@ -13,33 +13,47 @@ from pathlib import Path
 import pytest
 import structlog
 from ddz.adapters.telemetry.logging import configure_logging
-from ddz.config import SERVICE_PORTS, Settings
+from ddz.config import Settings
+from ddz.config.bus import bus_from_env
+from ddz.config.fronts import console_from_env, play_from_env, supervision_from_env
+from ddz.config.game import bot_from_env, clocks_from_env, table_from_env
+from ddz.config.network import SERVICE_PORTS, network_from_env
+from ddz.config.rpc import rpc_from_env
+from ddz.config.security import keys_from_env, tls_from_env
+from ddz.config.store import store_from_env
+from ddz.config.telemetry import TelemetrySettings, telemetry_from_env
 
 
 def test_defaults(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     settings = Settings.from_env({})
     assert settings.data_dir == tmp_path / ".ddz"
-    assert settings.database_url == f"sqlite:///{tmp_path / '.ddz' / 'ddz.sqlite3'}"
-    assert settings.nats_url == ""
-    assert settings.host == "127.0.0.1"
-    assert dict(settings.ports) == {
+    assert settings.store.database_url == f"sqlite:///{tmp_path / '.ddz' / 'ddz.sqlite3'}"
+    assert settings.bus.nats_url == ""
+    assert settings.network.host == "127.0.0.1"
+    assert dict(settings.network.ports) == {
         "dealer": 50051, "rules": 50052, "bot": 50053,
         "settlement": 50054, "table": 50055, "recorder": 50056, "console": 50057,
         "play": 50058,
     }  # fmt: skip
-    assert settings.listen_address("play", settings.play_web_port) == "127.0.0.1:8444"
-    assert not settings.play_guests  # guests play only where the operator says so
-    assert settings.console_web_address == "127.0.0.1:8443"
-    assert (settings.log_level, settings.log_format, settings.log_to_file) == (
+    assert (
+        settings.network.listen_address("play", settings.network.play_web_port) == "127.0.0.1:8444"
+    )
+    assert not settings.play.play_guests  # guests play only where the operator says so
+    assert settings.network.console_web_address == "127.0.0.1:8443"
+    assert (
+        settings.telemetry.log_level,
+        settings.telemetry.log_format,
+        settings.telemetry.log_to_file,
+    ) == (
         "INFO",
         "auto",
         False,
     )
-    assert (settings.rpc_timeout, settings.turn_timeout) == (5.0, 20.0)
-    assert (settings.bot_player, settings.bot_max_ms) == ("strong", 250.0)
-    assert settings.atomic_decisions
-    assert settings.address("table") == "127.0.0.1:50055"
+    assert (settings.rpc.rpc_timeout, settings.clocks.turn_timeout) == (5.0, 20.0)
+    assert (settings.bot.bot_player, settings.bot.bot_max_ms) == ("strong", 250.0)
+    assert settings.bus.atomic_decisions
+    assert settings.network.address("table") == "127.0.0.1:50055"
     assert not tmp_path.joinpath(".ddz").exists()  # reading settings creates nothing
 
 
@@ -66,21 +80,25 @@ def test_every_variable_is_read(tmp_path: Path) -> None:
     }
     settings = Settings.from_env(env)
     assert settings.data_dir == tmp_path / "data"
-    assert settings.database_url == "postgresql+psycopg://postgres@127.0.0.1:5432/ddz"
-    assert settings.nats_url == "nats://10.0.0.5:4222"
-    assert settings.host == "0.0.0.0"
-    assert (settings.log_level, settings.log_format, settings.log_to_file) == (
+    assert settings.store.database_url == "postgresql+psycopg://postgres@127.0.0.1:5432/ddz"
+    assert settings.bus.nats_url == "nats://10.0.0.5:4222"
+    assert settings.network.host == "0.0.0.0"
+    assert (
+        settings.telemetry.log_level,
+        settings.telemetry.log_format,
+        settings.telemetry.log_to_file,
+    ) == (
         "DEBUG",
         "json",
         True,
     )
-    assert (settings.audit_key, settings.audit_key_id) == (b"s3cret-key", "2025-01")
-    assert (settings.rpc_timeout, settings.turn_timeout) == (2.5, 30.0)
-    assert settings.max_message_bytes == 65536
-    assert (settings.bot_player, settings.bot_max_ms) == ("greedy", 40.0)
-    assert not settings.atomic_decisions
-    assert (settings.play_web_port, settings.play_guests) == (9444, True)
-    assert [settings.port(name) for name in SERVICE_PORTS] == list(
+    assert (settings.keys.audit_key, settings.keys.audit_key_id) == (b"s3cret-key", "2025-01")
+    assert (settings.rpc.rpc_timeout, settings.clocks.turn_timeout) == (2.5, 30.0)
+    assert settings.rpc.max_message_bytes == 65536
+    assert (settings.bot.bot_player, settings.bot.bot_max_ms) == ("greedy", 40.0)
+    assert not settings.bus.atomic_decisions
+    assert (settings.network.play_web_port, settings.play.play_guests) == (9444, True)
+    assert [settings.network.port(name) for name in SERVICE_PORTS] == list(
         range(60000, 60000 + len(SERVICE_PORTS))
     )
 
@@ -112,9 +130,56 @@ def test_bad_values_name_the_variable(name: str, value: str) -> None:
         Settings.from_env({name: value})
 
 
+def test_each_part_is_read_by_its_own_function_as_the_whole_reads_it(tmp_path: Path) -> None:
+    """A module handed one part sees what it would have seen in the whole; the parts that
+    keep files under the data dir all keep them under the same one."""
+    env = {
+        "DDZ_DATA_DIR": str(tmp_path),
+        "DDZ_DATABASE_URL": "postgresql://postgres@db/ddz",
+        "DDZ_NATS_URL": "nats://n1:4222,nats://n2:4222",
+        "DDZ_STREAM_REPLICAS": "3",
+        "DDZ_RULES_ADDR": "dns:///rules:50052",
+        "DDZ_INSECURE": "1",
+        "DDZ_AUDIT_KEY_ID": "2026-q4",
+        "DDZ_MAX_MESSAGE_BYTES": "2048",
+        "DDZ_TURN_TIMEOUT": "9",
+        "DDZ_JOIN_BURST": "3",
+        "DDZ_BOT_PARTITIONS": "4",
+        "DDZ_LOG_LEVEL": "warning",
+        "DDZ_TRACE_URL": "https://traces.example/{trace_id}",
+        "DDZ_PLAY_GUESTS": "1",
+        "DDZ_RESTART_LIMIT": "0",
+    }
+    whole = Settings.from_env(env)
+    assert whole.store == store_from_env(env, tmp_path)
+    assert whole.store.database_url == "postgresql+psycopg://postgres@db/ddz"
+    assert whole.bus == bus_from_env(env, tmp_path)
+    assert (whole.bus.nats_servers, whole.bus.stream_replicas) == (
+        ("nats://n1:4222", "nats://n2:4222"),
+        3,
+    )
+    assert whole.network == network_from_env(env)
+    assert whole.network.targets("rules") == ("dns:///rules:50052",)
+    assert whole.tls == tls_from_env(env, tmp_path) and whole.tls.insecure
+    assert whole.keys == keys_from_env(env, tmp_path) and whole.keys.audit_key_id == "2026-q4"
+    assert whole.rpc == rpc_from_env(env) and whole.rpc.max_message_bytes == 2048
+    assert whole.clocks == clocks_from_env(env) and whole.clocks.turn_timeout == 9.0
+    assert whole.table == table_from_env(env) and whole.table.join_burst == 3
+    assert whole.bot == bot_from_env(env) and whole.bot.bot_partitions == 4
+    assert whole.telemetry == telemetry_from_env(env, tmp_path)
+    assert whole.telemetry.log_dir == tmp_path / "logs"
+    assert whole.console == console_from_env(env)
+    assert whole.play == play_from_env(env) and whole.play.play_guests
+    assert whole.supervision == supervision_from_env(env)
+    assert whole.supervision.restart_limit == 0
+    kept_under = {whole.data_dir, whole.bus.data_dir, whole.tls.data_dir, whole.keys.data_dir,
+                  whole.telemetry.data_dir}  # fmt: skip
+    assert kept_under == {tmp_path}
+
+
 def test_unknown_service_is_a_clear_error() -> None:
     with pytest.raises(ValueError, match="unknown service 'casino'"):
-        Settings().port("casino")
+        Settings().network.port("casino")
 
 
 def test_audit_key_never_appears_in_repr() -> None:
@@ -125,18 +190,18 @@ def test_audit_key_never_appears_in_repr() -> None:
 
 def test_audit_key_file_is_created_once_and_private(tmp_path: Path) -> None:
     settings = Settings.from_env({"DDZ_DATA_DIR": str(tmp_path)})
-    key = settings.require_audit_key()
+    key = settings.keys.require_audit_key()
     assert len(key) == 64
-    assert settings.require_audit_key() == key
-    assert Settings.from_env({"DDZ_DATA_DIR": str(tmp_path)}).require_audit_key() == key
+    assert settings.keys.require_audit_key() == key
+    assert Settings.from_env({"DDZ_DATA_DIR": str(tmp_path)}).keys.require_audit_key() == key
     assert stat.S_IMODE(os.stat(tmp_path / "audit.key").st_mode) == 0o600
     configured = Settings.from_env({"DDZ_DATA_DIR": str(tmp_path), "DDZ_AUDIT_KEY": "mine"})
-    assert configured.require_audit_key() == b"mine"
+    assert configured.keys.require_audit_key() == b"mine"
 
 
 def test_json_logs_carry_service_level_time_and_context(tmp_path: Path) -> None:
     sink = io.StringIO()
-    settings = Settings(data_dir=tmp_path, log_format="auto")  # not a TTY: JSON
+    settings = TelemetrySettings(data_dir=tmp_path, log_format="auto")  # not a TTY: JSON
     configure_logging(settings, service="dealer", stream=sink)
     try:
         structlog.contextvars.bind_contextvars(hand_id="h-1")
@@ -162,15 +227,17 @@ def test_json_logs_carry_service_level_time_and_context(tmp_path: Path) -> None:
 
 def test_console_format_and_log_file(tmp_path: Path) -> None:
     sink = io.StringIO()
-    configure_logging(Settings(data_dir=tmp_path, log_format="console"), service="bot", stream=sink)
+    configure_logging(
+        TelemetrySettings(data_dir=tmp_path, log_format="console"), service="bot", stream=sink
+    )
     structlog.get_logger().info("thinking", seat=2)
     assert "thinking" in sink.getvalue()
     with pytest.raises(json.JSONDecodeError):
         json.loads(sink.getvalue().splitlines()[0])
 
-    configure_logging(Settings(data_dir=tmp_path, log_to_file=True), service="bot")
+    configure_logging(TelemetrySettings(data_dir=tmp_path, log_to_file=True), service="bot")
     structlog.get_logger().info("to the file")
-    configure_logging(Settings(data_dir=tmp_path), service="pytest", stream=io.StringIO())
+    configure_logging(TelemetrySettings(data_dir=tmp_path), service="pytest", stream=io.StringIO())
     (line,) = (tmp_path / "logs" / "bot.log").read_text().splitlines()
     assert json.loads(line)["event"] == "to the file"
 
@@ -194,9 +261,9 @@ def test_a_retired_variable_is_refused_by_name() -> None:
 
 
 def test_the_trace_url_is_an_address_with_the_trace_id_in_it() -> None:
-    assert Settings.from_env({}).trace_url == ""
+    assert Settings.from_env({}).console.trace_url == ""
     url = "https://grafana.example/explore?traceId={trace_id}"
-    assert Settings.from_env({"DDZ_TRACE_URL": f" {url} "}).trace_url == url
+    assert Settings.from_env({"DDZ_TRACE_URL": f" {url} "}).console.trace_url == url
     for bad in (
         "grafana.example/{trace_id}",
         "https://grafana.example/explore",

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 import yaml
 from ddz.adapters.telemetry import metrics
-from ddz.config import SERVICE_PORTS, Settings
+from ddz.config import Settings
+from ddz.config.network import SERVICE_PORTS
 from promql_kit import (
     DASHBOARDS,
     PROMETHEUS_OWN,
@@ -145,4 +146,4 @@ def test_prometheus_scrapes_every_service_at_its_metrics_port() -> None:
     for name, job in jobs.items():
         (sd,) = job["dns_sd_configs"]
         assert sd["names"] == [name] and name in services and sd["type"] == "A"
-        assert sd["port"] == settings.metrics_port(name)
+        assert sd["port"] == settings.network.metrics_port(name)

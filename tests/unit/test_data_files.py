@@ -26,12 +26,12 @@ def settings_in(data_dir: Path) -> Settings:
 @pytest.mark.parametrize("text", ["", "secret", "g" * 64, "ab" * 16, "ab" * 33])
 def test_a_seat_token_key_that_is_not_one_is_refused_and_kept(tmp_path: Path, text: str) -> None:
     settings = settings_in(tmp_path)
-    made = table_token_key(settings)
+    made = table_token_key(settings.keys)
     assert len(made) == 64 and int(made, 16) >= 0  # what it makes: 64 hex digits
     path = tmp_path / "keys" / "table-token.key"
     path.write_text(text)
     with pytest.raises(BadFile) as refused:
-        table_token_key(settings)
+        table_token_key(settings.keys)
     assert str(refused.value).startswith(f"{path}: not a seat-token key")
     assert "ddz init" in str(refused.value)
     assert path.read_text() == text
@@ -51,12 +51,12 @@ def test_an_nkey_seed_with_one_wrong_character_is_refused(tmp_path: Path) -> Non
 
 def test_a_login_jwks_that_is_not_json_is_named(tmp_path: Path) -> None:
     settings = settings_in(tmp_path)
-    login_key(settings)
-    path = login_jwks_path(settings)
+    login_key(settings.keys)
+    path = login_jwks_path(settings.keys)
     assert json.loads(path.read_text())["keys"]
     path.write_text('{"keys": [')
     with pytest.raises(BadFile) as refused:
-        login_key(settings)
+        login_key(settings.keys)
     assert str(refused.value).startswith(f"{path}: not a JWKS")
     assert path.read_text() == '{"keys": ['
 

@@ -140,15 +140,15 @@ def test_unsigned_and_truncated_envelopes_are_refused() -> None:
 
 def test_keys_in_a_data_dir_are_private_and_the_keyring_public(tmp_path: Path) -> None:
     settings = Settings.from_env({"DDZ_DATA_DIR": str(tmp_path)})
-    keyring = event_keyring(settings)  # a consumer that starts before any producer
-    ensure_keys(settings)  # what ``ddz up`` does
+    keyring = event_keyring(settings.keys)  # a consumer that starts before any producer
+    ensure_keys(settings.keys)  # what ``ddz up`` does
     keys = tmp_path / "keys" / "events"
     assert sorted(p.name for p in keys.iterdir()) == ["dealer.key", "rules.key", "table.key"]
     assert all(stat.S_IMODE(p.stat().st_mode) == 0o600 for p in keys.iterdir())
-    entries = json.loads(settings.event_keyring_path.read_text())
+    entries = json.loads(settings.keys.event_keyring_path.read_text())
     assert sorted(e["producer"] for e in entries.values()) == ["dealer", "rules", "table"]
-    assert "PRIVATE" not in settings.event_keyring_path.read_text()
-    rules = ensure_signer(settings, "rules")  # the same key again, not a new one
+    assert "PRIVATE" not in settings.keys.event_keyring_path.read_text()
+    rules = ensure_signer(settings.keys, "rules")  # the same key again, not a new one
     assert rules.key_id in entries
     assert keyring.open(rules.seal(hand_event())).producer_key_id == rules.key_id
     assert "PRIVATE" not in repr(rules) and "private_key" not in repr(rules)
@@ -156,11 +156,11 @@ def test_keys_in_a_data_dir_are_private_and_the_keyring_public(tmp_path: Path) -
 
 def test_a_rotated_key_is_believed_and_the_old_one_still_verifies(tmp_path: Path) -> None:
     settings = Settings.from_env({"DDZ_DATA_DIR": str(tmp_path)})
-    old = ensure_signer(settings, "rules")
+    old = ensure_signer(settings.keys, "rules")
     before = old.seal(hand_event())
-    keyring = event_keyring(settings)
-    settings.event_signing_key_path("rules").unlink()  # rotate: a new key, a new id
-    new = ensure_signer(settings, "rules")
+    keyring = event_keyring(settings.keys)
+    settings.keys.event_signing_key_path("rules").unlink()  # rotate: a new key, a new id
+    new = ensure_signer(settings.keys, "rules")
     assert new.key_id != old.key_id
     assert keyring.open(new.seal(hand_event())).producer_key_id == new.key_id  # re-read
     assert keyring.open(before).producer_key_id == old.key_id

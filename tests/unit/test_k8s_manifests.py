@@ -22,7 +22,9 @@ from ddz.adapters.messaging import nats_auth
 from ddz.adapters.messaging.server import MIN_SERVER_VERSION
 from ddz.adapters.security.certs import SPIFFE_PREFIX
 from ddz.adapters.telemetry import metrics
-from ddz.config import OPERATOR, RETIRED, SERVICE_PORTS, Settings
+from ddz.config import RETIRED, Settings
+from ddz.config.network import SERVICE_PORTS
+from ddz.config.security import OPERATOR
 from ddz.entrypoints import serve_cmd
 from prometheus_client.metrics import MetricWrapperBase
 from settings_kit import Recording
@@ -42,7 +44,10 @@ PROTO_SERVICE = {
 }  # fmt: skip
 NO_NATS = {"console", "play"}
 """Services with no NATS user: everything they show comes through other services."""
-WEB_PORTS = {"console": Settings().console_web_port, "play": Settings().play_web_port}
+WEB_PORTS = {
+    "console": Settings().network.console_web_port,
+    "play": Settings().network.play_web_port,
+}
 """Services that also serve HTTPS pages (the desk, the player's page), on a port of their own."""
 SECRET_MOUNTS = {"tls": "/etc/ddz/tls", "nats": "/etc/ddz/nats"}
 
@@ -151,19 +156,24 @@ def test_each_service_runs_its_real_command_on_its_ports() -> None:
         assert (args.command, args.name) == ("serve", name) and "command" not in spec
         settings = Settings.from_env(pod_env(name))
         ports = {p["name"]: p["containerPort"] for p in spec["ports"]}
-        probe = settings.probe_address(name)
-        expected = {"grpc": settings.port(name), "metrics": settings.metrics_port(name),
+        probe = settings.network.probe_address(name)
+        network = settings.network
+        expected = {"grpc": network.port(name), "metrics": network.metrics_port(name),
                     "probe": int(probe.rsplit(":", 1)[1]) if probe else None}  # fmt: skip
         if name in WEB_PORTS:
             expected["https"] = WEB_PORTS[name]
-            web = settings.console_web_port if name == "console" else settings.play_web_port
+            web = (
+                settings.network.console_web_port
+                if name == "console"
+                else settings.network.play_web_port
+            )
             assert web == WEB_PORTS[name]
         assert ports == expected
         assert ports["grpc"] == port
         template = find("Deployment", name)["spec"]["template"]
         scrape = template["metadata"]["annotations"]
         assert scrape["prometheus.io/scrape"] == "true"
-        assert int(scrape["prometheus.io/port"]) == settings.metrics_port(name)
+        assert int(scrape["prometheus.io/port"]) == settings.network.metrics_port(name)
         service = find("Service", name)["spec"]
         assert service["ports"] == [{"name": "grpc", "port": port, "targetPort": "grpc",
                                      "appProtocol": "grpc"}]  # fmt: skip
@@ -183,13 +193,13 @@ def test_the_environment_holds_only_settings_variables_with_valid_values() -> No
         assert not unknown, f"{name}: variables Settings never reads: {sorted(unknown)}"
         assert not set(env) & set(RETIRED)
         settings = Settings.from_env(env)
-        assert settings.host == "0.0.0.0" and not settings.insecure
+        assert settings.network.host == "0.0.0.0" and not settings.tls.insecure
         for other, port in SERVICE_PORTS.items():
-            assert settings.address(other) == f"dns:///{other}:{port}"
+            assert settings.network.address(other) == f"dns:///{other}:{port}"
         uses_database = any(i["name"] == "DDZ_DATABASE_URL" for i in container(name).get("env", []))
         assert uses_database == (name in DATABASE_USERS)
         if uses_database:
-            assert settings.database_url.startswith("postgresql+psycopg://")
+            assert settings.store.database_url.startswith("postgresql+psycopg://")
 
 
 def test_the_nats_url_names_every_node_of_the_chart_and_streams_are_replicated() -> None:
@@ -198,10 +208,10 @@ def test_the_nats_url_names_every_node_of_the_chart_and_streams_are_replicated()
     assert cluster["enabled"] and values["config"]["jetstream"]["enabled"]
     settings = Settings.from_env(settings_map())
     nodes = cluster["replicas"]
-    assert settings.nats_servers == tuple(
+    assert settings.bus.nats_servers == tuple(
         f"nats://{NATS_RELEASE}-{i}.{NATS_RELEASE}-headless:4222" for i in range(nodes)
     )
-    assert settings.stream_replicas == nodes == 3
+    assert settings.bus.stream_replicas == nodes == 3
     tag = values["container"]["image"]["tag"]
     version = tuple(int(p) for p in re.findall(r"\d+", tag)[:2])
     assert version >= MIN_SERVER_VERSION[:2] and version >= (2, 12)
@@ -227,9 +237,12 @@ def test_secrets_are_mounted_read_only_where_the_settings_look() -> None:
                 assert mounts[volume["name"]]["readOnly"]
         settings = Settings.from_env(pod_env(name)).as_identity(name)
         tls = Path(SECRET_MOUNTS["tls"])
-        assert settings.tls_ca_path == tls / "ca.crt"  # the keys of a cert-manager Secret
-        assert (settings.tls_cert_path, settings.tls_key_path) == (tls / "tls.crt", tls / "tls.key")
-        assert settings.nats_nkey_seed_file == Path(SECRET_MOUNTS["nats"]) / "nkey.seed"
+        assert settings.tls.tls_ca_path == tls / "ca.crt"  # the keys of a cert-manager Secret
+        assert (settings.tls.tls_cert_path, settings.tls.tls_key_path) == (
+            tls / "tls.crt",
+            tls / "tls.key",
+        )
+        assert settings.bus.nats_nkey_seed_file == Path(SECRET_MOUNTS["nats"]) / "nkey.seed"
 
 
 def test_pods_run_hardened_with_resources_and_health_probes() -> None:
@@ -250,10 +263,10 @@ def test_pods_run_hardened_with_resources_and_health_probes() -> None:
         # (its NATS, database and consumers), asked by kubelet's native gRPC probe on the
         # plaintext health-only port the service opens for it (DDZ_<NAME>_PROBE_PORT)
         assert spec["livenessProbe"]["tcpSocket"] == {"port": "grpc"}
-        probe_address = Settings.from_env(pod_env(name)).probe_address(name)
+        probe_address = Settings.from_env(pod_env(name)).network.probe_address(name)
         assert probe_address is not None, f"{name}: no DDZ_{name.upper()}_PROBE_PORT"
         probe_port = int(probe_address.rsplit(":", 1)[1])
-        assert probe_port not in (port, Settings.from_env(pod_env(name)).metrics_port(name))
+        assert probe_port not in (port, Settings.from_env(pod_env(name)).network.metrics_port(name))
         assert {"name": "probe", "containerPort": probe_port} in spec["ports"]
         for probe in ("startupProbe", "readinessProbe"):
             assert spec[probe]["grpc"] == {"port": probe_port}, (name, probe)
@@ -286,7 +299,9 @@ def test_network_policies_let_through_only_who_has_a_right() -> None:
             assert _peers(grpc_in[0], "from") == expected, name
         others = [r for r in spec["ingress"] if r is not grpc_in[0]]
         pages = [r for r in others if name in WEB_PORTS and _ports(r) == {WEB_PORTS[name]}]
-        assert all(_ports(r) == {Settings().metrics_port(name)} for r in others if r not in pages)
+        assert all(
+            _ports(r) == {Settings().network.metrics_port(name)} for r in others if r not in pages
+        )
         # out: exactly the services it may call, NATS, and its database; a table standby
         # forwards its players' calls to the active table instance
         called = {s for s in SERVICE_PORTS if name in callers_of(s) and s != name}
@@ -399,7 +414,7 @@ def test_the_jobs_run_the_preparation_with_what_it_reads() -> None:
     seed = Path(mount["mountPath"]) / item["path"]
     settings = Settings.from_env(settings_map())
     assert seed == nats_auth.seed_path(settings.data_dir, nats_auth.PROVISION)  # where it reads
-    assert settings.stream_replicas == 3
+    assert settings.bus.stream_replicas == 3
 
 
 def test_the_image_is_the_one_kustomize_sets() -> None:
@@ -425,13 +440,13 @@ def test_producers_sign_with_their_own_key_and_every_pod_reads_the_keyring() -> 
         assert keyring["readOnly"] and volumes["event-keyring"]["configMap"]["name"] == (
             "ddz-event-keyring"
         )
-        assert settings.event_keyring_path.parent == Path(keyring["mountPath"])
+        assert settings.keys.event_keyring_path.parent == Path(keyring["mountPath"])
         producer = name in ("dealer", "rules", "table")
         assert ("events" in mounts) == producer, name
         if producer:
             assert volumes["events"]["secret"]["secretName"] == f"ddz-events-{name}"
-            key = settings.event_signing_key_path(name)
+            key = settings.keys.event_signing_key_path(name)
             assert key.parent == Path(mounts["events"]["mountPath"])
             assert mounts["events"]["readOnly"]
         else:
-            assert settings.event_signing_key_file is None
+            assert settings.keys.event_signing_key_file is None

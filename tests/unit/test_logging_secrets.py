@@ -16,11 +16,13 @@ from ddz.access.table_tokens import SignedTokens
 from ddz.access.token_keys import LoginKeys
 from ddz.access.tokens import TokenKeys, new_claims, verify
 from ddz.adapters.telemetry.logging import configure_logging, defaults_without_locals
-from ddz.config import Settings, redacted_url
+from ddz.config import Settings
+from ddz.config.telemetry import TelemetrySettings
 from ddz.domain.hand import HandState
 from ddz.domain.hand.commands import SeatInfo, StartHand
 from ddz.domain.ruleset import ruleset_for
 from ddz.domain.settlement import RoomSettings
+from ddz.urls import redacted_url
 
 from services.rules.cache import LiveHand
 
@@ -37,7 +39,7 @@ def fail_holding_a_secret() -> None:
 def sink(tmp_path: Path) -> Iterator[io.StringIO]:
     out = io.StringIO()
     yield out
-    configure_logging(Settings(data_dir=tmp_path), service="pytest", stream=io.StringIO())
+    configure_logging(TelemetrySettings(data_dir=tmp_path), service="pytest", stream=io.StringIO())
 
 
 def log_failures(logger_name: str | None) -> None:
@@ -56,7 +58,7 @@ def log_failures(logger_name: str | None) -> None:
 def test_a_logged_exception_does_not_print_its_frames_locals(
     tmp_path: Path, sink: io.StringIO, log_format: str, logger_name: str | None
 ) -> None:
-    settings = Settings(data_dir=tmp_path, log_format=log_format)  # type: ignore[arg-type]
+    settings = TelemetrySettings(data_dir=tmp_path, log_format=log_format)  # type: ignore[arg-type]
     configure_logging(settings, service="recorder", stream=sink)
     log_failures(logger_name)
     out = sink.getvalue()
@@ -66,10 +68,10 @@ def test_a_logged_exception_does_not_print_its_frames_locals(
 
 
 def test_a_log_file_gets_tracebacks_without_locals(tmp_path: Path, sink: io.StringIO) -> None:
-    configure_logging(Settings(data_dir=tmp_path, log_to_file=True), service="recorder")
+    configure_logging(TelemetrySettings(data_dir=tmp_path, log_to_file=True), service="recorder")
     log_failures(None)
     log_failures("grpc")
-    configure_logging(Settings(data_dir=tmp_path), service="pytest", stream=sink)
+    configure_logging(TelemetrySettings(data_dir=tmp_path), service="pytest", stream=sink)
     text = (tmp_path / "logs" / "recorder.log").read_text()
     assert text.count("fail_holding_a_secret") == 2 and SECRET not in text
 
@@ -98,7 +100,7 @@ def test_settings_hide_keys_and_passwords() -> None:
     for text in (repr(settings), str(settings)):
         assert "s3cret" not in text
         assert "ddz:***@db:5432/ddz" in text and "nats://***@nats:4222" in text
-    assert settings.database_url.endswith("ddz:db-s3cret@db:5432/ddz?password=q-s3cret")
+    assert settings.store.database_url.endswith("ddz:db-s3cret@db:5432/ddz?password=q-s3cret")
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,8 @@ from ddz.adapters.messaging.delivery import delivery_of
 from ddz.adapters.messaging.subjects import split_subject, subject_for
 from ddz.adapters.runtime.stack_env import settings_env
 from ddz.adapters.telemetry import metrics
-from ddz.config import SERVICE_PORTS, Settings
+from ddz.config import Settings
+from ddz.config.network import SERVICE_PORTS
 from prometheus_client import Counter, Histogram
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -93,19 +94,19 @@ def test_a_published_subject_gives_category_and_type() -> None:
 
 def test_metrics_default_beside_the_grpc_port_and_follow_the_listen_host() -> None:
     settings = Settings.from_env({})
-    assert settings.metrics_address("rules") == "127.0.0.1:51052"
+    assert settings.network.metrics_address("rules") == "127.0.0.1:51052"
     for service, port in SERVICE_PORTS.items():
-        assert settings.metrics_port(service) == port + 1000
+        assert settings.network.metrics_port(service) == port + 1000
     moved = Settings.from_env({"DDZ_HOST": "0.0.0.0", "DDZ_RULES_PORT": "6000"})
-    assert moved.metrics_address("rules") == "0.0.0.0:7000"
+    assert moved.network.metrics_address("rules") == "0.0.0.0:7000"
     listen = Settings.from_env(
         {"DDZ_RULES_LISTEN": "10.0.0.5:50052", "DDZ_RULES_METRICS_PORT": "9100"}
     )
-    assert listen.metrics_address("rules") == "10.0.0.5:9100"
-    assert listen.metrics_address("dealer") == "127.0.0.1:51051"
-    assert Settings.from_env({"DDZ_RULES_PORT": "0"}).metrics_port("rules") == 0
-    assert Settings.from_env({"DDZ_RULES_PORT": "65000"}).metrics_port("rules") == 0
-    assert Settings.from_env({"DDZ_RULES_METRICS_PORT": "0"}).metrics_port("rules") == 0
+    assert listen.network.metrics_address("rules") == "10.0.0.5:9100"
+    assert listen.network.metrics_address("dealer") == "127.0.0.1:51051"
+    assert Settings.from_env({"DDZ_RULES_PORT": "0"}).network.metrics_port("rules") == 0
+    assert Settings.from_env({"DDZ_RULES_PORT": "65000"}).network.metrics_port("rules") == 0
+    assert Settings.from_env({"DDZ_RULES_METRICS_PORT": "0"}).network.metrics_port("rules") == 0
     with pytest.raises(ValueError, match="DDZ_RULES_METRICS_PORT"):
         Settings.from_env({"DDZ_RULES_METRICS_PORT": "70000"})
     assert Settings.from_env(settings_env(listen)) == listen

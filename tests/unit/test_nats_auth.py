@@ -72,17 +72,17 @@ def test_seeds_are_private_and_stable(tmp_path: Path) -> None:
 
 def test_credentials_come_from_the_settings_then_the_data_dir(tmp_path: Path) -> None:
     base = {"DDZ_DATA_DIR": str(tmp_path)}
-    assert connect_options(Settings.from_env(base), "bot") == {}  # no auth: as before
+    assert connect_options(Settings.from_env(base).bus, "bot") == {}  # no auth: as before
     nats_auth.write_config(tmp_path)
-    found = connect_options(Settings.from_env(base), "bot")
+    found = connect_options(Settings.from_env(base).bus, "bot")
     assert found == {
         "nkeys_seed": str(nats_auth.seed_path(tmp_path, "bot")),
         "inbox_prefix": "_INBOX.bot",
     }
     creds = Settings.from_env({**base, "DDZ_NATS_CREDS": "/run/bot.creds"})
-    assert connect_options(creds, "bot")["user_credentials"] == "/run/bot.creds"
+    assert connect_options(creds.bus, "bot")["user_credentials"] == "/run/bot.creds"
     user = Settings.from_env({**base, "DDZ_NATS_USER": "bot", "DDZ_NATS_PASSWORD": "s3cret"})
-    assert connect_options(user, "bot")["password"] == "s3cret"
+    assert connect_options(user.bus, "bot")["password"] == "s3cret"
     assert "s3cret" not in repr(user)  # never logged
     assert Settings.from_env(settings_env(user)) == user  # children get the same
 
@@ -114,11 +114,11 @@ def test_tls_to_nats_takes_the_ca_and_the_client_certificate(tmp_path: Path) -> 
         )
     )
     base = {"DDZ_DATA_DIR": str(tmp_path)}
-    assert "tls" not in connect_options(Settings.from_env(base), "bot")
+    assert "tls" not in connect_options(Settings.from_env(base).bus, "bot")
     settings = Settings.from_env(
         {**base, "DDZ_NATS_CA": str(tmp_path / "c.pem"),
          "DDZ_NATS_CERT": str(tmp_path / "c.pem"), "DDZ_NATS_KEY": str(tmp_path / "k.pem")}
     )  # fmt: skip
-    context = connect_options(settings, "bot")["tls"]
+    context = connect_options(settings.bus, "bot")["tls"]
     assert context.get_ca_certs()[0]["subject"] == ((("commonName", "ddz-test"),),)
     assert Settings.from_env(settings_env(settings)) == settings

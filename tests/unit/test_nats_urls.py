@@ -5,28 +5,29 @@ from __future__ import annotations
 import pytest
 from ddz.adapters.messaging.server import server_list
 from ddz.adapters.runtime.stack_env import settings_env
-from ddz.config import DEFAULT_STREAM_MAX_AGE, Settings
+from ddz.config import Settings
+from ddz.config.bus import DEFAULT_STREAM_MAX_AGE
 from ddz.urls import nats_servers, redacted_servers
 
 
 def test_one_url_is_one_server() -> None:
     settings = Settings.from_env({"DDZ_NATS_URL": "nats://10.0.0.5:4222"})
-    assert settings.nats_url == "nats://10.0.0.5:4222"
-    assert settings.nats_servers == ("nats://10.0.0.5:4222",)
-    assert server_list(settings.nats_url) == ["nats://10.0.0.5:4222"]
+    assert settings.bus.nats_url == "nats://10.0.0.5:4222"
+    assert settings.bus.nats_servers == ("nats://10.0.0.5:4222",)
+    assert server_list(settings.bus.nats_url) == ["nats://10.0.0.5:4222"]
 
 
 def test_a_comma_list_is_every_server_of_a_cluster() -> None:
     raw = "nats://a:4222, nats://b:4222 ,tls://c:4222"
     settings = Settings.from_env({"DDZ_NATS_URL": raw})
-    assert settings.nats_url == "nats://a:4222,nats://b:4222,tls://c:4222"
-    assert settings.nats_servers == ("nats://a:4222", "nats://b:4222", "tls://c:4222")
-    assert server_list(settings.nats_url) == list(settings.nats_servers)
+    assert settings.bus.nats_url == "nats://a:4222,nats://b:4222,tls://c:4222"
+    assert settings.bus.nats_servers == ("nats://a:4222", "nats://b:4222", "tls://c:4222")
+    assert server_list(settings.bus.nats_url) == list(settings.bus.nats_servers)
     assert server_list(["nats://a:4222", "nats://b:4222"]) == ["nats://a:4222", "nats://b:4222"]
 
 
 def test_no_url_is_the_default_server() -> None:
-    assert Settings.from_env({}).nats_servers == ()
+    assert Settings.from_env({}).bus.nats_servers == ()
 
 
 @pytest.mark.parametrize(
@@ -61,7 +62,11 @@ def test_every_server_is_redacted() -> None:
 
 def test_the_stream_settings() -> None:
     default = Settings.from_env({})
-    assert (default.stream_replicas, default.stream_max_age, default.stream_max_bytes) == (
+    assert (
+        default.bus.stream_replicas,
+        default.bus.stream_max_age,
+        default.bus.stream_max_bytes,
+    ) == (
         1,
         DEFAULT_STREAM_MAX_AGE,
         None,
@@ -73,13 +78,17 @@ def test_the_stream_settings() -> None:
             "DDZ_STREAM_MAX_BYTES": "1000000000",
         }
     )
-    assert (cluster.stream_replicas, cluster.stream_max_age, cluster.stream_max_bytes) == (
+    assert (
+        cluster.bus.stream_replicas,
+        cluster.bus.stream_max_age,
+        cluster.bus.stream_max_bytes,
+    ) == (
         3,
         3600.0,
         1_000_000_000,
     )
     unlimited = Settings.from_env({"DDZ_STREAM_MAX_AGE": "0", "DDZ_STREAM_MAX_BYTES": "0"})
-    assert (unlimited.stream_max_age, unlimited.stream_max_bytes) == (None, None)
+    assert (unlimited.bus.stream_max_age, unlimited.bus.stream_max_bytes) == (None, None)
     for settings in (default, cluster, unlimited):
         assert Settings.from_env(settings_env(settings)) == settings
 

@@ -81,7 +81,7 @@ def settings(tmp_path_factory: pytest.TempPathFactory) -> Settings:
     """Over TLS, as every channel of the suite: a data dir with the CA and certificates."""
     data_dir = tmp_path_factory.mktemp("tls")
     ensure_certificates(data_dir)
-    return Settings(data_dir=data_dir, rpc_timeout=30.0)
+    return Settings.from_env({"DDZ_DATA_DIR": str(data_dir), "DDZ_RPC_TIMEOUT": "30"})
 
 
 async def serve(
@@ -90,7 +90,7 @@ async def serve(
     server = grpc.aio.server()
     for service, methods in handlers.items():
         server.add_generic_rpc_handlers([grpc.method_handlers_generic_handler(service, methods)])
-    server.add_secure_port(f"127.0.0.1:{port}", server_credentials(settings, "recorder"))
+    server.add_secure_port(f"127.0.0.1:{port}", server_credentials(settings.tls, "recorder"))
     await server.start()
     return server
 
@@ -161,7 +161,7 @@ async def test_the_default_deadline_bounds_the_wait_for_a_server_that_never_come
     settings: Settings,
 ) -> None:
     port = free_port("127.0.0.1")
-    hurried = dataclasses.replace(settings, rpc_timeout=0.5)
+    hurried = dataclasses.replace(settings, rpc=dataclasses.replace(settings.rpc, rpc_timeout=0.5))
     async with make_channel(hurried, target=f"127.0.0.1:{port}") as channel:
         stub = recorder_pb2_grpc.RecorderServiceStub(channel)  # type: ignore[no-untyped-call]
         with pytest.raises(grpc.aio.AioRpcError) as failed:

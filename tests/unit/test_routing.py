@@ -56,7 +56,7 @@ def test_a_dns_entry_without_a_port_is_refused() -> None:
 
 def test_the_rules_address_may_list_several_targets() -> None:
     settings = Settings.from_env({"DDZ_RULES_ADDR": "10.0.0.1:50052, 10.0.0.2:50052"})
-    assert settings.targets("rules") == ("10.0.0.1:50052", "10.0.0.2:50052")
-    assert Settings.from_env({}).targets("rules") == ("127.0.0.1:50052",)
+    assert settings.network.targets("rules") == ("10.0.0.1:50052", "10.0.0.2:50052")
+    assert Settings.from_env({}).network.targets("rules") == ("127.0.0.1:50052",)
     with pytest.raises(ValueError, match="DDZ_RULES_ADDR"):
         Settings.from_env({"DDZ_RULES_ADDR": "10.0.0.1:50052,rules"})

@@ -100,13 +100,15 @@ def test_the_tools_take_a_running_stacks_addresses_but_the_environment_wins(
     write_record(tmp_path, os.getpid())
     settings = Settings.from_env({"DDZ_DATA_DIR": str(tmp_path), "DDZ_TABLE_ADDR": "10.0.0.1:5"})
     found = stack_file.found(settings, env={})
-    assert found.nats_url == "nats://127.0.0.1:1,nats://127.0.0.1:2"
-    assert found.address("rules") == "127.0.0.1:7,127.0.0.1:8"
-    assert found.address("table") == "10.0.0.1:5"  # the environment named it
-    assert found.address("bot") == settings.address("bot")  # the record names it not
-    assert found.database_url.endswith("elsewhere.sqlite3")
-    kept = stack_file.found(settings, env={"DDZ_DATABASE_URL": settings.database_url})
-    assert kept.database_url == settings.database_url
+    assert found.bus.nats_url == "nats://127.0.0.1:1,nats://127.0.0.1:2"
+    assert found.network.address("rules") == "127.0.0.1:7,127.0.0.1:8"
+    assert found.network.address("table") == "10.0.0.1:5"  # the environment named it
+    assert found.network.address("bot") == settings.network.address(
+        "bot"
+    )  # the record names it not
+    assert found.store.database_url.endswith("elsewhere.sqlite3")
+    kept = stack_file.found(settings, env={"DDZ_DATABASE_URL": settings.store.database_url})
+    assert kept.store.database_url == settings.store.database_url
 
 
 def test_a_record_left_by_a_stack_that_is_gone_is_ignored(tmp_path: Path) -> None:
@@ -136,8 +138,8 @@ def test_each_console_instance_serves_its_pages_on_a_port_of_its_own(tmp_path: P
     stack = Stack(settings, scale={"console": 2})
     placed = stack._place_instances(settings)
     second = stack._instance_env["console-2"]
-    assert int(second["DDZ_CONSOLE_WEB_PORT"]) not in (placed.console_web_port, 0)
-    assert second["DDZ_CONSOLE_PORT"] != str(placed.port("console"))
+    assert int(second["DDZ_CONSOLE_WEB_PORT"]) not in (placed.network.console_web_port, 0)
+    assert second["DDZ_CONSOLE_PORT"] != str(placed.network.port("console"))
 
 
 def test_each_play_instance_serves_its_page_on_a_port_of_its_own(tmp_path: Path) -> None:
@@ -145,5 +147,5 @@ def test_each_play_instance_serves_its_page_on_a_port_of_its_own(tmp_path: Path)
     stack = Stack(settings, scale={"play": 2})
     placed = stack._place_instances(settings)
     second = stack._instance_env["play-2"]
-    assert int(second["DDZ_PLAY_WEB_PORT"]) not in (placed.play_web_port, 0)
-    assert second["DDZ_PLAY_PORT"] != str(placed.port("play"))
+    assert int(second["DDZ_PLAY_WEB_PORT"]) not in (placed.network.play_web_port, 0)
+    assert second["DDZ_PLAY_PORT"] != str(placed.network.port("play"))

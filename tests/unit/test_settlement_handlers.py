@@ -13,8 +13,8 @@ import pytest
 from ddz.adapters.codec import envelope_for, parse_envelope
 from ddz.adapters.messaging.delivery import Delivery, Reject
 from ddz.adapters.messaging.subjects import subject_for
-from ddz.adapters.service_db.balances import Balance, SettledHand
 from ddz.application.errors import Kind, Reason, Refusal
+from ddz.domain.balances import Balance, SettledHand
 from ddz.domain.hand.events import Event, HandSettled, HandStarted
 from ddz.domain.players import GreedyPlayer
 from ddz.domain.ruleset import CLASSIC

@@ -109,7 +109,7 @@ def test_ddz_token_prints_a_token_alone_and_refuses_a_staff_token_without_a_role
     assert main(["token", "staff", "sam", "--role", "auditor"]) == 0
     printed = capsys.readouterr().out
     assert printed.count("\n") == 1
-    keys = LoginKeys(login_jwks_path(Settings.from_env({"DDZ_DATA_DIR": str(tmp_path)})))
+    keys = LoginKeys(login_jwks_path(Settings.from_env({"DDZ_DATA_DIR": str(tmp_path)}).keys))
     assert verify_staff(printed.strip(), keys).role == "auditor"
     assert main(["token", "staff", "sam"]) == 2
     assert "needs --role support or --role auditor" in capsys.readouterr().err

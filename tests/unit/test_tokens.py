@@ -199,24 +199,26 @@ def test_bearer_metadata() -> None:
 def test_keys_are_made_in_the_data_dir_and_derive_from_nothing(tmp_path: Path) -> None:
     one = Settings.from_env({"DDZ_AUDIT_KEY": "audit", "DDZ_DATA_DIR": str(tmp_path / "a")})
     two = Settings.from_env({"DDZ_AUDIT_KEY": "audit", "DDZ_DATA_DIR": str(tmp_path / "b")})
-    ensure_keys(one)
-    ensure_keys(two)
+    ensure_keys(one.keys)
+    ensure_keys(two.keys)
     # The same audit key, different keys: none is derived from the audit key.
-    assert table_token_key(one) != table_token_key(two)
-    assert login_key(one).kid != login_key(two).kid
-    assert b"audit" not in table_token_key(one)
-    for path in (login_key_path(one), tmp_path / "a" / "keys" / "table-token.key"):
+    assert table_token_key(one.keys) != table_token_key(two.keys)
+    assert login_key(one.keys).kid != login_key(two.keys).kid
+    assert b"audit" not in table_token_key(one.keys)
+    for path in (login_key_path(one.keys), tmp_path / "a" / "keys" / "table-token.key"):
         assert path.stat().st_mode & 0o777 == 0o600, path
     # Again: the same keys (made once, then read).
-    assert login_key(one).kid == login_key(one).kid and table_token_key(one) == table_token_key(one)
+    assert login_key(one.keys).kid == login_key(one.keys).kid and table_token_key(
+        one.keys
+    ) == table_token_key(one.keys)
     # The JWKS holds the public key only, and the table's keys verify the login's tokens.
-    jwks = json.loads(login_jwks_path(one).read_text())
+    jwks = json.loads(login_jwks_path(one.keys).read_text())
     assert [set(k) for k in jwks["keys"]] == [{"kty", "crv", "x", "kid", "alg", "use"}]
-    keys = verification_keys(one)
-    assert verify(tokens.operator_token(one), keys).kind == "operator"
-    assert verify(tokens.player_token(one, "ann"), keys).player == "ann"
+    keys = verification_keys(one.keys)
+    assert verify(tokens.operator_token(one.keys), keys).kind == "operator"
+    assert verify(tokens.player_token(one.keys, "ann"), keys).player == "ann"
     with pytest.raises(TokenError, match="unknown login key"):
-        verify(tokens.operator_token(two), keys)
+        verify(tokens.operator_token(two.keys), keys)
     assert not hasattr(keys, "private") and "private" not in repr(keys)
 
 
@@ -226,9 +228,9 @@ def test_keys_come_from_the_settings(tmp_path: Path) -> None:
          "DDZ_LOGIN_KEY": str(tmp_path / "mine.pem"),
          "DDZ_LOGIN_JWKS": str(tmp_path / "published.json")}
     )  # fmt: skip
-    assert table_token_key(explicit) == b"t-key"
+    assert table_token_key(explicit.keys) == b"t-key"
     assert "t-key" not in repr(explicit)
-    key = login_key(explicit)
+    key = login_key(explicit.keys)
     assert (tmp_path / "mine.pem").exists()
     assert list(read_jwks(tmp_path / "published.json")) == [key.kid]
     assert not (tmp_path / "keys" / "login.key").exists()
@@ -236,21 +238,21 @@ def test_keys_come_from_the_settings(tmp_path: Path) -> None:
 
 def test_login_keys_rotate_by_kid(tmp_path: Path) -> None:
     settings = Settings.from_env({"DDZ_DATA_DIR": str(tmp_path)})
-    keys = verification_keys(settings)  # before any key exists: an empty set
-    old = tokens.operator_token(settings)  # makes the login key and publishes it
+    keys = verification_keys(settings.keys)  # before any key exists: an empty set
+    old = tokens.operator_token(settings.keys)  # makes the login key and publishes it
     assert verify(old, keys).kind == "operator"  # the file changed: read again
     # Rotation: a new key published beside the old; tokens of both verify.
     new = LoginKey.of(Ed25519PrivateKey.generate())
-    document = json.loads(login_jwks_path(settings).read_text())
+    document = json.loads(login_jwks_path(settings.keys).read_text())
     document["keys"].append(new.jwk)
-    login_jwks_path(settings).write_text(json.dumps(document))
+    login_jwks_path(settings.keys).write_text(json.dumps(document))
     assert verify(issue(new, "operator", "op", 60), keys).player == "op"
-    assert verify(old, verification_keys(settings)).kind == "operator"
+    assert verify(old, verification_keys(settings.keys)).kind == "operator"
     # The old key withdrawn: its tokens are refused by a service that reads the file anew.
     document["keys"] = [new.jwk]
-    login_jwks_path(settings).write_text(json.dumps(document))
+    login_jwks_path(settings.keys).write_text(json.dumps(document))
     with pytest.raises(TokenError, match="unknown login key"):
-        verify(old, verification_keys(settings))
+        verify(old, verification_keys(settings.keys))
 
 
 def test_a_jwks_with_a_private_key_or_no_keys_is_refused(tmp_path: Path) -> None:

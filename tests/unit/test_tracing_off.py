@@ -25,7 +25,7 @@ from ddz.adapters.telemetry.logging import configure_logging
 from ddz.config import Settings
 
 settings = Settings.from_env()
-assert not tracing.configure_tracing(settings, service="rules")
+assert not tracing.configure_tracing(settings.telemetry, service="rules")
 grpc_client.make_channel(settings, target="127.0.0.1:1")  # a tool's first channel
 assert not tracing.active()
 assert isinstance(trace.get_tracer_provider(), ProxyTracerProvider)
@@ -37,7 +37,7 @@ assert headers == {"Nats-Msg-Id": "e-1"}
 with tracing.consuming("recorder", "ddz.v1.hand.1.h.play_made", headers) as span:
     assert span is None
 out = io.StringIO()
-configure_logging(settings, service="rules", stream=out)
+configure_logging(settings.telemetry, service="rules", stream=out)
 import structlog
 structlog.get_logger().info("inside_nothing")
 line = json.loads(out.getvalue())
@@ -94,7 +94,7 @@ def test_an_exporter_or_protocol_the_suite_has_not_is_one_clear_error(
 
 def test_the_protocol_follows_the_traces_variable_first() -> None:
     both = {"OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf"}
-    assert Settings.from_env(both).traces_protocol == "http/protobuf"
+    assert Settings.from_env(both).telemetry.traces_protocol == "http/protobuf"
     both["OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"] = "grpc"
-    assert Settings.from_env(both).traces_protocol == "grpc"
-    assert Settings.from_env({"OTEL_TRACES_EXPORTER": "none"}).traces_exporter == ""
+    assert Settings.from_env(both).telemetry.traces_protocol == "grpc"
+    assert Settings.from_env({"OTEL_TRACES_EXPORTER": "none"}).telemetry.traces_exporter == ""

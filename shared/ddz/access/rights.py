@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from ddz.config import OPERATOR
+from ddz.config.security import OPERATOR
 
 CONSOLE = "console"
 """The dispute desk (services/console): reads hands, verdicts and ledgers for staff, holds

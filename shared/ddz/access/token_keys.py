@@ -35,7 +35,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from ddz.adapters.files.data_files import REMAKE, BadFile, read_bytes
 from ddz.adapters.files.key_files import create_file, ensure_ed25519_key
 from ddz.adapters.security.event_signing import ensure_event_keys
-from ddz.config import Settings
+from ddz.config.security import KeySettings
 
 HEX_DIGITS = frozenset(b"0123456789abcdefABCDEF")
 KEYS_DIR = "keys"
@@ -58,11 +58,11 @@ class KeyFileError(BadFile):
         super().__init__(path, problem, fix)
 
 
-def login_key_path(settings: Settings) -> Path:
+def login_key_path(settings: KeySettings) -> Path:
     return settings.login_key_file or settings.data_dir / KEYS_DIR / LOGIN_KEY_FILE
 
 
-def login_jwks_path(settings: Settings) -> Path:
+def login_jwks_path(settings: KeySettings) -> Path:
     return settings.login_jwks_file or settings.data_dir / KEYS_DIR / LOGIN_JWKS_FILE
 
 
@@ -97,7 +97,7 @@ class LoginKey:
         return public_jwk(self.private.public_key())
 
 
-def login_key(settings: Settings) -> LoginKey:
+def login_key(settings: KeySettings) -> LoginKey:
     """The login's private key, created (and its public key published) when missing."""
     path = login_key_path(settings)
     ensure_ed25519_key(path)
@@ -197,7 +197,7 @@ class LoginKeys:
         return self.keys.get(kid)
 
 
-def table_token_key(settings: Settings) -> bytes:
+def table_token_key(settings: KeySettings) -> bytes:
     """The seat-token key: ``DDZ_TABLE_TOKEN_KEY``, else ``<data dir>/keys/table-token.key``
     (created when missing: the table's own key, which no other party needs)."""
     if settings.table_token_key:
@@ -215,7 +215,7 @@ def table_token_key(settings: Settings) -> bytes:
     return key
 
 
-def ensure_keys(settings: Settings) -> None:
+def ensure_keys(settings: KeySettings) -> None:
     """Every key a local stack needs, created where missing (``ddz up`` at start)."""
     table_token_key(settings)
     login_key(settings)

@@ -50,7 +50,7 @@ import jwt
 
 from ddz.access.token_keys import LoginKey, LoginKeys, login_jwks_path, login_key
 from ddz.access.token_keys import table_token_key as table_token_key  # re-exported
-from ddz.config import Settings
+from ddz.config.security import KeySettings
 from ddz.domain import ids
 
 PREFIX = "ddz1"
@@ -281,17 +281,19 @@ def _claims(body: str) -> Claims:
 # --- keys ------------------------------------------------------------------------------------
 
 
-def verification_keys(settings: Settings) -> TokenKeys:
+def verification_keys(settings: KeySettings) -> TokenKeys:
     """What the table service holds: its seat key and the login's public keys."""
     return TokenKeys(table_token_key(settings), LoginKeys(login_jwks_path(settings)))
 
 
-def operator_token(settings: Settings, name: str = "operator", ttl: float = TOOL_TOKEN_TTL) -> str:
+def operator_token(
+    settings: KeySettings, name: str = "operator", ttl: float = TOOL_TOKEN_TTL
+) -> str:
     """A token for the operator's tools (may do everything), signed as the login."""
     return issue(login_key(settings), "operator", name, ttl)
 
 
-def player_token(settings: Settings, player_id: str, ttl: float = TOOL_TOKEN_TTL) -> str:
+def player_token(settings: KeySettings, player_id: str, ttl: float = TOOL_TOKEN_TTL) -> str:
     """What the operator's login hands a player: their id, vouched for."""
     return issue(login_key(settings), "player", player_id, ttl)
 

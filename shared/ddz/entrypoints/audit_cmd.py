@@ -121,23 +121,23 @@ def _optional_whole(text: str | None, name: str, high: int) -> int | None:
 def audit_keys(settings: Settings, *, public_only: bool = False) -> Keyring:
     """The public keyring and, for older hands, the HMAC key (``ddz.audit.evidence.keys``)."""
     try:
-        return auditor_keyring(settings, public_only=public_only)
+        return auditor_keyring(settings.keys, public_only=public_only)
     except (NoAuditKeys, ValueError) as exc:
         raise UsageError(str(exc)) from None
 
 
 def _where(settings: Settings) -> str:
-    return sa.make_url(settings.database_url).render_as_string(hide_password=True)
+    return sa.make_url(settings.store.database_url).render_as_string(hide_password=True)
 
 
 def open_store(settings: Settings) -> SqlEventStore:
     """The event store of the settings, which must exist already (never created here)."""
-    url = sa.make_url(settings.database_url)
+    url = sa.make_url(settings.store.database_url)
     database = url.database or ""
     on_disk = url.get_backend_name() == "sqlite" and database not in ("", ":memory:")
     if on_disk and not Path(database).is_file():
         raise UsageError(f"no event store at {_where(settings)} (set DDZ_DATABASE_URL)")
-    store = create_store(settings.database_url)
+    store = create_store(settings.store.database_url)
     try:
         store.max_position()
     except sa.exc.SQLAlchemyError as exc:
@@ -258,7 +258,7 @@ def _audit_all(
     with Progress("ddz audit --all", quiet=quiet) as progress:
         progress.stage("auditing")
         report = audit_all(
-            settings.database_url, keys, workers=workers, limit=limit,
+            settings.store.database_url, keys, workers=workers, limit=limit,
             on_progress=progress.update, incomplete_after=incomplete_after,
         )  # fmt: skip
     if as_json:

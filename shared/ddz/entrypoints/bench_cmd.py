@@ -293,7 +293,7 @@ def run_e2e(args: argparse.Namespace) -> int:
     profile = Path(args.profile).resolve() if args.profile else None
     settings = Settings.from_env()
     if args.player:
-        settings = replace(settings, bot_player=args.player)
+        settings = replace(settings, bot=replace(settings.bot, bot_player=args.player))
 
     scale = parse_scale(args.scale)
     cluster = 0 if args.nats_cluster is None else count_of(args.nats_cluster, "--nats-cluster")

@@ -15,12 +15,13 @@ import argparse
 
 from ddz.adapters.messaging.hand_stream import hand_stream_id
 from ddz.adapters.security.certs import grpcurl_flags
-from ddz.config import Settings, redacted_url
+from ddz.config import Settings
 from ddz.domain.ruleset import VARIANTS
 from ddz.entrypoints.arguments import whole
 from ddz.entrypoints.progress import Progress
 from ddz.entrypoints.running_suite import running_stack
 from ddz.entrypoints.simulate_cmd import Report, failing_suite, play_with_progress
+from ddz.urls import redacted_url
 
 MAX_HANDS = 1000
 
@@ -73,10 +74,10 @@ def print_summary(reports: list[Report]) -> None:
 
 
 def print_where(settings: Settings, reports: list[Report]) -> None:
-    recorder = settings.address("recorder")  # where `ddz up` serves it
+    recorder = settings.network.address("recorder")  # where `ddz up` serves it
     last = reports[-1].results[-1] if reports and reports[-1].results else None
     stream = hand_stream_id(last.hand_id) if last is not None else "hand-<hand id>"
-    store = redacted_url(settings.database_url)
+    store = redacted_url(settings.store.database_url)
     if store.startswith("sqlite:///"):
         store = store.removeprefix("sqlite:///") + " (SQLite)"
     hand_id = last.hand_id if last is not None else "HAND_ID"
@@ -92,11 +93,11 @@ def print_where(settings: Settings, reports: list[Report]) -> None:
         "",
         f"Inspect a hand (e.g. {stream}) while the suite runs (`ddz up` in another",
         "terminal; this demo's own stack stops when the demo ends):",
-        f"  grpcurl {grpcurl_flags(settings)} \\",
+        f"  grpcurl {grpcurl_flags(settings.tls)} \\",
         f'    -d \'{{"stream_id": "{stream}"}}\' {recorder} ddz.v1.RecorderService/ReadStream',
     ]
-    if settings.database_url.startswith("sqlite:///"):
-        path = settings.database_url.removeprefix("sqlite:///")
+    if settings.store.database_url.startswith("sqlite:///"):
+        path = settings.store.database_url.removeprefix("sqlite:///")
         lines += [
             "or read the store itself:",
             f"  sqlite3 {path} \\",

@@ -41,24 +41,24 @@ def run(args: argparse.Namespace) -> int:
 
     settings = Settings.from_env()
     ensure_dir(settings.data_dir)
-    ensure_keys(settings)
+    ensure_keys(settings.keys)
     files = ensure_certificates(settings.data_dir, hosts=suite_hosts(settings))
     nats_config = nats_auth.write_config(settings.data_dir)
     # The producers' and the recorder's signing keys, which the services would make at
     # their start: made here, a data dir copied to several hosts gives them all the same.
-    ensure_event_keys(settings)
-    ensure_signing_key(settings.audit_signing_key_path, settings.audit_public_keys_path)
+    ensure_event_keys(settings.keys)
+    ensure_signing_key(settings.keys.audit_signing_key_path, settings.keys.audit_public_keys_path)
     print(f"ddz: data dir {settings.data_dir} is ready")
     print(f"  TLS CA           {files.ca_cert}  (its key: {files.ca_key})")
     print(f"  certificates     {files.tls_dir}/{{{','.join(IDENTITIES)}}}.crt and .key")
     print(f"  NATS users       {nats_config.parent}/  (nats-server -c: {nats_config})")
     print(f"  token keys       {settings.data_dir / 'keys'}/")
     print(
-        f"  event keys       {settings.event_signing_key_path('{dealer,rules,table}')}  "
-        f"(public: {settings.event_keyring_path})"
+        f"  event keys       {settings.keys.event_signing_key_path('{dealer,rules,table}')}  "
+        f"(public: {settings.keys.event_keyring_path})"
     )
     print(
-        f"  audit key        {settings.audit_signing_key_path}  "
-        f"(public: {settings.audit_public_keys_path})"
+        f"  audit key        {settings.keys.audit_signing_key_path}  "
+        f"(public: {settings.keys.audit_public_keys_path})"
     )
     return 0

@@ -46,7 +46,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def run_export(args: argparse.Namespace) -> int:
     settings = stack_file.found(Settings.from_env())
     try:
-        keyring = auditor_keyring(settings, public_only=True)
+        keyring = auditor_keyring(settings.keys, public_only=True)
     except NoAuditKeys as exc:
         raise UsageError(f"{exc}; start the stack once (`ddz up`) to make the keys") from None
     published = published_keys(keyring)

@@ -75,7 +75,7 @@ def table_service(settings: Settings, address: str | None) -> Iterator[tuple[Set
         yield settings, address
         return
     with running_stack(settings) as live:
-        yield live, live.address("table")
+        yield live, live.network.address("table")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -83,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
     address = check_address(args.table_address) if args.table_address else None
     settings = Settings.from_env()
     with table_service(settings, address) as (live, target):
-        token = args.token or player_token(live, name)
+        token = args.token or player_token(live.keys, name)
         return asyncio.run(_play(live, target, name, token, args.room))
 
 

@@ -43,7 +43,7 @@ def answering_suite(settings: Settings) -> Settings | None:
     """The settings of the data dir's suite once its table serves, or None when no suite
     of this data dir runs (or one that does never serves within ``SUITE_PATIENCE``)."""
     live = stack_file.found(settings)
-    table = live.address("table")
+    table = live.network.address("table")
     status = health_status(table, FIRST_ASK, settings=live)
     if status == SERVING:
         return live
@@ -70,7 +70,7 @@ def answering_suite(settings: Settings) -> Settings | None:
 def announce_own_stack(settings: Settings) -> None:
     """Say on stderr, before it starts, that this command starts a suite of its own, and
     where: a user who meant the suite of another data dir sees it at once."""
-    table = settings.address("table")
+    table = settings.network.address("table")
     why = f"no table answers at {table}"
     if listening(table):
         # Something is there but did not answer us: a suite made with another data

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from ddz.config import SERVICE_PORTS
+from ddz.config.network import SERVICE_PORTS
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -47,12 +47,12 @@ def run(args: argparse.Namespace) -> int:
     if args.kind == "staff":
         if args.role is None:
             raise ValueError("a staff token needs --role support or --role auditor")
-        token = issue_staff(login_key(settings), name, args.role, args.ttl or STAFF_TOKEN_TTL)
+        token = issue_staff(login_key(settings.keys), name, args.role, args.ttl or STAFF_TOKEN_TTL)
     elif args.role is not None:
         raise ValueError("--role is for staff tokens only")
     elif args.kind == "player":
-        token = player_token(settings, name, args.ttl or TOOL_TOKEN_TTL)
+        token = player_token(settings.keys, name, args.ttl or TOOL_TOKEN_TTL)
     else:
-        token = operator_token(settings, name, args.ttl or TOOL_TOKEN_TTL)
+        token = operator_token(settings.keys, name, args.ttl or TOOL_TOKEN_TTL)
     sys.stdout.write(token + "\n")
     return 0

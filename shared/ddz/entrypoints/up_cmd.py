@@ -35,9 +35,12 @@ from types import FrameType
 
 from ddz.adapters.runtime.children import SetupRefused, StackError
 from ddz.adapters.runtime.stack import Stack
-from ddz.adapters.runtime.supervisor import CrashLoop, SignalStop, Supervisor
+from ddz.adapters.runtime.stopping import SignalStop
+from ddz.adapters.runtime.supervisor import CrashLoop, Supervisor
 from ddz.adapters.security.certs import grpcurl_flags
-from ddz.config import SERVICE_PORTS, WILDCARD_HOSTS, Settings, redacted_url
+from ddz.config import Settings
+from ddz.config.network import SERVICE_PORTS, WILDCARD_HOSTS
+from ddz.urls import redacted_url
 
 MAX_INSTANCES = 16
 """Instances of one service, and nodes of a cluster, that one machine's stack starts."""
@@ -97,12 +100,12 @@ def describe(stack: Stack) -> str:
     lines = [
         "ddz: the suite is up",
         f"  data dir     {settings.data_dir}",
-        f"  event store  {_redacted(settings.database_url)}",
-        f"  logs         {settings.log_dir}/",
+        f"  event store  {_redacted(settings.store.database_url)}",
+        f"  logs         {settings.telemetry.log_dir}/",
     ]
     children = stack.children()
     if not any(not child.service for child in children):
-        nats = redacted_url(settings.nats_url, keep_user=False)
+        nats = redacted_url(settings.bus.nats_url, keep_user=False)
         lines.append(f"  nats         {nats}  (external)")
     for child in children:
         lines.append(f"  {child.name:<12} {child.address}  (pid {child.process.pid})")
@@ -113,10 +116,10 @@ def describe(stack: Stack) -> str:
     if stack.instances("play"):
         lines.append(f"  play         {play_url(settings)}  (sign in with: ddz token player NAME)")
     if stack.cluster is not None:
-        lines.append(f"  streams      {settings.stream_replicas} replicas")
+        lines.append(f"  streams      {settings.bus.stream_replicas} replicas")
 
     def first(service: str) -> str:  # of its instances
-        return settings.address(service).split(",")[0]
+        return settings.network.address(service).split(",")[0]
 
     # The tools find this suite by its data dir (stack.json): the same DDZ_DATA_DIR.
     same = f"DDZ_DATA_DIR={shlex.quote(str(settings.data_dir))} {ddz_command()}"
@@ -126,9 +129,9 @@ def describe(stack: Stack) -> str:
         f"        {same} play                 # take a seat against two bots",
         f"        {same} simulate --hands 20  # bots play 20 hands",
         f"        {same} audit --all          # check every hand stored",
-        f"        grpcurl {grpcurl_flags(settings, client_cert=False)} {first('table')} list",
+        f"        grpcurl {grpcurl_flags(settings.tls, client_cert=False)} {first('table')} list",
     ]
-    if settings.insecure:
+    if settings.tls.insecure:
         lines.append("  WARNING: DDZ_INSECURE is set: plaintext gRPC, no identities, no rights.")
     lines.append("  Ctrl-C stops everything.")
     return "\n".join(lines)
@@ -136,14 +139,16 @@ def describe(stack: Stack) -> str:
 
 def console_url(settings: Settings) -> str:
     """The dispute desk's address in a browser (loopback for a wildcard host)."""
-    host, port = settings.console_web_address.rsplit(":", 1)
+    host, port = settings.network.console_web_address.rsplit(":", 1)
     host = "127.0.0.1" if host in WILDCARD_HOSTS else host
     return f"https://{host}:{port}"
 
 
 def play_url(settings: Settings) -> str:
     """The player's page in a browser (loopback for a wildcard host)."""
-    host, port = settings.listen_address("play", settings.play_web_port).rsplit(":", 1)
+    host, port = settings.network.listen_address("play", settings.network.play_web_port).rsplit(
+        ":", 1
+    )
     host = "127.0.0.1" if host in WILDCARD_HOSTS else host
     return f"https://{host}:{port}"
 
@@ -185,7 +190,7 @@ def run(args: argparse.Namespace) -> int:
     nats_port = None if args.nats_port is None else _port(args.nats_port)
     scale = parse_scale(args.scale)
     cluster = 0 if args.nats_cluster is None else count_of(args.nats_cluster, "--nats-cluster")
-    if cluster > 1 and settings.nats_url:
+    if cluster > 1 and settings.bus.nats_url:
         raise ValueError("--nats-cluster starts a cluster here; DDZ_NATS_URL names one already")
     if cluster > 1 and nats_port is not None:
         raise ValueError("--nats-port is for one server; a cluster's nodes take free ports")

@@ -98,14 +98,14 @@ class Driver:
     ) -> None:
         self.settings = settings
         self.watch_timeout = watch_timeout
-        self.patience = max(patience, settings.rpc_timeout)
+        self.patience = max(patience, settings.rpc.rpc_timeout)
         self.run_id = uuid.uuid4().hex[:8]
         self._channels: dict[str, grpc.aio.Channel] = {}
 
     def _channel(self, service: str) -> grpc.aio.Channel:
         if service not in self._channels:
             if service == "table":  # opening bot tables is the operator's
-                token = operator_token(self.settings, "driver")
+                token = operator_token(self.settings.keys, "driver")
                 self._channels[service] = bearer_channel(self.settings, token, service)
             else:
                 self._channels[service] = make_channel(self.settings, service)

@@ -92,7 +92,7 @@ class Person:
         self.behaviour = behaviour
         self.tally = tally
         self.stopping = stopping
-        self.token = player_token(settings, player_id)
+        self.token = player_token(settings.keys, player_id)
         self.session: Session | None = None
         self.seated = False
         self.hand_id = ""  # the hand followed, and the last position seen of it
@@ -129,7 +129,9 @@ class Person:
 
     def _connect(self) -> Session:
         if self.session is None:
-            self.session = Session(self.settings, self.settings.address("table"), self.token)
+            self.session = Session(
+                self.settings, self.settings.network.address("table"), self.token
+            )
         return self.session
 
     async def _disconnect(self) -> None:

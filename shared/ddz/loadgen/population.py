@@ -60,7 +60,9 @@ def process_main(plan: PlanOfRun, index: int, conn: Connection) -> None:
 async def _rooms(settings: Settings) -> list[table_pb2.Room]:
     from ddz.adapters.rpc.grpc_client import open_channel
 
-    channel = open_channel(settings, settings.address("table"), service="table", client_cert=False)
+    channel = open_channel(
+        settings, settings.network.address("table"), service="table", client_cert=False
+    )
     try:
         stub = table_pb2_grpc.TableServiceStub(channel)  # type: ignore[no-untyped-call]
         listed = await stub.ListRooms(table_pb2.ListRoomsRequest(), timeout=30)

@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from ddz.domain.balances import Balance, SettledHand
 from ddz.v1 import hand_events_pb2, settlement_pb2
-
-if TYPE_CHECKING:  # the projection's rows; not imported at run time (it pulls in SQL)
-    from ddz.adapters.service_db.balances import Balance, SettledHand
 
 
 def balance_to_pb(balance: Balance) -> settlement_pb2.GetBalanceResponse:

@@ -40,7 +40,7 @@ from ddz.adapters.messaging.lease import lease_bucket
 from ddz.adapters.messaging.room_queue import BUCKET as ROOM_QUEUE_BUCKET
 from ddz.adapters.messaging.room_queue import room_queue_bucket
 from ddz.adapters.messaging.subjects import INTERNAL, STREAM_NAME, SUBJECT_ROOT, category_filter
-from ddz.config import Settings
+from ddz.config.bus import BusSettings
 from ddz.domain.hand.events import HandSettled, HandStarted
 
 PROVISION = "provision"
@@ -241,7 +241,7 @@ def service_env(data_dir: Path, name: str) -> dict[str, str]:
     return {"DDZ_NATS_NKEY_SEED": str(seed_path(data_dir, name))}
 
 
-def connect_options(settings: Settings, name: str) -> dict[str, Any]:
+def connect_options(settings: BusSettings, name: str) -> dict[str, Any]:
     """nats-py ``connect`` options for ``name`` (a service or tool) from the settings:
     a creds file (``DDZ_NATS_CREDS``, an operator's ``nsc`` user), else an nkey seed
     file (``DDZ_NATS_NKEY_SEED``), else user and password, else the seed ``ddz up``
@@ -268,7 +268,7 @@ def connect_options(settings: Settings, name: str) -> dict[str, Any]:
     return options
 
 
-def tls_context(settings: Settings) -> ssl.SSLContext | None:
+def tls_context(settings: BusSettings) -> ssl.SSLContext | None:
     """The client TLS context for NATS (``DDZ_NATS_CA``, ``DDZ_NATS_CERT`` and
     ``DDZ_NATS_KEY``), or None when none of them is set."""
     if not (settings.nats_ca_file or settings.nats_cert_file):
@@ -281,7 +281,7 @@ def tls_context(settings: Settings) -> ssl.SSLContext | None:
     return context
 
 
-async def provision_stream(settings: Settings) -> None:
+async def provision_stream(settings: BusSettings) -> None:
     """Make (or fit) the ``DDZ`` stream as the ``provision`` user, with the settings'
     replicas and limits, the bucket of instance leases and that of the room queues: the
     services' users may only look at them (and write their own leases, and the table

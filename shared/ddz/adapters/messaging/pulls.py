@@ -9,7 +9,7 @@ import contextlib
 import json
 from collections.abc import Awaitable
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import nats.errors
 import nats.js.errors
@@ -20,10 +20,10 @@ from nats.js.api import ConsumerConfig, DeliverPolicy
 
 from ddz.adapters.messaging.delivery import Delivery, Handler, Reject, delivery_from
 from ddz.adapters.messaging.server import STREAM_NOT_FOUND_ERR, BusError
-from ddz.adapters.telemetry import metrics, tracing
 
-if TYPE_CHECKING:  # the bus binds these to its connection
-    from ddz.adapters.messaging.bus import EventBus
+# The bus's connection and stream upkeep, which these bind to (EventBus is one).
+from ddz.adapters.messaging.stream_upkeep import StreamUpkeep
+from ddz.adapters.telemetry import metrics, tracing
 
 log = structlog.get_logger("ddz.bus")
 
@@ -76,7 +76,7 @@ class DurablePull:
 
     def __init__(
         self,
-        bus: EventBus,
+        bus: StreamUpkeep,
         config: ConsumerConfig,
         pull: JetStreamContext.PullSubscription,
         *,
@@ -95,7 +95,7 @@ class DurablePull:
 
     @classmethod
     async def bind(
-        cls, bus: EventBus, config: ConsumerConfig, *, retry_delay: float = 0.5
+        cls, bus: StreamUpkeep, config: ConsumerConfig, *, retry_delay: float = 0.5
     ) -> DurablePull:
         """Create (or update) the consumer and bind a pull subscription to it."""
         await bus.js.add_consumer(bus.stream, config)
@@ -191,7 +191,7 @@ class StreamingPull:
 
     def __init__(
         self,
-        bus: EventBus,
+        bus: StreamUpkeep,
         durable: str,
         *,
         window: int = 256,

@@ -58,12 +58,12 @@ def bearer_channel(
     if target is None:
         if service is None:
             raise ValueError("bearer_channel needs a service name or a target")
-        target = settings.address(service)
+        target = settings.network.address(service)
     current: Callable[[], str] = token if callable(token) else (lambda: token)
     return open_channel(
         settings,
         target,
-        interceptors=[_UnaryBearer(current, settings.rpc_timeout), _StreamBearer(current)],
+        interceptors=[_UnaryBearer(current, settings.rpc.rpc_timeout), _StreamBearer(current)],
         service=service,
         client_cert=False,
     )

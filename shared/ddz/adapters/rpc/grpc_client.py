@@ -2,7 +2,7 @@
 from a failed call to a ``Refusal``.
 
 The rule: every outgoing call has a deadline. Channels from ``make_channel`` enforce it
-for unary calls (``timeout=settings.rpc_timeout`` unless the caller passed one) and pass
+for unary calls (``timeout=settings.rpc.rpc_timeout`` unless the caller passed one) and pass
 the caller's request id on (``x-request-id``) so logs of both sides line up.
 Server-streaming calls (a player's event stream) are long-lived by design and choose
 their own deadline.
@@ -16,7 +16,7 @@ from its last position (``resumed``).
 
 Every channel is TLS (``open_channel``, the one way a channel to a service is made):
 it trusts the suite's CA (``DDZ_TLS_CA``) and presents this process's certificate
-(``Settings.identity``: a service's own inside a service, ``operator`` in the tools),
+(``TlsSettings.identity``: a service's own inside a service, ``operator`` in the tools),
 which the internal services require and authorize by (``ddz.access.rights``). A
 channel to an internal service dialled by name checks that the server's certificate is
 that service's (its DNS SAN). Player channels (``client_cert=False``) present none:
@@ -46,7 +46,8 @@ from ddz.adapters.security.certs import read_tls_file
 from ddz.adapters.telemetry.health import ACTIVE_TABLE
 from ddz.adapters.telemetry.tracing import client_interceptors, configure_tracing
 from ddz.application.errors import Kind, Reason, Refusal
-from ddz.config import OPERATOR, Settings
+from ddz.config import Settings
+from ddz.config.security import OPERATOR
 
 T = TypeVar("T")
 
@@ -225,7 +226,7 @@ def health_name_for(target: str, service: str | None) -> str | None:
 
 
 def channel_target(target: str) -> str:
-    """The gRPC target for an address as ``Settings.address`` gives it: one target as it
+    """The gRPC target for an address as ``NetworkSettings.address`` gives it: one target as it
     is; a comma list of ``ip:port`` (the instances of a service, ``ddz up --scale``) as
     gRPC's ``ipv4:`` (or ``ipv6:``) list, which the channel's round_robin spreads calls
     over. A list of names has no such form: a name with several instances is one
@@ -264,8 +265,8 @@ def channel_options(settings: Settings, health_name: str | None = None) -> list[
     ``health_name``, reconnecting, keepalive."""
     initial, most = RECONNECT_BACKOFF_MS
     return [
-        ("grpc.max_receive_message_length", settings.max_message_bytes),
-        ("grpc.max_send_message_length", settings.max_message_bytes),
+        ("grpc.max_receive_message_length", settings.rpc.max_message_bytes),
+        ("grpc.max_send_message_length", settings.rpc.max_message_bytes),
         ("grpc.enable_retries", 1),
         ("grpc.service_config", service_config(health_name)),
         ("grpc.initial_reconnect_backoff_ms", initial),
@@ -278,19 +279,19 @@ def channel_credentials(
     settings: Settings, *, client_cert: bool = True
 ) -> grpc.ChannelCredentials | None:
     """TLS trusting ``DDZ_TLS_CA`` and, with ``client_cert``, presenting this process's
-    certificate (``Settings.tls_cert_path``); None under ``DDZ_INSECURE``. A player's
+    certificate (``TlsSettings.tls_cert_path``); None under ``DDZ_INSECURE``. A player's
     channel with no CA configured and none in the data dir trusts the system's roots
     (a table service with a public certificate)."""
-    if settings.insecure:
+    if settings.tls.insecure:
         return None
-    ca_path = settings.tls_ca_path
+    ca_path = settings.tls.tls_ca_path
     if not client_cert:
-        ca = read_tls_file(ca_path, "CA") if settings.tls_ca_file or ca_path.exists() else None
+        ca = read_tls_file(ca_path, "CA") if settings.tls.tls_ca_file or ca_path.exists() else None
         return grpc.ssl_channel_credentials(root_certificates=ca)
     return grpc.ssl_channel_credentials(
         root_certificates=read_tls_file(ca_path, "CA"),
-        private_key=read_tls_file(settings.tls_key_path, "key"),
-        certificate_chain=read_tls_file(settings.tls_cert_path, "certificate"),
+        private_key=read_tls_file(settings.tls.tls_key_path, "key"),
+        certificate_chain=read_tls_file(settings.tls.tls_cert_path, "certificate"),
     )
 
 
@@ -316,7 +317,7 @@ def open_channel(
     # A tool's first channel turns its tracing on when OTEL_TRACES_EXPORTER asks (a
     # service's runner has done so already); the tracing interceptors come first, so the
     # call's span covers the others and its metadata carries the traceparent.
-    configure_tracing(settings, service=tool_name(settings))
+    configure_tracing(settings.telemetry, service=tool_name(settings))
     interceptors = [*client_interceptors(), *interceptors]
     credentials = channel_credentials(settings, client_cert=client_cert)
     options = channel_options(settings, health_name_for(target, service))
@@ -336,7 +337,7 @@ def open_channel(
 
 def tool_name(settings: Settings) -> str:
     """The traces' name of this process: its service, or ``cli`` for the operator's tools."""
-    return "cli" if settings.identity == OPERATOR else settings.identity
+    return "cli" if settings.tls.identity == OPERATOR else settings.tls.identity
 
 
 def list_tls_options(target: str) -> list[tuple[str, Any]]:
@@ -352,13 +353,13 @@ def make_channel(
     settings: Settings, service: str | None = None, *, target: str | None = None
 ) -> grpc.aio.Channel:
     """A channel to ``service`` (its configured address) or to ``target``, as this
-    process's identity (``settings.identity``)."""
+    process's identity (``settings.tls.identity``)."""
     if target is None:
         if service is None:
             raise ValueError("make_channel needs a service name or a target")
-        target = settings.address(service)
+        target = settings.network.address(service)
     return open_channel(
-        settings, target, interceptors=[_Defaults(settings.rpc_timeout)], service=service
+        settings, target, interceptors=[_Defaults(settings.rpc.rpc_timeout)], service=service
     )
 
 

@@ -54,6 +54,7 @@ from ddz.adapters.telemetry.health import Check, HealthWatch
 from ddz.adapters.telemetry.tracing import server_interceptors
 from ddz.application.errors import Kind, Refusal
 from ddz.config import Settings
+from ddz.config.security import TlsSettings
 
 ERROR_DOMAIN = "ddz.v1"
 REQUEST_ID_HEADER = "x-request-id"
@@ -319,7 +320,7 @@ def _wrap_stream(behaviour: Any, call: Call, request_id: str | None) -> Any:
     return _wrap_unary(behaviour, call, request_id)
 
 
-def server_credentials(settings: Settings, service_name: str) -> grpc.ServerCredentials:
+def server_credentials(settings: TlsSettings, service_name: str) -> grpc.ServerCredentials:
     """TLS with ``service_name``'s certificate (``DDZ_TLS_CERT``/``DDZ_TLS_KEY``, else
     ``<data dir>/tls/<name>.crt``/``.key``). An internal service requires and verifies a
     client certificate of the CA (``DDZ_TLS_CA``); a player-facing one asks for none."""
@@ -383,7 +384,7 @@ async def start_server(
     """Build, bind and start the server (``port=None``: the service's configured port),
     its health true to ``checks`` (none: SERVING while it runs) and ``roles``: TLS with
     the service's certificate and its callers' rights, or plaintext under ``DDZ_INSECURE``."""
-    credentials = None if settings.insecure else server_credentials(settings, service_name)
+    credentials = None if settings.tls.insecure else server_credentials(settings.tls, service_name)
     if credentials is None:
         log.warning(
             "insecure_grpc", service=service_name,
@@ -398,12 +399,12 @@ async def start_server(
             ContextInterceptor(service_name, authorize=credentials is not None),
         ],
         options=[
-            ("grpc.max_receive_message_length", settings.max_message_bytes),
+            ("grpc.max_receive_message_length", settings.rpc.max_message_bytes),
             # Without this, Linux lets a second server bind the same port silently.
             ("grpc.so_reuseport", 0),
             *KEEPALIVE,
         ],
-        maximum_concurrent_rpcs=settings.max_concurrent_rpcs,
+        maximum_concurrent_rpcs=settings.rpc.max_concurrent_rpcs,
     )
     add_servicers(server)
     health = HealthServicer()
@@ -413,7 +414,7 @@ async def start_server(
          reflection.SERVICE_NAME),
         server,
     )  # fmt: skip
-    address = settings.listen_address(service_name, port)
+    address = settings.network.listen_address(service_name, port)
     try:
         if credentials is None:
             bound = server.add_insecure_port(address)
@@ -438,7 +439,7 @@ async def start_server(
              tls="off" if credentials is None else (
                  "server" if service_name in PLAYER_FACING else "mutual"))  # fmt: skip
     running = RunningServer(server, bound, health, watch)
-    probe_address = settings.probe_address(service_name)
+    probe_address = settings.network.probe_address(service_name)
     if probe_address is not None:
         try:
             running.probe = await start_probe(service_name, probe_address, health)

@@ -3,7 +3,7 @@ to one live instance, so that its cached copy of the hand stays the latest
 (docs/ARCHITECTURE.md, "Rules instances"). Every client of the rules service (the
 table's, the bot's) calls it through ``rules_service(settings)``.
 
-``DDZ_RULES_ADDR`` lists the instances (``Settings.targets``): ``host:port`` entries, and
+``DDZ_RULES_ADDR`` lists the instances (``NetworkSettings.targets``): ``host:port`` entries, and
 ``dns:///name:port`` entries standing for every address the name resolves to (a headless
 Service in Kubernetes, ``docker compose --scale rules=3``), resolved again every
 ``RESOLVE_EVERY`` seconds. gRPC's load balancing cannot choose a server by a field of the
@@ -129,10 +129,10 @@ class HandRouter:
         self.settings = settings
         self.service = service
         self.full_name = full_name
-        self.partitions = settings.bot_partitions  # > 1: hands routed by partition
+        self.partitions = settings.bot.bot_partitions  # > 1: hands routed by partition
         self._stub = stub
         self._ordered: list[str] = []  # the instances' targets, sorted (homes by index)
-        entries = settings.targets(service)
+        entries = settings.network.targets(service)
         self._names = {entry: name for entry in entries if (name := dns_name(entry))}
         self._static = [entry for entry in entries if entry not in self._names]
         # What each DNS entry stood for last; until it is resolved, its name itself.

@@ -10,7 +10,7 @@ close connections: after the last call has finished). The runner wraps that in t
 shared gRPC server of ``ddz.adapters.rpc.grpc_server`` (health true to the checks,
 reflection, request-size limit, logging interceptor, graceful SIGTERM) and serves the
 process's Prometheus metrics beside it (``ddz.adapters.telemetry.metrics``, on
-``Settings.metrics_address``):
+``NetworkSettings.metrics_address``):
 
     main("rules")                                      # a process: settings, logging, serve
     running = await start_service("rules", settings, port=0)   # in-process, e.g. tests
@@ -42,7 +42,10 @@ from ddz.adapters.telemetry.logging import configure_logging
 from ddz.adapters.telemetry.metrics import MetricsServer, serve_metrics
 from ddz.adapters.telemetry.tracing import configure_tracing, shutdown_tracing
 from ddz.compiled import engine_build
-from ddz.config import SERVICE_PORTS, WILDCARD_HOSTS, Settings, redacted_servers, redacted_url
+from ddz.config import Settings
+from ddz.config.bus import BusSettings
+from ddz.config.network import SERVICE_PORTS, WILDCARD_HOSTS
+from ddz.urls import redacted_servers, redacted_url
 
 DEFAULT_NATS_URL = "nats://127.0.0.1:4222"
 NATS_CONNECT_TIMEOUT = 30.0  # seconds a starting service waits for NATS
@@ -84,7 +87,7 @@ def roles_of(service: Service) -> Mapping[str, Check]:
     return declared() if declared is not None else {}
 
 
-def nats_url(settings: Settings) -> str:
+def nats_url(settings: BusSettings) -> str:
     """``DDZ_NATS_URL``, or the default local server when it is not set."""
     return settings.nats_url or DEFAULT_NATS_URL
 
@@ -98,7 +101,7 @@ longer than its leases; with these it moves to another node within about 9 s
 (``tests/e2e/test_hosts.py`` cuts a host's link)."""
 
 
-async def connect_bus(settings: Settings, service: str) -> EventBus:
+async def connect_bus(settings: BusSettings, service: str) -> EventBus:
     """The service's NATS connection with the ``DDZ`` stream ensured.
 
     Waits up to ``NATS_CONNECT_TIMEOUT`` for the server (it may be starting beside us),
@@ -214,7 +217,11 @@ async def start_service(
     except BaseException:
         await service.close()
         raise
-    at = settings.listen_address(name, 0) if port == 0 else settings.metrics_address(name)
+    at = (
+        settings.network.listen_address(name, 0)
+        if port == 0
+        else settings.network.metrics_address(name)
+    )
     try:
         exposition = serve_metrics(name, at)
     except BaseException:
@@ -240,7 +247,7 @@ async def start_services(
     try:
         for name in sorted(names, key=START_ORDER.index):
             running[name] = await start_service(name, settings, port=0)
-            host = settings.listen_address(name).rsplit(":", 1)[0]
+            host = settings.network.listen_address(name).rsplit(":", 1)[0]
             host = "127.0.0.1" if host in WILDCARD_HOSTS else host
             settings = settings.with_addresses(**{name: f"{host}:{running[name].port}"})
     except BaseException:
@@ -259,7 +266,7 @@ async def run_service(
     service = await factory_for(name)(settings, **overrides)
     await service.start()
     try:
-        exposition = serve_metrics(name, settings.metrics_address(name))
+        exposition = serve_metrics(name, settings.network.metrics_address(name))
         try:
             await serve(
                 name, service.add_to_server, service.full_names, settings,
@@ -286,8 +293,8 @@ def main(name: str) -> int:
     except ValueError as exc:
         print(f"ddz: error: {exc}", file=sys.stderr)
         return 2
-    configure_logging(settings, service=name)
-    configure_tracing(settings, service=name)
+    configure_logging(settings.telemetry, service=name)
+    configure_tracing(settings.telemetry, service=name)
     try:
         return _run(name, settings)
     finally:

@@ -46,7 +46,6 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING
 
 from ddz.access.token_keys import ensure_keys
 from ddz.adapters.files.data_files import ensure_dir
@@ -72,13 +71,12 @@ from ddz.adapters.runtime.stack_env import (
     traced_as,
     with_free_ports,
 )
+from ddz.adapters.runtime.stopping import Stop
 from ddz.adapters.runtime.suite_lock import SuiteLock, SuiteRunning, new_run_logs
 from ddz.adapters.security.certs import ensure_certificates, suite_hosts
 from ddz.adapters.service_db import migrate
-from ddz.config import SERVICE_PORTS, WILDCARD_HOSTS, Settings
-
-if TYPE_CHECKING:  # a request to stop, looked at while starting
-    from ddz.adapters.runtime.supervisor import Stop
+from ddz.config import Settings
+from ddz.config.network import SERVICE_PORTS, WILDCARD_HOSTS
 
 NATS = "nats"
 """The name of the stack's own nats-server among its children (a cluster's nodes are
@@ -116,7 +114,7 @@ class Stack:
             raise ValueError("a service runs at least one instance")
         if nats_cluster < 0:
             raise ValueError(f"a NATS cluster has at least one node, got {nats_cluster}")
-        if nats_cluster > 1 and settings.nats_url:
+        if nats_cluster > 1 and settings.bus.nats_url:
             raise ValueError("DDZ_NATS_URL names a NATS server: the stack starts no cluster")
         self.settings = settings
         self.services = tuple(services)
@@ -149,7 +147,7 @@ class Stack:
         loopback when it listens on a wildcard host)."""
         service = child.service
         port = self._instance_env.get(child.name, {}).get(f"DDZ_{service.upper()}_METRICS_PORT")
-        address = self.settings.metrics_address(service)
+        address = self.settings.network.metrics_address(service)
         host = address.rsplit(":", 1)[0]
         if host in WILDCARD_HOSTS:
             host = "127.0.0.1"
@@ -174,7 +172,7 @@ class Stack:
         nothing has started either way. ``start`` claims first when not yet done."""
         settings = self.settings
         try:
-            self._lock.acquire("" if self.ephemeral_ports else settings.address("table"))
+            self._lock.acquire("" if self.ephemeral_ports else settings.network.address("table"))
         except SuiteRunning as exc:
             raise SetupRefused(str(exc)) from None
         except OSError as exc:  # not a directory, not writable: nothing can start there
@@ -193,20 +191,21 @@ class Stack:
         settings = self.settings
         if not self._lock.held:
             self.claim()
-        ensure_dir(settings.log_dir, "directory of the logs")
-        new_run_logs(settings.log_dir)
+        ensure_dir(settings.telemetry.log_dir, "directory of the logs")
+        new_run_logs(settings.telemetry.log_dir)
         # The ports the settings name are bound only by the children: never picked here
         # for NATS or another instance meanwhile.
         reserve(port for service in self.services for port in named_ports(settings, service))
-        if not settings.nats_url:
+        if not settings.bus.nats_url:
             settings = self._start_nats(settings)
         if self.ephemeral_ports:
             settings = with_free_ports(settings, self.services)
-        settings = self._place_instances(dataclasses.replace(settings, log_to_file=True))
+        logged = dataclasses.replace(settings.telemetry, log_to_file=True)
+        settings = self._place_instances(dataclasses.replace(settings, telemetry=logged))
         self.settings = settings
         migrate(settings)
-        ensure_keys(settings)  # a fresh machine: every token key made before a service reads it
-        if not settings.insecure:
+        ensure_keys(settings.keys)  # a fresh machine: each token key made before it is read
+        if not settings.tls.insecure:
             # The CA and every identity's certificate, naming the hosts it runs on.
             ensure_certificates(settings.data_dir, hosts=suite_hosts(settings))
         self._env = self.child_env()
@@ -216,25 +215,25 @@ class Stack:
         self._wait_ready(cancel)
         stack_file.write(self)
         self._published = True
-        self._lock.update(self.settings.address("table"))
+        self._lock.update(self.settings.network.address("table"))
 
     def _check_ports(self, settings: Settings) -> None:
         """Refuse to start when a port the settings name is taken: one line naming it and
         the setting that moves it, before any child starts (a service that cannot bind
         would exit, and health checks would knock at whatever listens there instead)."""
         wanted: list[tuple[str, int, str, str]] = []  # (host, port, what, what to do)
-        if not settings.nats_url and not self.nats_cluster and self.nats_port:
+        if not settings.bus.nats_url and not self.nats_cluster and self.nats_port:
             move = "give --nats-port another port (0: any free one)"
-            wanted.append((settings.host, self.nats_port, "NATS", move))
+            wanted.append((settings.network.host, self.nats_port, "NATS", move))
         for service in self.services:
             name = f"DDZ_{service.upper()}"
-            host = settings.listen_address(service).rsplit(":", 1)[0]
+            host = settings.network.listen_address(service).rsplit(":", 1)[0]
             if not self.ephemeral_ports:
-                setting = f"{name}_LISTEN" if service in settings.listen else f"{name}_PORT"
-                wanted.append((host, settings.port(service), f"{service} gRPC", setting))
-                metrics = settings.metrics_port(service)
+                setting = f"{name}_LISTEN" if service in settings.network.listen else f"{name}_PORT"
+                wanted.append((host, settings.network.port(service), f"{service} gRPC", setting))
+                metrics = settings.network.metrics_port(service)
                 wanted.append((host, metrics, f"{service} metrics", f"{name}_METRICS_PORT"))
-            probe = settings.probe_ports.get(service, 0)
+            probe = settings.network.probe_ports.get(service, 0)
             wanted.append((host, probe, f"{service} probe", f"{name}_PROBE_PORT"))
         for host, port, what, move in wanted:
             if port and not listenable(host, port):
@@ -249,29 +248,29 @@ class Stack:
         """Our own server or cluster: one user per service (nats_auth), the stream made by
         the provisioning user before any service, which may not make it."""
         self._nats_config = nats_auth.write_config(
-            settings.data_dir, sync_interval=settings.nats_sync
+            settings.data_dir, sync_interval=settings.bus.nats_sync
         )
         if self.nats_cluster:
             self.cluster = start_nats_cluster(
-                settings.data_dir / CLUSTER_DIR, self.nats_cluster, host=settings.host,
-                include=self._nats_config, log_dir=settings.log_dir,
+                settings.data_dir / CLUSTER_DIR, self.nats_cluster, host=settings.network.host,
+                include=self._nats_config, log_dir=settings.telemetry.log_dir,
             )  # fmt: skip
             url = self.cluster.url
             # A stream on three nodes is kept by each; one on fewer would lose the
             # point of the cluster (an operator's higher setting is kept).
-            replicas = max(settings.stream_replicas, min(3, self.nats_cluster))
-            settings = dataclasses.replace(settings, stream_replicas=replicas)
+            replicas = max(settings.bus.stream_replicas, min(3, self.nats_cluster))
+            bus = dataclasses.replace(settings.bus, stream_replicas=replicas)
+            settings = dataclasses.replace(settings, bus=bus)
         else:
+            logs = settings.telemetry.log_dir
             self.nats = start_nats_server(
-                settings.nats_store_dir,
-                log_file=settings.log_dir / "nats-server.log",
-                host=settings.host,
-                port=self.nats_port,
-                config_file=self._nats_config,
-            )
+                settings.bus.nats_store_dir, log_file=logs / "nats-server.log",
+                host=settings.network.host, port=self.nats_port, config_file=self._nats_config,
+            )  # fmt: skip
             url = self.nats.url
-        settings = dataclasses.replace(settings, nats_url=url)
-        asyncio.run(nats_auth.provision_stream(settings))
+        bus = dataclasses.replace(settings.bus, nats_url=url)
+        settings = dataclasses.replace(settings, bus=bus)
+        asyncio.run(nats_auth.provision_stream(settings.bus))
         self._service_env = {
             name: nats_auth.service_env(settings.data_dir, name) for name in self.services
         }
@@ -285,35 +284,37 @@ class Stack:
         """Give every instance after a service's first its own free ports, and every
         client every instance: ``DDZ_<NAME>_ADDR`` lists them all."""
         addresses: dict[str, str] = {}
+        network = settings.network
         for service in self.services:
             names = self._instance_names(service)
             if len(names) == 1:
                 continue
-            first = settings.address(service)
+            first = network.address(service)
             dial_host = first.rsplit(":", 1)[0]
             targets = [first]
             for name in names[1:]:
-                port = free_port(settings.host)
+                port = free_port(network.host)
                 own = {
                     # Its log lines go to stderr, which is its own log file (not the
                     # first instance's <service>.log).
                     "DDZ_LOG_TO_FILE": "false",
                     f"DDZ_{service.upper()}_PORT": str(port),
-                    f"DDZ_{service.upper()}_METRICS_PORT": str(free_port(settings.host)),
+                    f"DDZ_{service.upper()}_METRICS_PORT": str(free_port(network.host)),
                 }
-                if service in settings.listen:
-                    own[f"DDZ_{service.upper()}_LISTEN"] = settings.listen_address(service, port)
-                if service in settings.probe_ports:
-                    own[f"DDZ_{service.upper()}_PROBE_PORT"] = str(free_port(settings.host))
+                if service in network.listen:
+                    own[f"DDZ_{service.upper()}_LISTEN"] = network.listen_address(service, port)
+                if service in network.probe_ports:
+                    own[f"DDZ_{service.upper()}_PROBE_PORT"] = str(free_port(network.host))
                 if service == "console":  # its pages too
-                    own["DDZ_CONSOLE_WEB_PORT"] = str(free_port(settings.host))
+                    own["DDZ_CONSOLE_WEB_PORT"] = str(free_port(network.host))
                 if service == "play":  # its page and gRPC-Web too
-                    own["DDZ_PLAY_WEB_PORT"] = str(free_port(settings.host))
+                    own["DDZ_PLAY_WEB_PORT"] = str(free_port(network.host))
                 self._instance_env[name] = own
                 targets.append(f"{dial_host}:{port}")
             addresses[service] = ",".join(targets)
-        if self.scale.get("bot", 1) > 1 and settings.bot_partitions == 1:
-            settings = dataclasses.replace(settings, bot_partitions=SCALED_BOT_PARTITIONS)
+        if self.scale.get("bot", 1) > 1 and settings.bot.bot_partitions == 1:
+            bot = dataclasses.replace(settings.bot, bot_partitions=SCALED_BOT_PARTITIONS)
+            settings = dataclasses.replace(settings, bot=bot)
         return settings.with_addresses(**addresses) if addresses else settings
 
     def child_env(self) -> dict[str, str]:
@@ -326,7 +327,7 @@ class Stack:
 
     def _spawn(self, name: str, env: Mapping[str, str]) -> ServiceProcess:
         service = name.rsplit("-", 1)[0] if name not in SERVICE_PORTS else name
-        log_file = self.settings.log_dir / f"{name}.log"
+        log_file = self.settings.telemetry.log_dir / f"{name}.log"
         # Its own NATS user (one per service), and its own ports (one per instance).
         env = {**env, **self._service_env.get(service, {}), **self._instance_env.get(name, {})}
         env = traced_as(env, service, name)
@@ -345,7 +346,7 @@ class Stack:
                 start_new_session=True,  # Ctrl-C goes to the supervisor only (see stop)
             )
         port = self._instance_env.get(name, {}).get(f"DDZ_{service.upper()}_PORT")
-        address = self.settings.address(service).split(",")[0]
+        address = self.settings.network.address(service).split(",")[0]
         if port is not None:
             address = f"{address.rsplit(':', 1)[0]}:{port}"
         return ServiceProcess(name, process, address, log_file, service)
@@ -371,7 +372,7 @@ class Stack:
                 names = ", ".join(sorted(waiting))
                 raise StackError(
                     f"not SERVING after {self.ready_timeout:g}s: {names} "
-                    f"(logs in {self.settings.log_dir})"
+                    f"(logs in {self.settings.telemetry.log_dir})"
                 )
             if waiting:
                 time.sleep(0.05)
@@ -491,7 +492,7 @@ def main(argv: Sequence[str] | None = None) -> int:
               file=sys.stderr)  # fmt: skip
         return 2
     settings = Settings.from_env()
-    status = health_status(settings.address(args[1]), timeout=2.0, settings=settings)
+    status = health_status(settings.network.address(args[1]), timeout=2.0, settings=settings)
     return 0 if status == SERVING else 1
 
 

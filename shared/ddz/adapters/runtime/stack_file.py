@@ -21,13 +21,13 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ddz.adapters.files.data_files import BadFile, read_bytes
-from ddz.config import SERVICE_PORTS, Settings, redacted_url
-
-if TYPE_CHECKING:
-    from ddz.adapters.runtime.stack import Stack
+from ddz.adapters.runtime.children import ServiceProcess
+from ddz.config import Settings
+from ddz.config.network import SERVICE_PORTS
+from ddz.urls import redacted_url
 
 FILE = "stack.json"
 VERSION = 1
@@ -38,7 +38,21 @@ def path(data_dir: Path) -> Path:
     return data_dir / FILE
 
 
-def describe(stack: Stack) -> dict[str, Any]:
+class DescribedStack(Protocol):
+    """What the file says of a running stack (``Stack`` is one)."""
+
+    services: tuple[str, ...]
+    restarts: dict[str, int]
+
+    @property
+    def settings(self) -> Settings: ...
+
+    def children(self) -> list[ServiceProcess]: ...
+
+    def metrics_address(self, child: ServiceProcess) -> str: ...
+
+
+def describe(stack: DescribedStack) -> dict[str, Any]:
     """What the file says of ``stack``: its instances, its NATS nodes, every client's
     addresses."""
     settings = stack.settings
@@ -47,12 +61,12 @@ def describe(stack: Stack) -> dict[str, Any]:
         "version": VERSION,
         "pid": os.getpid(),
         "nats_url": ",".join(
-            redacted_url(url, keep_user=False) for url in settings.nats_url.split(",")
+            redacted_url(url, keep_user=False) for url in settings.bus.nats_url.split(",")
         ),
-        "addresses": {name: settings.address(name) for name in stack.services},
+        "addresses": {name: settings.network.address(name) for name in stack.services},
         # Only a URL without a password: the tools are given the rest by the environment.
-        "database_url": settings.database_url
-        if redacted_url(settings.database_url) == settings.database_url
+        "database_url": settings.store.database_url
+        if redacted_url(settings.store.database_url) == settings.store.database_url
         else "",
         "instances": [
             {
@@ -79,7 +93,7 @@ def describe(stack: Stack) -> dict[str, Any]:
     }
 
 
-def write(stack: Stack) -> None:
+def write(stack: DescribedStack) -> None:
     """Write (atomically: a reader never sees half a file) where ``stack`` is."""
     target = path(stack.settings.data_dir)
     partial = target.with_name(f".{FILE}.{os.getpid()}")
@@ -132,7 +146,9 @@ def found(settings: Settings, env: Mapping[str, str] = os.environ) -> Settings:
         return settings
     database_url = record.get("database_url")
     if isinstance(database_url, str) and database_url and not env.get("DDZ_DATABASE_URL"):
-        settings = dataclasses.replace(settings, database_url=database_url)
+        settings = dataclasses.replace(
+            settings, store=dataclasses.replace(settings.store, database_url=database_url)
+        )
     raw = record.get("addresses")
     addresses = {
         name: target
@@ -142,8 +158,14 @@ def found(settings: Settings, env: Mapping[str, str] = os.environ) -> Settings:
     nats_url = record.get("nats_url")
     return dataclasses.replace(
         settings,
-        nats_url=settings.nats_url or (nats_url if isinstance(nats_url, str) else ""),
-        addresses=MappingProxyType({**addresses, **settings.addresses}),
+        bus=dataclasses.replace(
+            settings.bus,
+            nats_url=settings.bus.nats_url or (nats_url if isinstance(nats_url, str) else ""),
+        ),
+        network=dataclasses.replace(
+            settings.network,
+            addresses=MappingProxyType({**addresses, **settings.network.addresses}),
+        ),
     )
 
 

@@ -32,7 +32,8 @@ from ddz.adapters.messaging.subjects import STREAM_NAME
 from ddz.adapters.runtime import stack_file
 from ddz.adapters.runtime.probes import SERVING, health_status
 from ddz.adapters.telemetry.health import ACTIVE_TABLE
-from ddz.config import Settings, redacted_url
+from ddz.config import Settings
+from ddz.urls import redacted_url
 
 TIMEOUT = 2.0  # seconds each part may take to answer
 
@@ -189,7 +190,7 @@ async def _ask_nats(
     stream: Stream | None = None
     consumers: list[Consumer] | None = None
     if not entries:  # a NATS the stack did not start (DDZ_NATS_URL): ask it as one
-        entries = [{"name": "nats", "url": url, "pid": 0} for url in settings.nats_servers]
+        entries = [{"name": "nats", "url": url, "pid": 0} for url in settings.bus.nats_servers]
     for entry in entries:
         pid = int(entry.get("pid", 0))
         url = str(entry.get("url", ""))
@@ -219,7 +220,7 @@ async def _ask_nats(
 async def _ask_node(
     url: str, settings: Settings, *, want_stream: bool
 ) -> tuple[StreamInfo, list[Consumer] | None] | None:
-    options = nats_auth.connect_options(settings, nats_auth.TOOLS)
+    options = nats_auth.connect_options(settings.bus, nats_auth.TOOLS)
 
     async def quiet(exc: Exception) -> None:
         """The client's own errors: the caller says what failed, in one word."""
@@ -278,7 +279,7 @@ def _store(settings: Settings) -> Store:
     from ddz.adapters.store import make_engine
     from ddz.adapters.store.schema import events
 
-    url = settings.database_url
+    url = settings.store.database_url
     store = Store(url=redacted_url(url), size_bytes=None, last_position=0, last_event_time=None)
     engine = make_engine(url, connect_args={} if "sqlite" in url else {"connect_timeout": 3})
     try:

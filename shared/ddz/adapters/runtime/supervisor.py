@@ -2,7 +2,7 @@
 a child that exits (NATS included) is started again at the same address, after a
 delay that doubles while it keeps failing; only a crash loop (``RestartPolicy``) gives
 up. The stack knows how to restart a child (``restart``); the supervisor decides when.
-``Stop`` is the request to stop that both look at.
+``stopping.Stop`` is the request to stop that both look at.
 """
 
 from __future__ import annotations
@@ -12,47 +12,26 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from ddz.adapters.runtime.children import ServiceProcess, StackError
 from ddz.adapters.runtime.nats_server import (
     NatsServerError,
 )
+from ddz.adapters.runtime.stopping import Stop
 from ddz.config import Settings
-
-if TYPE_CHECKING:  # the supervisor is handed a started stack
-    from ddz.adapters.runtime.stack import Stack
+from ddz.config.fronts import SupervisionSettings
 
 
-class Stop(Protocol):
-    """A request to stop that the stack and the supervisor look at (a
-    ``threading.Event`` is one; so is ``SignalStop``)."""
+class SupervisedStack(Protocol):
+    """What a supervisor needs of a started stack (``Stack`` is one)."""
 
-    def is_set(self) -> bool: ...
+    @property
+    def settings(self) -> Settings: ...
 
-    def wait(self, timeout: float) -> bool: ...
+    def children(self) -> list[ServiceProcess]: ...
 
-
-class SignalStop:
-    """A stop that a signal handler sets. ``threading.Event.set`` takes the event's lock,
-    which the main thread the signal interrupted may be holding inside ``wait``: the
-    handler would wait for it forever. Setting this takes no lock."""
-
-    def __init__(self) -> None:
-        self._set = False
-
-    def set(self) -> None:
-        self._set = True
-
-    def is_set(self) -> bool:
-        return self._set
-
-    def wait(self, timeout: float) -> bool:
-        """Sleep ``timeout`` seconds, or less once set; True when set."""
-        deadline = time.monotonic() + timeout
-        while not self._set and (left := deadline - time.monotonic()) > 0:
-            time.sleep(min(left, 0.05))
-        return self._set
+    def restart(self, name: str) -> ServiceProcess: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +52,7 @@ class RestartPolicy:
     stable_after: float = 10.0
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> RestartPolicy:
+    def from_settings(cls, settings: SupervisionSettings) -> RestartPolicy:
         return cls(limit=settings.restart_limit, window=settings.restart_window)
 
     def delay(self, streak: int) -> float:
@@ -128,14 +107,14 @@ class Supervisor:
 
     def __init__(
         self,
-        stack: Stack,
+        stack: SupervisedStack,
         policy: RestartPolicy | None = None,
         *,
         report: Callable[[str], None] = print,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.stack = stack
-        self.policy = policy or RestartPolicy.from_settings(stack.settings)
+        self.policy = policy or RestartPolicy.from_settings(stack.settings.supervision)
         self.report = report
         self.clock = clock
         now = clock()

@@ -38,7 +38,9 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from ddz.adapters.files.data_files import REMAKE, BadFile, ensure_dir, read_bytes
-from ddz.config import OPERATOR, SERVICE_PORTS, TLS_DIR, Settings
+from ddz.config import Settings
+from ddz.config.network import SERVICE_PORTS
+from ddz.config.security import OPERATOR, TLS_DIR, TlsSettings
 
 IDENTITIES: tuple[str, ...] = (*SERVICE_PORTS, OPERATOR)
 """Everyone that gets a certificate: the six services and the operator's tools."""
@@ -93,8 +95,12 @@ def spiffe_id(identity: str) -> str:
 def suite_hosts(settings: Settings) -> tuple[str, ...]:
     """The hosts (addresses or names) the settings place the suite's services on, other
     than loopback and wildcards: what its certificates must name besides 127.0.0.1."""
-    targets = [settings.host, settings.table_advertise, *settings.listen.values()]
-    for target in settings.addresses.values():
+    targets = [
+        settings.network.host,
+        settings.table.table_advertise,
+        *settings.network.listen.values(),
+    ]
+    for target in settings.network.addresses.values():
         targets += target.split(",")
     found: list[str] = []
     for target in targets:
@@ -319,7 +325,7 @@ def read_tls_file(path: Path, what: str) -> bytes:
     return data
 
 
-def grpcurl_flags(settings: Settings, *, client_cert: bool = True) -> str:
+def grpcurl_flags(settings: TlsSettings, *, client_cert: bool = True) -> str:
     """``grpcurl``'s TLS flags for this process's files: the CA and, with
     ``client_cert``, its certificate (the tools': the operator's); ``-plaintext`` under
     ``DDZ_INSECURE``."""

@@ -1,9 +1,9 @@
 """Signed events: each producer signs every envelope it publishes (Ed25519), and every
 consumer opens an envelope here, with the producers' public keys, before it acts on it.
 
-    signer = ensure_signer(settings, "rules")        # the producer's own key
+    signer = ensure_signer(settings.keys, "rules")   # the producer's own key
     data = signer.seal(envelope)                     # the bytes to publish and store
-    envelope = event_keyring(settings).open(data)    # BadEvent unless signed and allowed
+    envelope = event_keyring(settings.keys).open(data)  # BadEvent unless signed and allowed
 
 **What is signed.** The producer serialises the envelope with ``envelope_version`` 1 and
 its ``producer_key_id`` and no ``signature``, signs exactly those bytes, and appends the
@@ -59,7 +59,7 @@ from ddz.adapters.codec import CodecError, decode_event, envelope_and_bytes
 from ddz.adapters.files.data_files import REMAKE, BadFile, read_bytes
 from ddz.adapters.files.key_files import ensure_ed25519_key
 from ddz.adapters.telemetry import metrics
-from ddz.config import Settings
+from ddz.config.security import KeySettings
 from ddz.domain.hand import Recorded
 from ddz.v1 import envelope_pb2
 
@@ -423,7 +423,7 @@ def load_signer(path: Path, producer: str) -> EventSigner:
     return EventSigner.of(producer, key)
 
 
-def ensure_signer(settings: Settings, producer: str) -> EventSigner:
+def ensure_signer(settings: KeySettings, producer: str) -> EventSigner:
     """``producer``'s signing key (created when missing, mode 0600 in a 0700 directory;
     one creator wins when several start at once), its public key added to the keyring."""
     if producer not in PRODUCERS:
@@ -435,12 +435,12 @@ def ensure_signer(settings: Settings, producer: str) -> EventSigner:
     return signer
 
 
-def event_keyring(settings: Settings) -> EventKeyring:
+def event_keyring(settings: KeySettings) -> EventKeyring:
     """The keyring consumers verify events with (public keys only; never created here)."""
     return EventKeyring(settings.event_keyring_path)
 
 
-def ensure_event_keys(settings: Settings) -> None:
+def ensure_event_keys(settings: KeySettings) -> None:
     """Every producer's key and the keyring (``ddz up`` at start, a fresh data dir).
     With ``DDZ_EVENT_SIGNING_KEY`` set the key is one producer's own: none made here."""
     if settings.event_signing_key_file is None:

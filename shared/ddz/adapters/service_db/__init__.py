@@ -44,7 +44,7 @@ def migrate(settings: Settings) -> None:
     from ddz.adapters.store import make_engine, upgrade_store
 
     ensure_dir(settings.data_dir)
-    engine = make_engine(settings.database_url)
+    engine = make_engine(settings.store.database_url)
     try:
         upgrade_store(engine)
         upgrade_service_db(engine)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
@@ -26,29 +25,11 @@ from ddz.adapters.service_db.schema import (
     settled_hands,
     settled_seats,
 )
+from ddz.domain.balances import Balance, SettledHand
 from ddz.domain.hand.events import HandSettled
 from ddz.domain.ledger import per_player
 
 _BEGIN_OPTION = "ddz_sqlite_begin"  # honoured by engines from ddz.adapters.store.make_engine
-
-
-@dataclass(frozen=True, slots=True)
-class Balance:
-    player_id: str
-    balance: int
-    hands: int
-
-
-@dataclass(frozen=True, slots=True)
-class SettledHand:
-    id: int
-    hand_id: str
-    event_id: str
-    landlord: int
-    base: int
-    payload: bytes  # the HandSettled payload as published
-    players: tuple[str, ...]
-    deltas: tuple[int, ...]
 
 
 class BalanceProjection:

@@ -1,6 +1,6 @@
 """The event store: an append-only SQL table of event envelopes with a hash chain.
 
-    store = create_store(settings.database_url, upgrade=True)
+    store = create_store(settings.store.database_url, upgrade=True)
     records = store.append("hand-42", expected_version=0, envelopes=[envelope_bytes])
     store.read_stream("hand-42"); store.read_all(after_position=0, limit=1000)
 

@@ -16,7 +16,7 @@ from sqlalchemy.exc import DatabaseError
 
 from ddz.adapters.files.data_files import BadFile, os_fix, os_problem
 from ddz.adapters.store.sql import make_engine
-from ddz.config import normalize_database_url
+from ddz.urls import normalize_database_url
 
 STORE_FIX = (
     "restore it from a backup, or move it away (a new store is made at start), or point "

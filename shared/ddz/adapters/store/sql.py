@@ -43,7 +43,7 @@ from ddz.adapters.store.contract import (
 )
 from ddz.adapters.store.keys import HmacSigner
 from ddz.adapters.store.schema import events, stream_signatures
-from ddz.config import normalize_database_url
+from ddz.urls import normalize_database_url
 from ddz.v1 import envelope_pb2
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000

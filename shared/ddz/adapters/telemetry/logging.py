@@ -24,13 +24,13 @@ import structlog
 from structlog.typing import EventDict, Processor, WrappedLogger
 
 from ddz.adapters.telemetry.tracing import add_trace_ids
-from ddz.config import Settings
+from ddz.config.telemetry import TelemetrySettings
 
 _open_files: list[TextIO] = []
 
 
 def configure_logging(
-    settings: Settings,
+    settings: TelemetrySettings,
     *,
     service: str,
     log_file: Path | bool | None = None,

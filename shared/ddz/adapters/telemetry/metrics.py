@@ -1,7 +1,7 @@
 """The Prometheus metrics of a service process, and the HTTP server that exposes them.
 
 One registry per process (``REGISTRY``): a service process serves it on its metrics
-address (``Settings.metrics_address``, ``DDZ_<NAME>_METRICS_PORT``). Services started
+address (``NetworkSettings.metrics_address``, ``DDZ_<NAME>_METRICS_PORT``). Services started
 in one process (the in-process test suites) share it, so every series that one service
 of several could write carries a label naming its writer (``service``, ``durable``,
 ``feed``). docs/OPERATIONS.md ("Metrics") says what each means and what to alert on.
@@ -19,7 +19,7 @@ import threading
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 from wsgiref.simple_server import WSGIServer
 
 import structlog
@@ -33,10 +33,23 @@ from prometheus_client import (
 )
 from prometheus_client.parser import text_string_to_metric_families
 
-if TYPE_CHECKING:  # the bus records into these metrics
-    from ddz.adapters.messaging.delivery import DeliveryTokens
-
 log = structlog.get_logger("ddz.metrics")
+
+
+class ConsumedDelivery(Protocol):
+    """What the metrics record of a message a consumer got (the bus's
+    ``messaging.delivery.DeliveryTokens`` is one)."""
+
+    @property
+    def delivered(self) -> int:
+        """Times it was delivered, this one included."""
+        ...
+
+    @property
+    def pending(self) -> int:
+        """Messages of the stream the consumer has not sent yet: its lag."""
+        ...
+
 
 REGISTRY = CollectorRegistry()
 """Every metric of this process (not prometheus_client's global registry, which also
@@ -188,7 +201,7 @@ def event_published(category: str, event_type: str) -> None:
     _child(EVENTS_PUBLISHED, category, event_type).inc()
 
 
-def event_consumed(durable: str, delivery: DeliveryTokens | None) -> None:
+def event_consumed(durable: str, delivery: ConsumedDelivery | None) -> None:
     """A message reached ``durable``'s loop; ``delivery``: what its reply subject says
     (``bus.delivery_of``), None for a message that did not come from JetStream."""
     _child(EVENTS_CONSUMED, durable).inc()

@@ -1,7 +1,7 @@
 """The one tracing setup of every process (services, ``ddz up``'s children, the tools that
 call services): OpenTelemetry, configured by the standard ``OTEL_*`` variables alone.
 
-Off unless ``OTEL_TRACES_EXPORTER`` names an exporter (``Settings.traces_exporter``):
+Off unless ``OTEL_TRACES_EXPORTER`` names an exporter (``TelemetrySettings.traces_exporter``):
 unset or ``none`` installs no tracer provider, no gRPC interceptor, no header is written
 to NATS and no span is started, so tracing off costs a boolean test per publish, per
 message handled and per log line. On:
@@ -42,7 +42,7 @@ from opentelemetry import propagate, trace
 from opentelemetry.trace import Link, SpanKind
 from structlog.typing import EventDict, WrappedLogger
 
-from ddz.config import Settings
+from ddz.config.telemetry import TelemetrySettings
 
 TRACEPARENT = "traceparent"
 _TRACEPARENT = re.compile(r"^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$")
@@ -58,7 +58,7 @@ def active() -> bool:
     return _tracer is not None
 
 
-def configure_tracing(settings: Settings, *, service: str) -> bool:
+def configure_tracing(settings: TelemetrySettings, *, service: str) -> bool:
     """Install the tracer provider and its exporter when ``OTEL_TRACES_EXPORTER`` asks
     for one; nothing at all otherwise. True when tracing is on. Called once per
     process, after ``configure_logging``; ``shutdown_tracing`` flushes at exit."""
@@ -84,7 +84,7 @@ def configure_tracing(settings: Settings, *, service: str) -> bool:
     return True
 
 
-def _exporter(settings: Settings) -> Any:
+def _exporter(settings: TelemetrySettings) -> Any:
     """The exporter ``OTEL_TRACES_EXPORTER`` names; it reads its endpoint, headers,
     timeout and compression from the environment itself."""
     if settings.traces_exporter == "console":

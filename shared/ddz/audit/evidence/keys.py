@@ -13,14 +13,14 @@ from __future__ import annotations
 
 from ddz.adapters.security.event_signing import EventKeyring
 from ddz.adapters.store.keys import Keyring, read_public_keys
-from ddz.config import AUDIT_KEY_FILE, Settings
+from ddz.config.security import AUDIT_KEY_FILE, KeySettings
 
 
 class NoAuditKeys(LookupError):
     """Neither a public keyring nor an HMAC key to verify signatures with."""
 
 
-def existing_hmac_key(settings: Settings) -> bytes:
+def existing_hmac_key(settings: KeySettings) -> bytes:
     """The operator's HMAC key if configured or kept in the data directory, else b""."""
     if settings.audit_key:
         return settings.audit_key
@@ -30,7 +30,7 @@ def existing_hmac_key(settings: Settings) -> bytes:
     return b""
 
 
-def auditor_keyring(settings: Settings, *, public_only: bool = False) -> Keyring:
+def auditor_keyring(settings: KeySettings, *, public_only: bool = False) -> Keyring:
     """The public keyring of the settings, plus the HMAC key of older hands when it is
     available (unless ``public_only``). ``ValueError`` for a keyring file that is not
     one; ``NoAuditKeys`` when there is nothing to verify with."""
