@@ -10,11 +10,10 @@ steady pace, off the event loop. Elsewhere than glibc there is nothing to ask: a
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ctypes
 import sys
 from collections.abc import Callable
-
-from ddz.application.tasks import cancel_and_wait
 
 GIVE_BACK_EVERY = 30.0
 """Seconds between two requests to give freed memory back."""
@@ -55,6 +54,8 @@ class GiveBack:
             await asyncio.to_thread(self.trim)
 
     async def stop(self) -> None:
-        if self._task is not None:
-            await cancel_and_wait([self._task])
-            self._task = None
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
