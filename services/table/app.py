@@ -44,6 +44,7 @@ from ddz.adapters.messaging.table_stream import JetStreamTableLog
 from ddz.adapters.rpc.grpc_client import make_channel
 from ddz.adapters.rpc.grpc_server import full_service_name
 from ddz.adapters.rpc.routing import RoutedRules, rules_service
+from ddz.adapters.runtime.memory import GiveBack
 from ddz.adapters.runtime.service_runner import connect_bus
 from ddz.adapters.security.event_signing import ensure_signer, event_keyring
 from ddz.adapters.telemetry import metrics
@@ -128,6 +129,8 @@ class TableApp:
         self.lease: Lease | None = None
         self.watch: ActiveWatch | None = None
         self.forwarder = Forwarder(settings, self.holder)
+        # What a crowd held is freed when it leaves; the allocator is asked to give it back.
+        self.memory = GiveBack()
         self.lease_lost = lease_lost
         self._activation: asyncio.Task[None] | None = None
         self._serving = False  # start() has returned: the server may take calls
@@ -193,6 +196,7 @@ class TableApp:
         if self.role is Role.STANDBY:
             log.info("table_standby", holder=self.holder, lease=LEASE)
         self._serving = True
+        self.memory.start()
 
     # -- the lease ---------------------------------------------------------------------
 
@@ -374,6 +378,7 @@ class TableApp:
 
     async def close(self) -> None:
         self._closing = True
+        await self.memory.stop()
         if self.watch is not None:
             await self.watch.stop()
         if self._activation is not None:

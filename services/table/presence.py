@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable
 
 import structlog
 from ddz.application.tasks import cancel_and_wait
+from ddz.domain.hand.state import SEATS
 
 log = structlog.get_logger("ddz.table.presence")
 
@@ -76,9 +77,10 @@ class Presence:
 
     def hand_over(self, hand_id: str) -> None:
         """The hand has ended: nothing of it to serialise any more."""
-        for key in [k for k in self._locks if k[0] == hand_id]:
-            if not self._locks[key].locked():
-                del self._locks[key]
+        for seat in SEATS:  # its own keys, looked up: not a scan of every hand's
+            lock = self._locks.get((hand_id, seat))
+            if lock is not None and not lock.locked():
+                del self._locks[(hand_id, seat)]
 
     async def close(self) -> None:
         """Stopping the service ends every stream: that is no player's drop."""

@@ -34,6 +34,14 @@ class Update:
     seen: Seen | None
 
 
+def fold_until(fold: HandFold, state: HandState, version: int, until: int) -> HandState:
+    """``state`` (the hand as of ``version``) carried on to ``until`` with the fold's log."""
+    for entry in fold.entries_after(version)[: until - version]:
+        if not isinstance(entry.event, CommandRejected):
+            state = evolve(state, entry.event)
+    return state
+
+
 def visible_event(entry: Entry, seat: int) -> Envelope | None:
     """The envelope ``seat`` may receive for ``entry``, or None: hidden events (every
     seat's cards) never; another seat's refused command neither (it may name cards
@@ -98,10 +106,12 @@ class Watching:
         self, fold: HandFold, seat: int, after: int, events_only: bool
     ) -> AsyncIterator[Update]:
         table_id = self.floor.table_id_of(fold.hand_id)
-        # The watcher folds its own copy of the state, so each update shows the view
-        # exactly as of its position (the shared fold may already be further on). With
-        # events_only only the hand's last update has a view: the fold's own, at its end.
-        replica = HandState()
+        # Each update shows the view exactly as of its position. A watcher that has caught
+        # up takes the shared fold's state (the state at that very position); one behind
+        # it (the fold already further on) carries its own copy on with the fold's log,
+        # from where its copy was. With events_only only the hand's last update has a
+        # view: the fold's own, at its end.
+        replica, replica_version = HandState(), 0
         position = 0
         timing = self.moves.timing
         started = 0.0  # the time of the last event so far: when the turn's clock started
@@ -110,14 +120,22 @@ class Watching:
                 position = entry.version
                 if not isinstance(entry.event, CommandRejected):
                     started = occurred_at(entry.envelope)
-                    if not events_only:
-                        replica = evolve(replica, entry.event)
                 if position <= after:
                     continue
                 last = fold.over and position >= fold.version
                 seen = None
                 if last or not events_only:
-                    state = fold.state if events_only else replica
+                    if events_only:
+                        state = fold.state
+                    else:
+                        # States are values (``evolve`` makes a new one): the fold's is shared.
+                        replica = (
+                            fold.state
+                            if position == fold.version
+                            else fold_until(fold, replica, replica_version, position)
+                        )
+                        replica_version = position
+                        state = replica
                     clock = (
                         None if timing is None else timing.deadline(fold.hand_id, state, started)
                     )

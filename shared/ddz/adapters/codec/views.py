@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass
 from functools import lru_cache
 
-from ddz.domain.cards import Rank, format_counts
+from ddz.domain.cards import Card, Rank, format_counts
 from ddz.domain.hand import (
     Bid,
     BidAction,
@@ -63,6 +63,17 @@ def _room_bytes(room: RoomSettings) -> bytes:
     return bytes(room_to_pb(room).SerializeToString())
 
 
+@lru_cache(maxsize=4096)
+def _cards_bytes(cards: tuple[Card, ...]) -> bytes:
+    """``PlayerView.cards`` of ``cards``, encoded (merged into a view, it sets them)."""
+    return bytes(table_pb2.PlayerView(cards=[card_to_pb(c) for c in cards]).SerializeToString())
+
+
+@lru_cache(maxsize=1024)
+def _bottom_bytes(bottom: tuple[Card, ...]) -> bytes:
+    return bytes(table_pb2.PlayerView(bottom=[card_to_pb(c) for c in bottom]).SerializeToString())
+
+
 def view_to_pb(
     view: PlayerView, *, version: int, table_id: str = "", clock: TurnDeadline | None = None,
     now: float | None = None,
@@ -75,10 +86,8 @@ def view_to_pb(
         seat=view.seat,
         version=version,
         phase=PHASES[view.phase],
-        cards=[card_to_pb(card) for card in view.cards],
         cards_text=format_counts(view.counts),
         card_counts=list(view.card_counts),
-        bottom=[card_to_pb(card) for card in view.bottom or ()],
         bids=[event_to_pb(bid) for bid in view.bids],
         base=view.base,
         wild=[_rank(rank) for rank in view.wild],
@@ -103,6 +112,12 @@ def view_to_pb(
         can_show=view.can_show,
         legal_bids=[_bid_command(bid) for bid in view.legal_bids()],
     )
+    # A seat's cards change only when it plays, and a stream sends its view after every
+    # event: their encoding is looked up by the cards themselves (the seat's own, in
+    # this view), not built card by card each time.
+    msg.MergeFromString(_cards_bytes(view.cards))
+    if view.bottom:
+        msg.MergeFromString(_bottom_bytes(view.bottom))
     if view.phase is not Phase.NOT_STARTED:
         msg.rules.MergeFromString(_rules_bytes(view.rules))
     if view.turn >= 0:
