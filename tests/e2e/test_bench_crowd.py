@@ -55,6 +55,12 @@ def test_a_short_crowd_loses_no_hand_and_every_person_gets_every_turn(tmp_path: 
     assert 0 < data["move_p50_ms"] <= data["move_p99_ms"] <= data["move_max_ms"], said
     assert 0 < data["turn_notice_p99_ms"] <= data["turn_notice_max_ms"], said
     assert data["suite_cores"] > 0 and data["loadgen_cores"] > 0
+    # The whole run's CPU a hand, service by service, adds up to the suite's.
+    by_service = data["suite_cpu_ms_per_hand_whole_run_by_service"]
+    assert set(by_service) >= {"table", "rules", "bot", "recorder", "nats-server"}, by_service
+    assert all(ms > 0 for ms in by_service.values()), by_service
+    whole = data["suite_cpu_ms_per_hand_whole_run"]
+    assert abs(sum(by_service.values()) - whole) <= 0.01 * whole + 1, (by_service, whole)
     assert set(data["rss_mb"]) >= {"table", "rules", "bot", "recorder", "nats-server"}
     assert all(mb > 0 for series in data["rss_mb"].values() for mb in series)
     assert data["restarts"] == 0 and data["exited"] == []

@@ -34,7 +34,7 @@ from ddz import v1
 from ddz.access.identity import peer_identity
 from ddz.access.rights import CONSOLE, PLAYER_FACING, RIGHTS
 from ddz.access.tokens import player_token
-from ddz.adapters.rpc.bearer import bearer_channel
+from ddz.adapters.rpc.bearer import bearer_channel, bearer_metadata
 from ddz.adapters.rpc.grpc_client import channel_credentials, error_reason, make_channel
 from ddz.adapters.rpc.grpc_server import RunningServer, start_server
 from ddz.adapters.runtime.nats_server import NatsServer, free_port
@@ -244,6 +244,27 @@ async def test_the_table_takes_a_tls_player_without_a_client_certificate(suite: 
     assert rooms.rooms
     async with grpc.aio.insecure_channel(settings.network.address("table")) as plain:
         assert await health_code(plain) is grpc.StatusCode.UNAVAILABLE
+
+
+async def test_a_call_that_names_its_own_token_is_that_token_s_on_a_bearer_channel(
+    suite: Suite,
+) -> None:
+    # A seated player's session: one channel carrying the seat token, the lobby's calls
+    # naming the player's own. Here the channel carries ann's token; pat's call names pat's.
+    settings = suite.settings
+    player = settings.as_identity("a-player-without-files")
+    leave_as_pat = table_pb2.LeaveRoomRequest(player_id="pat")
+    async with bearer_channel(player, player_token(settings.keys, "ann")) as channel:
+        stub = table_pb2_grpc.TableServiceStub(channel)  # type: ignore[no-untyped-call]
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            await stub.LeaveRoom(leave_as_pat)
+        assert refused.value.code() is grpc.StatusCode.PERMISSION_DENIED  # ann's token
+        named = bearer_metadata(player_token(settings.keys, "pat"))
+        with pytest.raises(grpc.aio.AioRpcError) as as_pat:
+            await stub.LeaveRoom(leave_as_pat, metadata=named)
+    # Past the token's check, as pat: pat is in no room to leave.
+    assert as_pat.value.code() is grpc.StatusCode.FAILED_PRECONDITION
+    assert as_pat.value.details() == "pat is not in a room"
 
 
 def test_insecure_mode_serves_plaintext_and_says_so(

@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 import grpc
 
 from ddz.access.tokens import refresh_delay
-from ddz.adapters.rpc.bearer import bearer_channel
+from ddz.adapters.rpc.bearer import bearer_channel, bearer_metadata
 from ddz.adapters.rpc.grpc_client import resumed
 from ddz.application.tasks import cancel_and_wait
 from ddz.config import Settings
@@ -63,10 +63,11 @@ class Session:
         self._received = 0.0  # when the seat token came (the client's clock)
         self._refresher: asyncio.Task[None] | None = None
         self.joined: table_pb2.JoinRoomResponse | None = None
-        self._login = bearer_channel(settings, login_token, target=address)
+        # One connection: the seat's calls carry the seat token, the lobby's (rooms,
+        # joining) name the login token themselves.
         self._seat = bearer_channel(settings, lambda: self.seat_token or login_token,
                                     target=address)  # fmt: skip
-        self.lobby = table_pb2_grpc.TableServiceStub(self._login)  # type: ignore[no-untyped-call]
+        self._as_player = bearer_metadata(login_token)
         self.table = table_pb2_grpc.TableServiceStub(self._seat)  # type: ignore[no-untyped-call]
 
     @property
@@ -80,8 +81,8 @@ class Session:
         return str(self.joined.table.table_id)
 
     async def rooms(self) -> table_pb2.ListRoomsResponse:
-        answer: table_pb2.ListRoomsResponse = await self.lobby.ListRooms(
-            table_pb2.ListRoomsRequest()
+        answer: table_pb2.ListRoomsResponse = await self.table.ListRooms(
+            table_pb2.ListRoomsRequest(), metadata=self._as_player
         )
         return answer
 
@@ -92,14 +93,15 @@ class Session:
         (ALREADY_EXISTS after a cut: the service has not yet seen the first call go)."""
 
         async def call() -> table_pb2.JoinRoomResponse:
-            answer: table_pb2.JoinRoomResponse = await self.lobby.JoinRoom(
+            answer: table_pb2.JoinRoomResponse = await self.table.JoinRoom(
                 table_pb2.JoinRoomRequest(room_id=room.room_id),
                 timeout=room.bot_fill_wait_s + JOIN_TIMEOUT_MARGIN,
+                metadata=self._as_player,
             )
             return answer
 
         answer = await through_cuts(
-            call, f"joining room {room.room_id}", self._login,
+            call, f"joining room {room.room_id}", self._seat,
             after_cut=(grpc.StatusCode.ALREADY_EXISTS,), on_cut=on_cut,
         )  # fmt: skip
         self.joined = answer
@@ -219,7 +221,6 @@ class Session:
 
     async def close(self) -> None:
         await cancel_and_wait([self._refresher])
-        await self._login.close()
         await self._seat.close()
 
 

@@ -56,6 +56,7 @@ class CrowdReport:
     hands_in_window: int = 0
     suite_cpu_s: float | None = None  # in the window
     suite_cpu_s_whole_run: float | None = None  # from the start until the people left
+    cpu_s_whole_run_by_service: dict[str, float] = field(default_factory=dict)
     loadgen_cpu_s: float = 0.0
     cpu_by_service: dict[str, float] = field(default_factory=dict)  # ms per hand
     window: Window | None = None
@@ -105,6 +106,12 @@ class CrowdReport:
             "suite_cpu_ms_per_hand_whole_run": None
             if self.suite_cpu_s_whole_run is None or not self.hands_started
             else round(self.suite_cpu_s_whole_run * 1000 / self.hands_started, 1),
+            "suite_cpu_ms_per_hand_whole_run_by_service": {
+                service: round(seconds * 1000 / self.hands_started, 1)
+                for service, seconds in sorted(self.cpu_s_whole_run_by_service.items())
+            }
+            if self.hands_started
+            else {},
             "loadgen_cores": round(self.loadgen_cpu_s / seconds, 3),
             "move_p50_ms": window.move(0.50),
             "move_p99_ms": window.move(0.99),

@@ -117,6 +117,10 @@ class CrowdRun:
             report.restarts = last.restarts - first.restarts
             report.gone = list(last.gone)
             report.suite_cpu_s_whole_run = last.suite_cpu - first.suite_cpu
+            report.cpu_s_whole_run_by_service = {
+                service: seconds - first.cpu.get(service, 0.0)
+                for service, seconds in last.cpu.items()
+            }
         self.say("auditing the hands played", 0, len(totals.hands), "hands")
         asyncio.run(self._audit())
         return report

@@ -14,8 +14,9 @@ from ddz.config import Settings
 
 
 def _with_token(details: Any, token: str, timeout: float | None) -> Any:
-    metadata = [(k, v) for k, v in (details.metadata or ()) if k != AUTH_HEADER]
-    metadata.append((AUTH_HEADER, f"{SCHEME} {token}"))
+    metadata = list(details.metadata or ())
+    if not any(k == AUTH_HEADER for k, _ in metadata):  # a call may name its own token
+        metadata.append((AUTH_HEADER, f"{SCHEME} {token}"))
     changes: dict[str, Any] = {"metadata": grpc.aio.Metadata(*metadata)}
     if timeout is not None and details.timeout is None:
         changes["timeout"] = timeout
@@ -51,7 +52,8 @@ def bearer_channel(
     target: str | None = None,
 ) -> grpc.aio.Channel:
     """A channel whose every call carries ``token`` (or what ``token()``
-    returns at call time: a client whose seat token changes), with the suite's default
+    returns at call time: a client whose seat token changes), unless the call names
+    its own (``bearer_metadata``), with the suite's default
     deadline on unary calls (``DDZ_RPC_TIMEOUT``); streams choose their own. TLS
     without a client certificate (``grpc_client.open_channel``): the token says who
     the caller is, so a player needs only the CA."""
@@ -67,3 +69,9 @@ def bearer_channel(
         service=service,
         client_cert=False,
     )
+
+
+def bearer_metadata(token: str) -> tuple[tuple[str, str], ...]:
+    """The metadata of one call made with ``token`` on a ``bearer_channel`` whose own
+    token is another (a seated player's lobby call, made as the player)."""
+    return ((AUTH_HEADER, f"{SCHEME} {token}"),)
