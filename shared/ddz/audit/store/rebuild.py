@@ -18,9 +18,10 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from ddz.adapters import codec
-from ddz.adapters.service_db.balances import Balance, BalanceProjection
+from ddz.adapters.service_db.balances import BalanceProjection
 from ddz.adapters.service_db.schema import balances
 from ddz.adapters.store.schema import events
+from ddz.domain.balances import Balance
 from ddz.domain.hand.events import HandSettled, HandStarted
 from ddz.domain.ledger import Ledger, per_player
 
