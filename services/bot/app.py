@@ -43,14 +43,14 @@ from ddz.bot.kinds import make_player
 from ddz.config import Settings
 from ddz.v1 import bot_pb2, bot_pb2_grpc
 
-from .autoplay import AutoPlay, in_partition
-from .batcher import in_flight_of
-from .clients import RulesClient
-from .handlers import GetStats, Suggest
-from .hands import FeedLookup, resume_hands
-from .partitions import Partitions, buckets_of, partition_of, subject_token
+from .adapters.clients import RulesClient
+from .adapters.hands import FeedLookup, resume_hands
+from .adapters.partitions import Partitions, buckets_of, partition_of, subject_token
 from .servicer import BotServicer
-from .watchdog import Watchdog
+from .use_cases.autoplay import AutoPlay, in_partition
+from .use_cases.batcher import in_flight_of
+from .use_cases.handlers import GetStats, Suggest
+from .use_cases.watchdog import Watchdog
 
 NAME = "bot"
 INSTANCE_IDLE = 60.0

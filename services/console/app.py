@@ -20,10 +20,10 @@ from ddz.adapters.security.token_keys import LoginKeys, login_jwks_path
 from ddz.adapters.telemetry.health import Check
 from ddz.config import Settings
 
-from .clients import RecorderClient, SettlementClient, connect
-from .handlers import Desk
+from .adapters.clients import RecorderClient, SettlementClient, connect
 from .servicer import Console
-from .session import Sessions, session_key
+from .use_cases.handlers import Desk
+from .use_cases.session import Sessions, session_key
 
 NAME = "console"
 

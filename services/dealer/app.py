@@ -18,10 +18,10 @@ from ddz.adapters.telemetry.health import Check, database_reachable
 from ddz.config import Settings
 from ddz.v1 import dealer_pb2, dealer_pb2_grpc
 
-from .handlers import Dealer
-from .seeds import SeedVault
+from .adapters.seeds import SeedVault
+from .adapters.table_records import BusTableRecords
 from .servicer import DealerServicer
-from .table_records import BusTableRecords
+from .use_cases.handlers import Dealer
 
 NAME = "dealer"
 

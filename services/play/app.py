@@ -20,9 +20,9 @@ from ddz.adapters.security.tokens import issue
 from ddz.adapters.telemetry.health import Check
 from ddz.config import Settings
 
-from .gateway import TableForward, TableGateway
-from .handlers import Guests
+from .adapters.gateway import TableForward, TableGateway
 from .servicer import PlayWeb
+from .use_cases.handlers import Guests
 
 NAME = "play"
 

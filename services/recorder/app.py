@@ -40,11 +40,11 @@ from ddz.v1 import (
     recorder_pb2_grpc,
 )
 
+from .adapters.consumer import StoreConsumer
 from .audit_servicer import AuditServicer
-from .consumer import StoreConsumer
 from .desk_servicer import DeskServicer
-from .handlers import Audits, Reads, Record, VerifiedChains
 from .servicer import RecorderServicer
+from .use_cases.handlers import Audits, Reads, Record, VerifiedChains
 
 NAME = "recorder"
 AUDIT_BATCH = 50  # ended hands audited per round for the desk's index

@@ -16,10 +16,10 @@ from ddz.adapters.telemetry.health import Check
 from ddz.config import Settings
 from ddz.v1 import dealer_pb2_grpc, rules_pb2, rules_pb2_grpc
 
-from .cache import HandCache, KeyedLocks
-from .clients import DealerSeeds
-from .handlers import Rules
+from .adapters.clients import DealerSeeds
 from .servicer import RulesServicer
+from .use_cases.cache import HandCache, KeyedLocks
+from .use_cases.handlers import Rules
 
 NAME = "rules"
 CACHE_SIZE = 2000  # hands in play kept folded; the rest are rebuilt from the bus

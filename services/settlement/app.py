@@ -18,9 +18,9 @@ from ddz.adapters.telemetry.health import Check, database_reachable
 from ddz.config import Settings
 from ddz.v1 import settlement_pb2, settlement_pb2_grpc
 
-from .consumer import DURABLE, BusStartedHands, SettlementConsumer
-from .handlers import ApplySettled, Queries
+from .adapters.consumer import DURABLE, BusStartedHands, SettlementConsumer
 from .servicer import SettlementServicer
+from .use_cases.handlers import ApplySettled, Queries
 
 NAME = "settlement"
 

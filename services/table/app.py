@@ -59,16 +59,16 @@ from ddz.v1 import (
     table_pb2_grpc,
 )
 
-from .clients import BotClient, DealerClient, EvidenceClient, RulesClient, SettlementClient
-from .clock import TurnClock
+from .adapters.clients import BotClient, DealerClient, EvidenceClient, RulesClient, SettlementClient
+from .adapters.forwarding import Forwarder, Switch, servicer_handlers
+from .adapters.instances import LEASE, Active, ActiveWatch, advertised, holder_id
 from .credentials import SignedTokens
-from .forwarding import Forwarder, Switch, servicer_handlers
-from .handlers import TableHandlers
-from .instances import LEASE, Active, ActiveWatch, advertised, holder_id
-from .limits import Limits
-from .rooms import check_turn_seconds, load_rooms
 from .servicer import TableServicer
-from .tables import Table, Tables
+from .use_cases.clock import TurnClock
+from .use_cases.handlers import TableHandlers
+from .use_cases.limits import Limits
+from .use_cases.rooms import check_turn_seconds, load_rooms
+from .use_cases.tables import Table, Tables
 
 NAME = "table"
 log = structlog.get_logger("ddz.table.app")

@@ -16,8 +16,8 @@ from __future__ import annotations
 from ddz.adapters.messaging.hand_fold import HandFold
 from ddz.application.errors import Refusal
 
-from .ports import Caller, Tokens
-from .tables import Table, Tables
+from .use_cases.ports import Caller, Tokens
+from .use_cases.tables import Table, Tables
 
 NO_TOKEN = "no token: send 'authorization: Bearer <token>'"
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ddz.adapters.security.tokens import SEAT_TOKEN_TTL, TokenKeys, new_claims, sign, verify
 
-from .ports import Caller, SeatPass
+from .use_cases.ports import Caller, SeatPass
 
 
 class SignedTokens:

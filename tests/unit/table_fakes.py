@@ -17,7 +17,7 @@ from ddz.domain.hand import (
 )
 from ddz.v1 import envelope_pb2, table_pb2
 
-from services.table.ports import Caller, DealOrder, Dealt, Decision, SeatPass
+from services.table.use_cases.ports import Caller, DealOrder, Dealt, Decision, SeatPass
 
 
 def in_play(hand_id: str, seats: tuple[SeatInfo, ...], phase: Phase = Phase.PLAYING) -> HandFold:

@@ -20,7 +20,7 @@ from ddz.domain.hand.commands import SeatInfo, StartHand
 from ddz.domain.ruleset import ruleset_for
 from ddz.domain.settlement import RoomSettings
 
-from services.rules.cache import LiveHand
+from services.rules.use_cases.cache import LiveHand
 
 SECRET = "the-audit-key-nobody-may-read"
 

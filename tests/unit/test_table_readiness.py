@@ -45,12 +45,12 @@ from table_fakes import (
     in_play,
 )
 
-from services.table import lobby as lobby_module
-from services.table.dealing import DEAL_ATTEMPTS, TableSpec
-from services.table.handlers import TableHandlers
-from services.table.lobby import Seat
-from services.table.rooms import Room, Rooms
-from services.table.tables import Table, Tables
+from services.table.use_cases import lobby as lobby_module
+from services.table.use_cases.dealing import DEAL_ATTEMPTS, TableSpec
+from services.table.use_cases.handlers import TableHandlers
+from services.table.use_cases.lobby import Seat
+from services.table.use_cases.rooms import Room, Rooms
+from services.table.use_cases.tables import Table, Tables
 
 CLASSIC = ruleset_for("classic")
 SEATS = (SeatInfo("alice"), SeatInfo("bob"), SeatInfo("bot-t1-2", is_bot=True))

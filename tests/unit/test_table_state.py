@@ -29,7 +29,7 @@ from ddz.domain.table import (
     replay,
 )
 
-from services.table.tables import Tables
+from services.table.use_cases.tables import Tables
 
 SEATS = (SeatInfo("alice"), SeatInfo("bob"), SeatInfo("bot-t1-2", is_bot=True))
 OPENED = TableOpened("t1", ruleset_for("classic"), RoomSettings(), SEATS, "room-a", (100, 200, 300))

@@ -34,7 +34,7 @@ from ddz.domain.hand import (
     view_for,
 )
 
-from .auth import Gate
+from ..auth import Gate
 from .clock import Timing
 from .floor import Floor, check_seat
 from .limits import Limited, RateLimits

@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from ddz.adapters.service_db.schema import dealer_seeds
 from sqlalchemy.engine import Engine
 
-from .ports import DealCancelled, SeedExists
+from ..use_cases.ports import DealCancelled, SeedExists
 
 
 class SeedVault:

@@ -4,7 +4,7 @@ timeout plus a margin (``DDZ_TURN_TIMEOUT`` + ``DDZ_STALL_MARGIN``) is got movin
 
 Why the bot service: it follows every hand, internal events too, whoever dealt it, and
 it is the one that plays a seat whose turn timed out, so the remedy is its own job.
-The table's turn clock (``services/table/clock.py``) watches only the hands of the
+The table's turn clock (``services/table/use_cases/clock.py``) watches only the hands of the
 tables it holds in memory: a hand dealt through the dealer directly has no clock, and a
 restarted table service has forgotten its clocks. The watchdog is the backstop; with a
 table running, its clock acts first (at the turn timeout) and its time-out is an event.

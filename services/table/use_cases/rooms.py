@@ -21,7 +21,7 @@ from ddz.domain import ids
 from ddz.domain.ruleset import RuleSet, ruleset_for
 from ddz.domain.settlement import BeanEscapeRule, RoomSettings
 
-DEFAULT_ROOMS_FILE = Path(__file__).with_name("rooms.toml")
+DEFAULT_ROOMS_FILE = Path(__file__).parents[1] / "rooms.toml"
 FIX = "correct it (docs/CONFIG.md, DDZ_ROOMS_FILE), or unset DDZ_ROOMS_FILE for the rooms shipped"
 DEFAULT_BOT_FILL_WAIT = 5.0
 MAX_BOT_FILL_WAIT = 3600.0

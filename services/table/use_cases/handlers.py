@@ -21,7 +21,7 @@ from ddz.application.errors import Refusal
 from ddz.application.tasks import cancel_and_wait
 from ddz.domain.table import HandAssigned
 
-from .auth import Gate
+from ..auth import Gate
 from .clock import Timing
 from .dealing import Dealing
 from .evidence import HandEvidence

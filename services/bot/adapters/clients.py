@@ -20,7 +20,7 @@ from ddz.adapters.telemetry import tracing
 from ddz.application.errors import Kind, Reason, Refusal
 from ddz.v1 import rules_pb2
 
-from .ports import Move, Outcome
+from ..use_cases.ports import Move, Outcome
 
 SERVICE = "rules"
 _CODES = {code.value[0]: code for code in grpc.StatusCode}

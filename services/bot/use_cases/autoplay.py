@@ -38,8 +38,8 @@ from ddz.domain.hand import Bid, Command, HandState, Pass, Phase, Play, PlayerVi
 from ddz.domain.players import Player, play_of
 from ddz.v1 import rules_pb2
 
+from ..adapters.partitions import partition_of
 from .batcher import DecideBatcher
-from .partitions import partition_of
 from .ports import Hands, Move, Rules
 from .stats import MoveStats
 

@@ -33,7 +33,7 @@ from google.rpc import status_pb2
 from grpc_status import rpc_status
 from protobuf.wkt import Any as AnyDetail
 
-from .handlers import REQUEST_ID, Relay
+from ..use_cases.handlers import REQUEST_ID, Relay
 
 SERVICE = table_pb2.DESCRIPTOR.services_by_name["TableService"]
 PATH = f"/{SERVICE.full_name}"

@@ -12,7 +12,7 @@ from ddz.application.errors import Reason, Refusal
 from ddz.domain.hand import CommandRejected, HandState, evolve, view_for
 from ddz.v1 import table_pb2
 
-from .auth import Gate
+from ..auth import Gate
 from .floor import Floor, check_seat
 from .limits import StreamSlots
 from .moves import Moves, Seen

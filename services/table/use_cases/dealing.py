@@ -16,7 +16,7 @@ from ddz.domain.ruleset import RuleSet, Scoring, ruleset_for
 from ddz.domain.settlement import RoomSettings
 from ddz.domain.table import HandAssigned
 
-from .auth import Gate
+from ..auth import Gate
 from .floor import Floor
 from .moves import request_id
 from .ports import Dealer, DealOrder, Dealt

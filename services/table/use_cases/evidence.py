@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ddz.application.errors import Reason, Refusal
 
-from .auth import Gate
+from ..auth import Gate
 from .floor import Floor
 from .ports import EvidenceFile, EvidenceFiles
 

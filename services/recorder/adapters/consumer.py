@@ -25,7 +25,7 @@ from ddz.adapters.telemetry import metrics, tracing
 from nats.aio.msg import Msg
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
-from .handlers import Outcome, Record, Verdict
+from ..use_cases.handlers import Outcome, Record, Verdict
 
 log = structlog.get_logger("ddz.recorder")
 

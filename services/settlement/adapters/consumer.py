@@ -14,7 +14,7 @@ from ddz.adapters.messaging.subjects import category_filter, subject_for
 from ddz.application.errors import Kind, Refusal
 from ddz.domain.hand.events import HandSettled, HandStarted
 
-from .handlers import ApplySettled
+from ..use_cases.handlers import ApplySettled
 
 DURABLE = "settlement"
 FILTER = category_filter(HAND, event_type=HandSettled.TYPE)

@@ -10,7 +10,7 @@ import structlog
 from ddz.application.errors import Reason, Refusal
 from ddz.domain.ruleset import Scoring
 
-from .auth import Gate
+from ..auth import Gate
 from .dealing import Dealing, Shown
 from .floor import Floor
 from .limits import RateLimits

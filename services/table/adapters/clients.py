@@ -21,7 +21,7 @@ from ddz.v1 import (
     table_pb2,
 )
 
-from .ports import DealOrder, Dealt, Decision, EvidenceFile
+from ..use_cases.ports import DealOrder, Dealt, Decision, EvidenceFile
 
 
 class DealerClient:

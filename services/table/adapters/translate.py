@@ -12,10 +12,10 @@ from ddz.domain.hand import Bid, Pass, Play, SeatCommand, ShowCards
 from ddz.domain.settlement import RoomSettings
 from ddz.v1 import hand_events_pb2, rules_pb2, table_pb2
 
-from .dealing import Shown, TableSpec
-from .joining import RoomShown
-from .moves import Moved, Seen
-from .watching import Update
+from ..use_cases.dealing import Shown, TableSpec
+from ..use_cases.joining import RoomShown
+from ..use_cases.moves import Moved, Seen
+from ..use_cases.watching import Update
 
 NO_BID_ACTION = "a bid needs an action: pass, call or grab"
 
