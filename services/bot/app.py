@@ -29,7 +29,6 @@ import grpc
 import structlog
 from ddz.adapters.messaging.bus import EventBus
 from ddz.adapters.messaging.hand_feed import HandFeed
-from ddz.adapters.messaging.hand_fold import Entry, HandFold
 from ddz.adapters.messaging.hand_stream import HAND
 from ddz.adapters.messaging.lease import instance_id
 from ddz.adapters.messaging.subjects import bucket_filters, category_filter
@@ -38,6 +37,7 @@ from ddz.adapters.rpc.routing import RoutedRules, rules_service
 from ddz.adapters.runtime.service_runner import connect_bus
 from ddz.adapters.security.event_signing import event_keyring
 from ddz.adapters.telemetry.health import Check
+from ddz.application.hand_fold import Entry, HandFold
 from ddz.application.tasks import cancel_and_wait
 from ddz.bot.kinds import make_player
 from ddz.config import Settings

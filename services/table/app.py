@@ -36,7 +36,6 @@ import nats.errors
 import structlog
 from ddz.adapters.messaging.bus import EventBus
 from ddz.adapters.messaging.hand_feed import HandFeed
-from ddz.adapters.messaging.hand_fold import HandFold
 from ddz.adapters.messaging.lease import Lease, instance_id
 from ddz.adapters.messaging.table_stream import JetStreamTableLog
 from ddz.adapters.rpc.grpc_client import make_channel
@@ -47,6 +46,7 @@ from ddz.adapters.security.event_signing import ensure_signer, event_keyring
 from ddz.adapters.security.tokens import table_token_key, verification_keys
 from ddz.adapters.telemetry import metrics
 from ddz.adapters.telemetry.health import ACTIVE_TABLE, Check
+from ddz.application.hand_fold import HandFold
 from ddz.application.tasks import cancel_and_wait
 from ddz.config import Settings
 from ddz.domain.table import HandAssigned

@@ -13,8 +13,8 @@ The token arrives as text (the servicer reads it from the call); None means none
 
 from __future__ import annotations
 
-from ddz.adapters.messaging.hand_fold import HandFold
 from ddz.application.errors import Refusal
+from ddz.application.hand_fold import HandFold
 
 from .use_cases.ports import Caller, Tokens
 from .use_cases.tables import Table, Tables

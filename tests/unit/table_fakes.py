@@ -7,8 +7,8 @@ import asyncio
 import dataclasses
 from collections.abc import Iterable
 
-from ddz.adapters.messaging.hand_fold import HandFold
 from ddz.application.errors import Kind, Reason, Refusal
+from ddz.application.hand_fold import HandFold
 from ddz.domain.hand import (
     HandState,
     Phase,

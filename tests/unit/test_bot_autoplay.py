@@ -8,7 +8,7 @@ import random
 from dataclasses import replace
 
 import pytest
-from ddz.adapters.messaging.hand_fold import deal_complete
+from ddz.application.hand_fold import deal_complete
 from ddz.domain.hand import (
     Disconnect,
     Hand,

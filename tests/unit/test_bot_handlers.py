@@ -12,8 +12,8 @@ from typing import Any
 
 import grpc
 import pytest
-from ddz.adapters.messaging.hand_fold import HandFold
 from ddz.application.errors import Kind, Reason, Refusal
+from ddz.application.hand_fold import HandFold
 from ddz.domain.hand import (
     Bid,
     Command,

@@ -11,16 +11,12 @@ import time
 from collections.abc import AsyncIterator, Sequence
 
 import pytest
-from ddz.adapters.messaging.hand_fold import HandFold
-from ddz.adapters.messaging.room_queue import QueuedTicket, decode_ticket, encode_ticket, ticket_key
-from ddz.adapters.messaging.table_stream import (
-    TableCursor,
-    TableHistory,
-    decode,
-    encode,
-    envelope_for,
-)
+from ddz.adapters.messaging.room_queue import decode_ticket, encode_ticket
+from ddz.adapters.messaging.table_stream import decode, encode, envelope_for
 from ddz.application.errors import Kind, Refusal
+from ddz.application.hand_fold import HandFold
+from ddz.application.room_tickets import QueuedTicket, ticket_key
+from ddz.application.table_history import TableCursor, TableHistory
 from ddz.domain.hand import Phase, SeatInfo
 from ddz.domain.ruleset import ruleset_for
 from ddz.domain.settlement import RoomSettings

@@ -7,14 +7,8 @@ from collections.abc import Sequence
 
 import pytest
 from ddz.adapters.codec import CodecError
-from ddz.adapters.messaging.table_stream import (
-    TableCursor,
-    TableHistory,
-    decode,
-    encode,
-    envelope_for,
-    occurred_at,
-)
+from ddz.adapters.messaging.table_stream import decode, encode, envelope_for
+from ddz.application.table_history import TableCursor, TableHistory, occurred_at
 from ddz.domain.hand import SeatInfo
 from ddz.domain.ruleset import ruleset_for
 from ddz.domain.settlement import RoomSettings

@@ -7,8 +7,8 @@ import asyncio
 from collections.abc import Iterable, Sequence
 
 import pytest
-from ddz.adapters.messaging.hand_fold import HandFold
 from ddz.application.errors import Refusal
+from ddz.application.hand_fold import HandFold
 from ddz.domain.hand import Disconnect, Hand, Phase, Rejection, SeatInfo, StartHand, TimeOut
 from ddz.domain.ruleset import CLASSIC
 from ddz.domain.settlement import RoomSettings

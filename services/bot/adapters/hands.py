@@ -24,9 +24,10 @@ import structlog
 from ddz.adapters.messaging.bus import EventBus
 from ddz.adapters.messaging.delivery import delivery_from
 from ddz.adapters.messaging.hand_feed import HandFeed
-from ddz.adapters.messaging.hand_fold import HandFold, read_fold
+from ddz.adapters.messaging.hand_reads import read_fold
 from ddz.adapters.messaging.hand_stream import HAND
 from ddz.adapters.messaging.subjects import category_filter, parse_subject, stream_parts
+from ddz.application.hand_fold import HandFold
 from ddz.domain.hand.events import HandEnded, HandStarted
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 

@@ -30,9 +30,9 @@ from collections.abc import Callable
 from typing import Any
 
 import structlog
-from ddz.adapters.messaging.hand_fold import HandFold, deal_complete
 from ddz.adapters.telemetry import metrics
 from ddz.application.errors import Kind, Refusal
+from ddz.application.hand_fold import HandFold, deal_complete
 from ddz.application.tasks import cancel_and_wait
 from ddz.domain.hand import Bid, Command, HandState, Pass, Phase, Play, PlayerView, view_for
 from ddz.domain.players import Player, play_of

@@ -17,7 +17,7 @@ from ddz.domain.hand import Command
 from ddz.v1 import envelope_pb2, rules_pb2
 
 if TYPE_CHECKING:
-    from ddz.adapters.messaging.hand_fold import HandFold
+    from ddz.application.hand_fold import HandFold
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 
 import structlog
 from ddz.adapters.codec import TurnDeadline
-from ddz.adapters.messaging.hand_fold import HandFold, deal_complete
-from ddz.adapters.messaging.table_stream import occurred_at
+from ddz.application.hand_fold import HandFold, deal_complete
+from ddz.application.table_history import occurred_at
 from ddz.application.tasks import cancel_and_wait
 from ddz.domain.hand import CommandRejected, HandState, Phase
 

@@ -9,8 +9,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import structlog
-from ddz.adapters.messaging.hand_fold import HandFold
 from ddz.application.errors import Kind, Reason, Refusal
+from ddz.application.hand_fold import HandFold
 from ddz.domain.hand import HandState, SeatInfo
 from ddz.domain.ruleset import RuleSet, Scoring, ruleset_for
 from ddz.domain.settlement import RoomSettings

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ddz.adapters.messaging.hand_fold import HandFold
 from ddz.adapters.messaging.hand_stream import hand_stream_id
 from ddz.adapters.messaging.subjects import stream_parts
 from ddz.application.errors import Reason, Refusal
+from ddz.application.hand_fold import HandFold
 from ddz.domain.hand.state import SEATS
 
 from .ports import Envelope, Hands

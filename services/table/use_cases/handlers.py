@@ -15,9 +15,9 @@ import contextlib
 
 import structlog
 from ddz.adapters.messaging.bus import EventBus
-from ddz.adapters.messaging.hand_fold import HandFold
 from ddz.adapters.messaging.room_queue import RoomQueueKV
 from ddz.application.errors import Refusal
+from ddz.application.hand_fold import HandFold
 from ddz.application.tasks import cancel_and_wait
 from ddz.domain.table import HandAssigned
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import structlog
-from ddz.adapters.messaging.room_queue import QueuedTicket
+from ddz.application.room_tickets import QueuedTicket
 from ddz.application.tasks import cancel_and_wait
 
 from .ports import RoomQueueLog

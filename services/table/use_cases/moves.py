@@ -18,8 +18,8 @@ from types import MappingProxyType
 
 import structlog
 from ddz.adapters.codec import TurnDeadline
-from ddz.adapters.messaging.hand_fold import HandFold
 from ddz.application.errors import Kind, Reason, Refusal
+from ddz.application.hand_fold import HandFold
 from ddz.domain.hand import (
     Disconnect,
     DisconnectReason,

@@ -13,9 +13,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from ddz.adapters.messaging.hand_fold import HandFold
-from ddz.adapters.messaging.room_queue import QueuedTicket
-from ddz.adapters.messaging.table_stream import TableCursor
+from ddz.application.hand_fold import HandFold
+from ddz.application.room_tickets import QueuedTicket
+from ddz.application.table_history import TableCursor
 from ddz.domain.hand import SeatCommand, SeatInfo
 from ddz.domain.ruleset import RuleSet
 from ddz.domain.settlement import RoomSettings

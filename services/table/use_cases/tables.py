@@ -19,8 +19,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import structlog
-from ddz.adapters.messaging.table_stream import TableCursor, TableHistory
 from ddz.application.errors import Kind, Reason, Refusal
+from ddz.application.table_history import TableCursor, TableHistory
 from ddz.domain import ids
 from ddz.domain.hand import SeatInfo, next_first_bidder
 from ddz.domain.ruleset import RuleSet

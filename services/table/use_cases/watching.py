@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass
 
-from ddz.adapters.messaging.hand_fold import Entry, HandFold
-from ddz.adapters.messaging.table_stream import occurred_at
 from ddz.application.errors import Reason, Refusal
+from ddz.application.hand_fold import Entry, HandFold
+from ddz.application.table_history import occurred_at
 from ddz.domain.hand import CommandRejected, HandState, evolve, view_for
 from ddz.v1 import table_pb2
 

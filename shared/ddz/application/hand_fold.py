@@ -1,19 +1,15 @@
-"""A hand's state folded from its events, in version order: what ``HandFeed`` keeps per
-hand (``HandFold``), an event as it enters the fold (``Entry``), the fold read back from
-JetStream (``read_fold``), and what becomes of an event offered to it (``Verdict``)."""
+"""A hand's state folded from its events, in version order: what a service following
+hands keeps per hand (``HandFold``), an event as it enters the fold (``Entry``), what is
+told of each change (``OnChange``) and whether a hand's deal is all in (``deal_complete``).
+Pure: the bus that feeds it is ``ddz.adapters.messaging.hand_feed``."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import enum
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-from ddz.adapters.codec import decode_event
-from ddz.adapters.messaging import hand_stream
-from ddz.adapters.messaging.bus import EventBus
-from ddz.adapters.security.event_signing import EventKeyring
 from ddz.domain.hand import CommandRejected, HandState, Phase, Recorded, evolve
 from ddz.domain.ruleset import WildcardDraw
 from ddz.v1 import envelope_pb2
@@ -102,38 +98,4 @@ def deal_complete(state: HandState) -> bool:
     return set(state.show_before_deal) <= shown
 
 
-def entry_of(envelope: envelope_pb2.EventEnvelope) -> Entry:
-    """The entry of a parsed envelope (``CodecError`` if its event does not decode)."""
-    event = decode_event(envelope.type, envelope.type_version, envelope.payload)
-    return Entry(int(envelope.stream_version), envelope, event)
-
-
-async def read_fold(
-    bus: EventBus,
-    hand_id: str,
-    *,
-    keep_log: bool = False,
-    archive: hand_stream.HandArchive | None = None,
-    keyring: EventKeyring,
-) -> HandFold | None:
-    """The hand read straight from JetStream, folded (None: no such hand on the bus).
-    ``ValueError`` when ``hand_id`` cannot be a hand id; ``HandAgedOut`` (a NOT_FOUND
-    refusal) when the bus no longer has its first events and ``archive`` is not given."""
-    read, _cursor = await hand_stream.read(bus, hand_id, archive, keyring=keyring)
-    if not read:
-        return None
-    fold = HandFold(hand_id, keep_log)
-    for item in read:
-        fold.offer(Entry(int(item.envelope.stream_version), item.envelope, item.event))
-    return fold
-
-
 OnChange = Callable[[HandFold, list[Entry]], Awaitable[None] | None]
-
-
-class Verdict(enum.Enum):
-    """What the feed tells JetStream about one message it was given."""
-
-    ACK = "ack"  # applied (or a duplicate, or not ours): never again
-    NAK = "nak"  # failed: again after a delay
-    TERM = "term"  # never applicable (not an envelope), or failed too often
