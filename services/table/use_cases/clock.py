@@ -22,10 +22,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 import structlog
-from ddz.adapters.codec import TurnDeadline
 from ddz.application.hand_fold import HandFold, deal_complete
 from ddz.application.table_history import occurred_at
 from ddz.application.tasks import cancel_and_wait
+from ddz.application.turns import TurnDeadline
 from ddz.domain.hand import CommandRejected, HandState, Phase
 
 log = structlog.get_logger("ddz.table.clock")

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 import structlog
-from ddz.adapters.codec import TurnDeadline
 from ddz.application.errors import Kind, Reason, Refusal
 from ddz.application.hand_fold import HandFold
+from ddz.application.turns import TurnDeadline
 from ddz.domain.hand import (
     Disconnect,
     DisconnectReason,
