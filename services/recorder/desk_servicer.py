@@ -8,10 +8,10 @@ from collections.abc import Callable
 from typing import Any, TypeAlias
 
 import grpc
-from ddz.adapters.security.staff_tokens import ROLES
 from ddz.adapters.service_db.desk_sessions import DeskSessions
 from ddz.adapters.service_db.hand_index import HandFilter, HandIndex, HandSummary, TableSummary
 from ddz.application.errors import Reason, Refusal
+from ddz.application.staff import ROLES
 from ddz.audit.evidence import Evidence, NotEvidence
 from ddz.domain import ids
 from ddz.v1 import desk_pb2, desk_pb2_grpc

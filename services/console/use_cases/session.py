@@ -28,7 +28,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ddz.adapters.security.staff_tokens import ROLES, Role
+from ddz.application.staff import ROLES, Role
 
 from .ports import SessionBook
 

@@ -14,9 +14,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ddz.adapters.security.staff_tokens import ROLES, STAFF_TOKEN_TTL, issue_staff
+from ddz.adapters.security.staff_tokens import STAFF_TOKEN_TTL, issue_staff
 from ddz.adapters.security.token_keys import login_key
 from ddz.adapters.security.tokens import TOOL_TOKEN_TTL, operator_token, player_token
+from ddz.application.staff import ROLES
 from ddz.config import Settings
 
 

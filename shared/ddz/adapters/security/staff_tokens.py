@@ -16,11 +16,11 @@ from __future__ import annotations
 import secrets
 import time
 from dataclasses import dataclass
-from typing import Literal
 
 import jwt
 
 from ddz.adapters.security.token_keys import LoginKey, LoginKeys
+from ddz.application.staff import ROLES, Role
 from ddz.domain import ids
 
 ISSUER = "ddz-login"  # as ddz.adapters.security.tokens: the same login signs both
@@ -32,8 +32,6 @@ class TokenError(ValueError):
     """Not a valid staff token; the message says why, in a staff member's words."""
 
 
-Role = Literal["support", "auditor"]
-ROLES: tuple[Role, ...] = ("support", "auditor")
 STAFF_AUDIENCE = "ddz-console"
 STAFF_KIND = "staff"
 STAFF_TOKEN_TTL = 12 * 3600
