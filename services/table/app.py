@@ -37,6 +37,7 @@ import structlog
 from ddz.adapters.messaging.bus import EventBus
 from ddz.adapters.messaging.hand_feed import HandFeed
 from ddz.adapters.messaging.lease import Lease, instance_id
+from ddz.adapters.messaging.room_queue import RoomQueueKV
 from ddz.adapters.messaging.table_stream import JetStreamTableLog
 from ddz.adapters.rpc.grpc_client import make_channel
 from ddz.adapters.rpc.grpc_server import full_service_name
@@ -204,7 +205,9 @@ class TableApp:
             for attempt in range(1, TAKE_OVER_ATTEMPTS + 1):
                 try:
                     await self._rebuild(self.table_log)  # again: only the tables not yet known
-                    await self.handlers.restore_queues(self.bus, self.settings.stream_replicas)
+                    await self.handlers.restore_queues(
+                        RoomQueueKV(self.bus, self.settings.stream_replicas)
+                    )
                     await self.feed.follow(NAME)
                     break
                 except (nats.errors.Error, TimeoutError) as exc:

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ddz.adapters.messaging.hand_stream import hand_stream_id
-from ddz.adapters.messaging.subjects import stream_parts
 from ddz.application.errors import Reason, Refusal
 from ddz.application.hand_fold import HandFold
+from ddz.domain import ids
 from ddz.domain.hand.state import SEATS
 
 from .ports import Envelope, Hands
@@ -29,12 +28,8 @@ class Floor:
     async def hand(self, hand_id: str) -> HandFold:
         fold = self.hands.get(hand_id)
         if fold is None:
-            try:
-                hand_stream_id(hand_id)
-            except ValueError:
-                raise Refusal.invalid(
-                    f"{hand_id!r} is not a hand id", Reason.UNKNOWN_HAND
-                ) from None
+            if not ids.is_hand_id(hand_id):
+                raise Refusal.invalid(f"{hand_id!r} is not a hand id", Reason.UNKNOWN_HAND)
             fold = await self.hands.load(hand_id)
         if fold is None and await self._dealt_meanwhile(hand_id):
             fold = self.hands.get(hand_id) or await self.hands.load(hand_id)
@@ -73,7 +68,7 @@ class Floor:
         """Fold the events a call returned now (the consumer's copies come later and
         are ignored as duplicates), so the caller's view already includes them."""
         await self.hands.learn(
-            hand_id, [e for e in envelopes if stream_parts(e.stream_id)[1] == hand_id]
+            hand_id, [e for e in envelopes if e.stream_id.partition("-")[2] == hand_id]
         )
 
 

@@ -14,8 +14,6 @@ import asyncio
 import contextlib
 
 import structlog
-from ddz.adapters.messaging.bus import EventBus
-from ddz.adapters.messaging.room_queue import RoomQueueKV
 from ddz.application.errors import Refusal
 from ddz.application.hand_fold import HandFold
 from ddz.application.tasks import cancel_and_wait
@@ -30,7 +28,17 @@ from .joining import Joining
 from .limits import Limits, RateLimits, StreamSlots
 from .lobby import Seat
 from .moves import Moves
-from .ports import Bot, Dealer, EvidenceFile, EvidenceFiles, Hands, Rules, Settlement, Tokens
+from .ports import (
+    Bot,
+    Dealer,
+    EvidenceFile,
+    EvidenceFiles,
+    Hands,
+    RoomQueueLog,
+    Rules,
+    Settlement,
+    Tokens,
+)
 from .presence import Presence
 from .rooms import Rooms
 from .seating import Seating
@@ -122,11 +130,11 @@ class TableHandlers:
         self._deals[hand_id] = task
         task.add_done_callback(lambda _t: self._deals.pop(hand_id, None))
 
-    async def restore_queues(self, bus: EventBus, replicas: int = 1) -> int:
-        """At start, once the open tables are back: keep the rooms' queues in their KV
-        bucket from now on, and queue again whoever it holds (``Seating.restore_queues``).
-        A bucket out of reach leaves the queues in memory only (as before), said once."""
-        store = RoomQueueKV(bus, replicas)
+    async def restore_queues(self, store: RoomQueueLog) -> int:
+        """At start, once the open tables are back: keep the rooms' queues in ``store``
+        (their KV bucket) from now on, and queue again whoever it holds
+        (``Seating.restore_queues``). A store out of reach leaves the queues in memory
+        only (as before), said once."""
         try:
             await store.open()
             return await self.seating.restore_queues(store)

@@ -156,6 +156,10 @@ class RoomQueueLog(Protocol):
 
     def drop(self, room_id: str, player_id: str) -> None: ...
 
+    async def open(self) -> None:
+        """Reach the queues' store (made when missing); raises when it is out of reach."""
+        ...
+
     async def tickets(self) -> list[QueuedTicket]: ...
 
     async def settle(self) -> None:
