@@ -48,9 +48,9 @@ from ddz.audit.store.sample import Mischief, SampleKeys, record_hand
 from ddz.audit.store.source import load_hand
 from ddz.domain.ruleset import VARIANTS
 
-from services.console.handlers import hand_view
 from services.console.servicer import templates
-from services.console.session import Staff
+from services.console.use_cases.handlers import hand_view
+from services.console.use_cases.session import Staff
 
 KEY = b"bench-desk-key"
 DAY = 86400.0

@@ -36,7 +36,7 @@ from ddz.domain.selfplay import play_hand
 from ddz.domain.settlement import RoomSettings
 from ddz.v1.envelope_pb2 import EventEnvelope
 
-from services.recorder.handlers import Record
+from services.recorder.use_cases.handlers import Record
 
 AT_ONCE = 8  # hands in play together, as with `ddz bench e2e --tables 8`
 Streams = Sequence[tuple[str, Sequence[bytes]]]

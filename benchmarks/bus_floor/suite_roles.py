@@ -52,7 +52,7 @@ async def suite_publisher(url: str, hand_ids: list[str], events: int, concurrenc
     from ddz.adapters.codec import new_event_id
     from ddz.adapters.messaging import hand_stream
 
-    from services.settlement.consumer import FILTER as SETTLED_FILTER
+    from services.settlement.adapters.consumer import FILTER as SETTLED_FILTER
 
     shape = suite_hand()(events)
     payloads = {kind: bytes(size) for kind, size in SUITE_EVENT_SIZES.items()}
@@ -111,7 +111,7 @@ async def suite_feed(url: str, durable: str, expected: int) -> None:
 
 async def suite_settlement(url: str, expected: int) -> None:
     """Settlement's consumer: ``SettlementConsumer.start``, its handler counting."""
-    from services.settlement.consumer import SettlementConsumer
+    from services.settlement.adapters.consumer import SettlementConsumer
 
     finished = asyncio.Event()
 
@@ -139,7 +139,7 @@ async def suite_recorder(url: str, expected: int) -> None:
     """The recorder's consumer: ``StoreConsumer`` and its pull loop, storing nothing."""
     from nats.aio.msg import Msg
 
-    from services.recorder.consumer import StoreConsumer
+    from services.recorder.adapters.consumer import StoreConsumer
 
     finished = asyncio.Event()
 

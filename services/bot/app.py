@@ -29,7 +29,6 @@ import grpc
 import structlog
 from ddz.adapters.messaging.bus import EventBus
 from ddz.adapters.messaging.hand_feed import HandFeed
-from ddz.adapters.messaging.hand_fold import Entry, HandFold
 from ddz.adapters.messaging.hand_stream import HAND
 from ddz.adapters.messaging.lease import instance_id
 from ddz.adapters.messaging.subjects import bucket_filters, category_filter
@@ -38,19 +37,20 @@ from ddz.adapters.rpc.routing import RoutedRules, rules_service
 from ddz.adapters.runtime.service_runner import connect_bus
 from ddz.adapters.security.event_signing import event_keyring
 from ddz.adapters.telemetry.health import Check
+from ddz.application.hand_fold import Entry, HandFold
 from ddz.application.tasks import cancel_and_wait
 from ddz.bot.kinds import make_player
 from ddz.config import Settings
 from ddz.v1 import bot_pb2, bot_pb2_grpc
 
-from .autoplay import AutoPlay, in_partition
-from .batcher import in_flight_of
-from .clients import RulesClient
-from .handlers import GetStats, Suggest
-from .hands import FeedLookup, resume_hands
-from .partitions import Partitions, buckets_of, partition_of, subject_token
+from .adapters.clients import RulesClient
+from .adapters.hands import FeedLookup, resume_hands
+from .adapters.partitions import Partitions, buckets_of, partition_of, subject_token
 from .servicer import BotServicer
-from .watchdog import Watchdog
+from .use_cases.autoplay import AutoPlay, in_partition
+from .use_cases.batcher import in_flight_of
+from .use_cases.handlers import GetStats, Suggest
+from .use_cases.watchdog import Watchdog
 
 NAME = "bot"
 INSTANCE_IDLE = 60.0
@@ -60,47 +60,42 @@ log = structlog.get_logger("ddz.bot")
 
 
 class BotApp:
+    """The bot built whole (``build``); ``start`` follows its hands (and, when the hands
+    are shared, takes its partitions)."""
+
     full_names: Sequence[str] = (full_service_name(bot_pb2, "BotService"),)
 
     def __init__(
         self,
         settings: Settings,
+        bus: EventBus,
+        rules: RoutedRules,
         *,
         player: str | None = None,
         partition: int = 0,
         partitions: int = 1,
     ) -> None:
-        if not 0 <= partition < max(1, partitions):
-            raise ValueError(f"partition {partition} is not one of 0..{partitions - 1}")
         self.settings = settings
+        self.bus = bus
+        self.rules = rules  # each hand's moves to one instance
         self.player_kind = player or settings.bot.bot_player
         self.player = make_player(self.player_kind, max_ms=settings.bot.bot_max_ms)
         self.partition = partition
         self.partitions_n = partitions
         self.durable = NAME if partitions <= 1 else f"{NAME}-{partition}-of-{partitions}"
         self.holder = instance_id(NAME)
-        self.partitions: Partitions | None = None
         self.shared = settings.bot.bot_partitions > 1  # hands shared by partition leases
         if self.shared:
             self.durable = f"{NAME}-{subject_token(self.holder)}"
         self._taking: set[asyncio.Task[int]] = set()
         self._filtering = asyncio.Lock()
-        self.bus: EventBus | None = None
-        self.rules: RoutedRules | None = None
-        self.autoplay: AutoPlay | None = None
-        self.feed: HandFeed | None = None
-        self.watchdog: Watchdog | None = None
-        self.servicer: BotServicer | None = None
         self._resuming: asyncio.Task[int] | None = None
-
-    async def start(self) -> None:
-        self.bus = await connect_bus(self.settings.bus, NAME)
-        self.rules = rules_service(self.settings)  # each hand's moves to one instance
-        rules = RulesClient(self.rules, timeout=self.settings.rpc.rpc_timeout)
-        self.autoplay = AutoPlay(rules, self.player, owns=self._owns)
+        self.autoplay = AutoPlay(
+            RulesClient(rules, timeout=settings.rpc.rpc_timeout), self.player, owns=self._owns
+        )
         self.feed = HandFeed(
-            self.bus,
-            keyring=event_keyring(self.settings.keys),  # every event folded is verified
+            bus,
+            keyring=event_keyring(settings.keys),  # every event folded is verified
             keep_ended=0,
             on_change=self._changed,
             accept=self._owns,
@@ -110,13 +105,24 @@ class BotApp:
             self.feed,
             self.autoplay.moves,
             self.autoplay.kick,
-            stall_after=self.settings.clocks.turn_timeout + self.settings.clocks.stall_margin,
-            auto_play_after=self.settings.clocks.timeouts_to_autoplay,
+            stall_after=settings.clocks.turn_timeout + settings.clocks.stall_margin,
+            auto_play_after=settings.clocks.timeouts_to_autoplay,
         )
         self.servicer = BotServicer(
             Suggest(FeedLookup(self.feed), self.player), GetStats(self.autoplay, self.player_kind)
         )
-        if not self.shared:
+        self.partitions: Partitions | None = None
+        """The partition leases, when the hands are shared (``DDZ_BOT_PARTITIONS``)."""
+        if self.shared:
+            self.partitions = Partitions(
+                bus, self.holder, settings.bot.bot_partitions,
+                ttl=settings.bus.lease_ttl, replicas=settings.bus.stream_replicas,
+                on_taken=self._partition_taken, on_lost=self._partition_lost,
+                on_members=self._members_counted,
+            )  # fmt: skip
+
+    async def start(self) -> None:
+        if self.partitions is None:
             await self.feed.follow(self.durable, filters=self._static_filters())
             self.watchdog.start()
             self._resuming = asyncio.create_task(resume_hands(self.feed), name="bot:resume")
@@ -126,12 +132,6 @@ class BotApp:
             filters=bucket_filters(HAND, ()),  # no partition yet: nothing
         )  # fmt: skip
         self.watchdog.start()
-        self.partitions = Partitions(
-            self.bus, self.holder, self.settings.bot.bot_partitions,
-            ttl=self.settings.bus.lease_ttl, replicas=self.settings.bus.stream_replicas,
-            on_taken=self._partition_taken, on_lost=self._partition_lost,
-            on_members=self._members_counted,
-        )  # fmt: skip
         await self.partitions.start()
 
     def _static_filters(self) -> list[str]:
@@ -143,13 +143,13 @@ class BotApp:
     def _owns(self, hand_id: str) -> bool:
         """This instance plays the hand (its static share, or its partition's lease)."""
         if self.partitions is None:
-            return not self.shared and in_partition(hand_id, self.partition, self.partitions_n)
+            return in_partition(hand_id, self.partition, self.partitions_n)
         return self.partitions.holds(partition_of(hand_id, self.partitions.count))
 
     async def _partition_taken(self, partition: int) -> None:
         """Ours now: its events sent here from now on, then its unfinished hands read
         (in the background; events meanwhile are folded as they come)."""
-        assert self.feed is not None and self.partitions is not None
+        assert self.partitions is not None  # called by the partitions only
         await self._follow_held()
         count = self.partitions.count
 
@@ -162,44 +162,38 @@ class BotApp:
 
     def _members_counted(self, members: int) -> None:
         """The bot's calls in flight to the rules, its share of the suite's."""
-        if self.autoplay is not None:
-            self.autoplay.moves.max_in_flight = in_flight_of(members)
+        self.autoplay.moves.max_in_flight = in_flight_of(members)
 
     async def _partition_lost(self, partition: int) -> None:
         """Another instance's now: its hands' folds dropped (``_owns`` already says no)."""
-        if self.feed is not None:
-            dropped = self.feed.drop_refused()
-            log.info("partition_left", partition=partition, hands=dropped)
-            await self._follow_held(leaving=partition)
+        dropped = self.feed.drop_refused()
+        log.info("partition_left", partition=partition, hands=dropped)
+        await self._follow_held(leaving=partition)
 
     async def _follow_held(self, leaving: int | None = None) -> None:
         """Filter the feed's consumer on the buckets of the partitions held (not
         ``leaving``, let go of right after). One change at a time, each made from what
         is held when it runs, so the last one made is the latest."""
-        assert self.feed is not None and self.partitions is not None
+        assert self.partitions is not None  # called by the partitions only
         async with self._filtering:
             held = self.partitions.held - {leaving}
             buckets = buckets_of(held, self.partitions.count)
             await self.feed.refilter(bucket_filters(HAND, buckets))
 
     def _changed(self, fold: HandFold, applied: list[Entry]) -> None:
-        if self.watchdog is not None:
-            self.watchdog.seen(fold)
-        if self.autoplay is not None:
-            self.autoplay.on_change(fold, applied)
+        self.watchdog.seen(fold)
+        self.autoplay.on_change(fold, applied)
 
     def checks(self) -> Mapping[str, Check]:
         """NOT_SERVING while NATS or the hand feed is down (or the partition leases'
         loop, when the hands are shared)."""
         bus, feed, partitions = self.bus, self.feed, self.partitions
-        assert bus is not None and feed is not None, "start() first"
         checks: dict[str, Check] = {"nats": lambda: bus.connected, "feed": lambda: feed.healthy}
         if partitions is not None:
             checks["partitions"] = lambda: partitions.running
         return checks
 
     def add_to_server(self, server: grpc.aio.Server) -> None:
-        assert self.servicer is not None, "start() first"
         bot_pb2_grpc.add_BotServiceServicer_to_server(self.servicer, server)  # type: ignore[no-untyped-call]
 
     async def close(self) -> None:
@@ -208,17 +202,27 @@ class BotApp:
         if self.partitions is not None:
             await self.partitions.stop()  # released: the others take them at once
         await cancel_and_wait([self._resuming])
-        if self.watchdog is not None:
-            await self.watchdog.close()
-        if self.autoplay is not None:
-            await self.autoplay.close()
-        if self.feed is not None:
-            await self.feed.close()  # finishes and acks its batch: before the connection closes
-        if self.bus is not None:
-            await self.bus.close()
-        if self.rules is not None:
-            await self.rules.close()
+        await self.watchdog.close()
+        await self.autoplay.close()
+        await self.feed.close()  # finishes and acks its batch: before the connection closes
+        await self.bus.close()
+        await self.rules.close()
 
 
-async def build(settings: Settings, **overrides: object) -> BotApp:
-    return BotApp(settings, **overrides)  # type: ignore[arg-type]
+async def build(
+    settings: Settings, *, player: str | None = None, partition: int = 0, partitions: int = 1
+) -> BotApp:
+    """The bot with its bus connected and its routes to the rules open (closed again if
+    a later step fails); ``partition`` of ``partitions``: a static share of the hands."""
+    if not 0 <= partition < max(1, partitions):
+        raise ValueError(f"partition {partition} is not one of 0..{partitions - 1}")
+    bus = await connect_bus(settings.bus, NAME)
+    rules = rules_service(settings)
+    try:
+        return BotApp(
+            settings, bus, rules, player=player, partition=partition, partitions=partitions
+        )
+    except BaseException:
+        await rules.close()
+        await bus.close()
+        raise

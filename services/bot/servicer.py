@@ -8,7 +8,7 @@ import grpc
 from ddz.adapters.codec.views import move_to_pb
 from ddz.v1 import bot_pb2, bot_pb2_grpc
 
-from .handlers import GetStats, Suggest
+from .use_cases.handlers import GetStats, Suggest
 
 MAX_WAIT = 2.0
 """Seconds a Suggest waits at most for the hand to reach ``min_version``."""

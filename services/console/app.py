@@ -12,6 +12,7 @@ sessions are the recorder's too (``session.py``), so any instance serves any of 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from contextlib import AsyncExitStack
 
 import grpc
 import structlog
@@ -20,10 +21,10 @@ from ddz.adapters.runtime.web_server import WebServer
 from ddz.adapters.telemetry.health import Check
 from ddz.config import Settings
 
-from .clients import RecorderClient, SettlementClient, connect
-from .handlers import Desk
+from .adapters.clients import connect
 from .servicer import Console
-from .session import Sessions, session_key
+from .use_cases.handlers import Desk
+from .use_cases.session import Sessions, session_key
 
 NAME = "console"
 
@@ -31,42 +32,46 @@ log = structlog.get_logger("ddz.console")
 
 
 class ConsoleApp:
+    """The console built whole (``build``): its clients and its running web server."""
+
     full_names: Sequence[str] = ()  # health and reflection only
 
-    def __init__(self, settings: Settings) -> None:
-        self.settings = settings
-        self.recorder: RecorderClient | None = None
-        self.settlement: SettlementClient | None = None
-        self.web: WebServer | None = None
+    def __init__(self, web: WebServer, resources: AsyncExitStack) -> None:
+        self.web = web
+        self.resources = resources
 
     async def start(self) -> None:
-        settings = self.settings
-        self.recorder, self.settlement = connect(settings)
-        sessions = Sessions(
-            session_key(settings.data_dir), settings.console.console_session_ttl, self.recorder
-        )
-        console = Console(
-            Desk(self.recorder, self.settlement), sessions,
-            LoginKeys(login_jwks_path(settings.keys)),
-            secure_cookie=not settings.tls.insecure, trace_url=settings.console.trace_url,
-        )  # fmt: skip
-        self.web = await WebServer.start(
-            console, settings, settings.network.console_web_address, NAME
-        )
+        pass  # the web server was started by ``build``
 
     def checks(self) -> Mapping[str, Check]:
-        return {"web": lambda: self.web is not None and self.web.running()}
+        web = self.web
+        return {"web": web.running}
 
     def add_to_server(self, server: grpc.aio.Server) -> None:
         pass  # no RPCs of its own: health (and reflection) only
 
     async def close(self) -> None:
-        if self.web is not None:
-            await self.web.stop()
-        for client in (self.recorder, self.settlement):
-            if client is not None:
-                await client.channel.close()
+        await self.resources.aclose()  # the web server, then the clients' channels
 
 
 async def build(settings: Settings) -> ConsoleApp:
-    return ConsoleApp(settings)
+    """The console with its clients connected and its pages served; what was opened is
+    closed again if a later step fails."""
+    resources = AsyncExitStack()
+    try:
+        recorder, settlement = connect(settings)
+        resources.push_async_callback(recorder.channel.close)
+        resources.push_async_callback(settlement.channel.close)
+        sessions = Sessions(
+            session_key(settings.data_dir), settings.console.console_session_ttl, recorder
+        )
+        console = Console(
+            Desk(recorder, settlement), sessions, LoginKeys(login_jwks_path(settings.keys)),
+            secure_cookie=not settings.tls.insecure, trace_url=settings.console.trace_url,
+        )  # fmt: skip
+        web = await WebServer.start(console, settings, settings.network.console_web_address, NAME)
+        resources.push_async_callback(web.stop)
+        return ConsoleApp(web, resources)
+    except BaseException:
+        await resources.aclose()
+        raise

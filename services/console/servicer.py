@@ -35,9 +35,9 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
-from . import present
-from .handlers import Desk, HandQuery, check_hand_id
-from .session import COOKIE, SIGNIN_COOKIE, SIGNIN_TTL, Sessions, Staff, cookie_name
+from .use_cases import present
+from .use_cases.handlers import Desk, HandQuery, check_hand_id
+from .use_cases.session import COOKIE, SIGNIN_COOKIE, SIGNIN_TTL, Sessions, Staff, cookie_name
 
 HERE = Path(__file__).resolve().parent
 OUTCOMES = {"": "any outcome", "landlord": "landlord won", "farmers": "farmers won",

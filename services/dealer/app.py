@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
+from contextlib import AsyncExitStack
 
 import grpc
 from ddz.adapters.messaging.bus import EventBus
@@ -17,50 +18,61 @@ from ddz.adapters.store import make_engine
 from ddz.adapters.telemetry.health import Check, database_reachable
 from ddz.config import Settings
 from ddz.v1 import dealer_pb2, dealer_pb2_grpc
+from sqlalchemy import Engine
 
-from .handlers import Dealer
-from .seeds import SeedVault
+from .adapters.seeds import SeedVault
+from .adapters.table_records import BusTableRecords
 from .servicer import DealerServicer
-from .table_records import BusTableRecords
+from .use_cases.handlers import Dealer
 
 NAME = "dealer"
 
 
 class DealerApp:
+    """The dealer built whole (``build``): its bus, database and servicer."""
+
     full_names: Sequence[str] = (full_service_name(dealer_pb2, "DealerService"),)
 
-    def __init__(self, settings: Settings) -> None:
-        self.settings = settings
-        self.engine = make_engine(settings.store.database_url)
-        self.bus: EventBus | None = None
-        self.servicer: DealerServicer | None = None
+    def __init__(
+        self, bus: EventBus, engine: Engine, servicer: DealerServicer, resources: AsyncExitStack
+    ) -> None:
+        self.bus = bus
+        self.engine = engine
+        self.servicer = servicer
+        self.resources = resources
 
     async def start(self) -> None:
-        await asyncio.to_thread(upgrade_service_db, self.engine)
-        self.bus = await connect_bus(self.settings.bus, NAME)
-        keyring = event_keyring(self.settings.keys)  # the table's records are verified too
-        dealer = Dealer(
-            SeedVault(self.engine),
-            JetStreamHandLog(self.bus, ensure_signer(self.settings.keys, NAME), keyring),
-            BusTableRecords(self.bus, keyring),
-            producer_name(NAME),
-        )  # fmt: skip
-        self.servicer = DealerServicer(dealer)
+        pass  # nothing runs before the first call but what ``build`` opened
 
     def checks(self) -> Mapping[str, Check]:
         bus = self.bus
-        assert bus is not None, "start() first"
         return {"nats": lambda: bus.connected, "database": database_reachable(self.engine)}
 
     def add_to_server(self, server: grpc.aio.Server) -> None:
-        assert self.servicer is not None, "start() first"
         dealer_pb2_grpc.add_DealerServiceServicer_to_server(self.servicer, server)  # type: ignore[no-untyped-call]
 
     async def close(self) -> None:
-        if self.bus is not None:
-            await self.bus.close()
-        self.engine.dispose()
+        await self.resources.aclose()
 
 
 async def build(settings: Settings) -> DealerApp:
-    return DealerApp(settings)
+    """The dealer with its tables upgraded and its bus connected; what was opened is
+    closed again if a later step fails."""
+    resources = AsyncExitStack()
+    try:
+        engine = make_engine(settings.store.database_url)
+        resources.callback(engine.dispose)
+        await asyncio.to_thread(upgrade_service_db, engine)
+        bus = await connect_bus(settings.bus, NAME)
+        resources.push_async_callback(bus.close)
+        keyring = event_keyring(settings.keys)  # the table's records are verified too
+        dealer = Dealer(
+            SeedVault(engine),
+            JetStreamHandLog(bus, ensure_signer(settings.keys, NAME), keyring),
+            BusTableRecords(bus, keyring),
+            producer_name(NAME),
+        )  # fmt: skip
+        return DealerApp(bus, engine, DealerServicer(dealer), resources)
+    except BaseException:
+        await resources.aclose()
+        raise

@@ -19,7 +19,7 @@ from ddz.application.errors import Refusal
 from ddz.v1 import dealer_pb2, dealer_pb2_grpc
 from google.protobuf.unknown_fields import UnknownFieldSet
 
-from .handlers import Dealer, DealOrder, Dealt
+from .use_cases.handlers import Dealer, DealOrder, Dealt
 
 Context: TypeAlias = grpc.aio.ServicerContext[Any, Any]
 

@@ -10,6 +10,7 @@ keeps nothing: a reload or a second instance finds everything at the table.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from contextlib import AsyncExitStack
 
 import grpc
 import structlog
@@ -20,9 +21,9 @@ from ddz.adapters.runtime.web_server import WebServer
 from ddz.adapters.telemetry.health import Check
 from ddz.config import Settings
 
-from .gateway import TableForward, TableGateway
-from .handlers import Guests
+from .adapters.gateway import TableForward, TableGateway
 from .servicer import PlayWeb
+from .use_cases.handlers import Guests
 
 NAME = "play"
 
@@ -30,41 +31,50 @@ log = structlog.get_logger("ddz.play")
 
 
 class PlayApp:
+    """The players' front built whole (``build``): its channel to the table and its
+    running web server."""
+
     full_names: Sequence[str] = ()  # health and reflection only
 
-    def __init__(self, settings: Settings) -> None:
-        self.settings = settings
-        self.channel: grpc.aio.Channel | None = None
-        self.web: WebServer | None = None
+    def __init__(self, web: WebServer, resources: AsyncExitStack) -> None:
+        self.web = web
+        self.resources = resources
 
     async def start(self) -> None:
-        settings = self.settings
-        self.channel = make_channel(settings, "table")
-        guests = None
-        if settings.play.play_guests:  # the login's key signs guests' tokens: a local suite's
-            key = login_key(settings.keys)
-            guests = Guests(lambda name, ttl: issue(key, "player", name, ttl))
-            log.warning("play_guests", why="DDZ_PLAY_GUESTS: anyone may play as a guest")
-        app = PlayWeb(TableGateway(TableForward(self.channel)), guests)
-        self.web = await WebServer.start(
-            app,
-            settings,
-            settings.network.listen_address("play", settings.network.play_web_port),
-            NAME,
-        )
+        pass  # the web server was started by ``build``
 
     def checks(self) -> Mapping[str, Check]:
-        return {"web": lambda: self.web is not None and self.web.running()}
+        web = self.web
+        return {"web": web.running}
 
     def add_to_server(self, server: grpc.aio.Server) -> None:
         pass  # no RPCs of its own: health (and reflection) only
 
     async def close(self) -> None:
-        if self.web is not None:
-            await self.web.stop()
-        if self.channel is not None:
-            await self.channel.close()
+        await self.resources.aclose()  # the web server, then the table's channel
 
 
 async def build(settings: Settings) -> PlayApp:
-    return PlayApp(settings)
+    """The front with the table's channel open and its page served; what was opened is
+    closed again if a later step fails."""
+    resources = AsyncExitStack()
+    try:
+        channel = make_channel(settings, "table")
+        resources.push_async_callback(channel.close)
+        guests = None
+        if settings.play.play_guests:  # the login's key signs guests' tokens: a local suite's
+            key = login_key(settings.keys)
+            guests = Guests(lambda name, ttl: issue(key, "player", name, ttl))
+            log.warning("play_guests", why="DDZ_PLAY_GUESTS: anyone may play as a guest")
+        app = PlayWeb(TableGateway(TableForward(channel)), guests)
+        web = await WebServer.start(
+            app,
+            settings,
+            settings.network.listen_address("play", settings.network.play_web_port),
+            NAME,
+        )
+        resources.push_async_callback(web.stop)
+        return PlayApp(web, resources)
+    except BaseException:
+        await resources.aclose()
+        raise

@@ -21,8 +21,8 @@ from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from .gateway import PATH, TableGateway
-from .handlers import Guests
+from .adapters.gateway import PATH, TableGateway
+from .use_cases.handlers import Guests
 
 HERE = Path(__file__).resolve().parent
 STATIC = HERE / "static"

@@ -41,11 +41,11 @@ from ddz.v1 import (
     recorder_pb2_grpc,
 )
 
+from .adapters.consumer import StoreConsumer
 from .audit_servicer import AuditServicer
-from .consumer import StoreConsumer
 from .desk_servicer import DeskServicer
-from .handlers import Audits, Reads, Record, VerifiedChains
 from .servicer import RecorderServicer
+from .use_cases.handlers import Audits, Reads, Record, VerifiedChains
 
 NAME = "recorder"
 AUDIT_BATCH = 50  # ended hands audited per round for the desk's index
@@ -62,55 +62,52 @@ class RecorderApp:
         full_service_name(desk_pb2, "DeskService"),
     )
 
-    def __init__(self, settings: Settings, durable: str, sign_heads: bool) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        durable: str,
+        sign_heads: bool,
+        signer: Ed25519Signer,
+        store: SqlEventStore,
+        bus: EventBus,
+    ) -> None:
         self.settings = settings
         self.durable = durable
-        self.sign_heads = sign_heads
-        self.store: SqlEventStore | None = None
-        self.bus: EventBus | None = None
-        self.consumer: StoreConsumer | None = None
-        self.lease: Lease | None = None
+        self.signer = signer
+        self.store = store
+        self.bus = bus
         self.active = False  # this instance is the writer: its consumer runs
         self.holder = instance_id(NAME)
-        self.signer: Ed25519Signer | None = None
-        self.index: HandIndex | None = None  # the dispute desk's hand summaries
-        self.audits: Audits | None = None
         self._auditing: asyncio.Task[None] | None = None
-        self.chains: VerifiedChains | None = None  # what ``Record`` verified as it stored
-
-    async def start(self) -> None:
-        # The signing key first: made when missing, its public key published for auditors.
-        self.signer = await asyncio.to_thread(
-            ensure_signing_key,
-            self.settings.keys.audit_signing_key_path,
-            self.settings.keys.audit_public_keys_path,
-        )
-        self.store = await asyncio.to_thread(
-            create_store, self.settings.store.database_url, upgrade=True
-        )
-        # The desk's index lives in the services' lineage of the same database.
-        await asyncio.to_thread(upgrade_service_db, self.store.engine)
-        self.index = HandIndex(self.store.engine)
-        self.bus = await connect_bus(self.settings.bus, NAME)
+        self.index = HandIndex(store.engine)  # the dispute desk's hand summaries
         record = Record(
-            self.store, sign_head=self._sign_head if self.sign_heads else None,
-            keyring=event_keyring(self.settings.keys), on_stored=self.index.apply_many,
+            store, sign_head=self._sign_head if sign_heads else None,
+            keyring=event_keyring(settings.keys), on_stored=self.index.apply_many,
         )  # fmt: skip
-        self.chains = record.chains
-        self.consumer = StoreConsumer(self.bus, record, self.durable)
+        self.chains: VerifiedChains = record.chains  # what ``Record`` verified as it stored
+        self.consumer = StoreConsumer(bus, record, durable)
         self.lease = Lease(
-            self.bus, writer_lease(self.settings.store.database_url), self.holder,
-            service=NAME, ttl=self.settings.bus.lease_ttl,
-            replicas=self.settings.bus.stream_replicas,
+            bus, writer_lease(settings.store.database_url), self.holder,
+            service=NAME, ttl=settings.bus.lease_ttl, replicas=settings.bus.stream_replicas,
             on_taken=self._write, on_lost=self._stand_by,
         )  # fmt: skip
+        # Public keys (the keyring, and this recorder's own key even if the keyring file
+        # is elsewhere), plus the HMAC key of older hands when it is there.
+        self.keys = (
+            auditor_keyring_or_empty(settings)
+            .with_public({signer.key_id: signer.public_key})
+            .with_events(event_keyring(settings.keys))  # every event: its producer's
+        )
+        self.audits = Audits(store, settings.store.database_url, self.keys)
+
+    async def start(self) -> None:
         await self.lease.start()
         if not self.active:
             log.info("recorder_standby", lease=self.lease.name, holder=self.holder)
 
     async def _write(self) -> None:
         """The lease is ours: consume, taking over what a writer before us held."""
-        assert self.consumer is not None
         await self.consumer.start(take_over=True)
         self.active = True
         if self._auditing is None or self._auditing.done():
@@ -121,8 +118,7 @@ class RecorderApp:
         """The lease is lost: stop consuming at once (the batch in hand is finished;
         storing it again after the next writer is a no-op in the store)."""
         self.active = False
-        if self.consumer is not None:
-            await self.consumer.stop()
+        await self.consumer.stop()
         log.warning("recorder_standby", holder=self.holder, why="lease lost")
 
     async def _audit_ended_hands(self) -> None:
@@ -132,7 +128,7 @@ class RecorderApp:
         while self.active:
             try:
                 done = await asyncio.to_thread(self._audit_some)
-                if self.index is not None and time.monotonic() - analyzed > ANALYZE_EVERY:
+                if time.monotonic() - analyzed > ANALYZE_EVERY:
                     await asyncio.to_thread(self.index.optimize)
                     analyzed = time.monotonic()
             except Exception:
@@ -142,26 +138,22 @@ class RecorderApp:
 
     def _audit_some(self) -> int:
         index, audits = self.index, self.audits
-        if index is None or audits is None:
-            return 0
         hands = index.pending_audits(AUDIT_BATCH)
         for hand_id in hands:
             # A hand this process verified as it stored it is not verified twice: the
             # audit recomputes the stored chain and checks it ends at the head verified
             # (DECISIONS.md, "The recorder's audit trusts what it verified").
             stream_id = hand_stream_id(hand_id)
-            verified = self.chains.head(stream_id) if self.chains is not None else None
+            verified = self.chains.head(stream_id)
             report = audits._audit(hand_id, verified)
             if report is not None:
                 index.set_audit(hand_id, report.verdict.value, report.message)
-            if self.chains is not None:
-                self.chains.forget(stream_id)
+            self.chains.forget(stream_id)
         return len(hands)
 
     def _evidence(self, hand_id: str, keys: Keyring) -> Evidence | None:
         """A hand's evidence file, carrying the public keys that signed it (None: the
         store has no such hand)."""
-        assert self.store is not None
         if load_hand(self.store, hand_id) is None:
             return None
         return build_evidence(self.store, hand_id, keys)
@@ -169,8 +161,6 @@ class RecorderApp:
     def checks(self) -> Mapping[str, Check]:
         """A standby is SERVING (it answers reads); the writer's consumer must run."""
         bus, store, consumer, lease = self.bus, self.store, self.consumer, self.lease
-        assert bus is not None and store is not None and consumer is not None, "start() first"
-        assert lease is not None
         return {
             "nats": lambda: bus.connected,
             "database": database_reachable(store.engine),
@@ -180,27 +170,15 @@ class RecorderApp:
 
     def _sign_head(self, stream_id: str) -> None:
         """A finished hand's chain head, signed with the recorder's Ed25519 key."""
-        assert self.store is not None and self.signer is not None
         self.store.sign_head(stream_id, self.signer)
 
     def add_to_server(self, server: grpc.aio.Server) -> None:
-        assert self.store is not None, "start() first"
         recorder_pb2_grpc.add_RecorderServiceServicer_to_server(  # type: ignore[no-untyped-call]
             RecorderServicer(Reads(self.store)), server
         )
-        assert self.signer is not None
-        # Public keys (the keyring, and this recorder's own key even if the keyring file
-        # is elsewhere), plus the HMAC key of older hands when it is there.
-        keys = (
-            auditor_keyring_or_empty(self.settings)
-            .with_public({self.signer.key_id: self.signer.public_key})
-            .with_events(event_keyring(self.settings.keys))  # every event: its producer's
-        )
-        audits = Audits(self.store, self.settings.store.database_url, keys)
-        self.audits = audits
-        audit = AuditServicer(audits)
+        keys = self.keys
+        audit = AuditServicer(self.audits)
         audit_pb2_grpc.add_AuditServiceServicer_to_server(audit, server)  # type: ignore[no-untyped-call]
-        assert self.index is not None
         # the evidence file carries public keys only (published_keys: never an HMAC key)
         desk = DeskServicer(self.index, lambda hand_id: self._evidence(hand_id, keys))
         desk_pb2_grpc.add_DeskServiceServicer_to_server(desk, server)  # type: ignore[no-untyped-call]
@@ -209,14 +187,10 @@ class RecorderApp:
         self.active = False
         if self._auditing is not None:
             self._auditing.cancel()
-        if self.consumer is not None:
-            await self.consumer.stop()
-        if self.lease is not None:
-            await self.lease.stop()  # after the consumer: the next writer starts after us
-        if self.bus is not None:
-            await self.bus.close()
-        if self.store is not None:
-            self.store.close()
+        await self.consumer.stop()
+        await self.lease.stop()  # after the consumer: the next writer starts after us
+        await self.bus.close()
+        self.store.close()
 
 
 def writer_lease(database_url: str) -> str:
@@ -236,4 +210,27 @@ def auditor_keyring_or_empty(settings: Settings) -> Keyring:
 async def build(
     settings: Settings, *, durable: str = "recorder", sign_heads: bool = True
 ) -> RecorderApp:
-    return RecorderApp(settings, durable, sign_heads)
+    """The recorder with its signing key (made when missing, its public key published
+    for auditors), its store and the desk's index upgraded, and its bus connected; the
+    store is closed again if a later step fails. ``start`` runs for the writer's lease."""
+    signer = await asyncio.to_thread(
+        ensure_signing_key,
+        settings.keys.audit_signing_key_path,
+        settings.keys.audit_public_keys_path,
+    )
+    store = await asyncio.to_thread(create_store, settings.store.database_url, upgrade=True)
+    try:
+        # The desk's index lives in the services' lineage of the same database.
+        await asyncio.to_thread(upgrade_service_db, store.engine)
+        bus = await connect_bus(settings.bus, NAME)
+    except BaseException:
+        store.close()
+        raise
+    try:
+        return RecorderApp(
+            settings, durable=durable, sign_heads=sign_heads, signer=signer, store=store, bus=bus
+        )
+    except BaseException:
+        await bus.close()
+        store.close()
+        raise

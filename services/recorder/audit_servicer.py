@@ -9,7 +9,7 @@ import grpc
 from ddz.audit import Verdict
 from ddz.v1 import audit_pb2, audit_pb2_grpc
 
-from .handlers import Audits
+from .use_cases.handlers import Audits
 
 Context: TypeAlias = grpc.aio.ServicerContext[Any, Any]
 

@@ -8,7 +8,7 @@ from typing import Any, TypeAlias
 import grpc
 from ddz.v1 import recorder_pb2, recorder_pb2_grpc
 
-from .handlers import Reads
+from .use_cases.handlers import Reads
 
 Context: TypeAlias = grpc.aio.ServicerContext[Any, Any]
 

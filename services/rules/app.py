@@ -4,6 +4,7 @@ channel, the ``Rules`` use cases on them, and the servicer in front."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from contextlib import AsyncExitStack
 
 import grpc
 from ddz.adapters.messaging.bus import EventBus
@@ -16,54 +17,57 @@ from ddz.adapters.telemetry.health import Check
 from ddz.config import Settings
 from ddz.v1 import dealer_pb2_grpc, rules_pb2, rules_pb2_grpc
 
-from .cache import HandCache, KeyedLocks
-from .clients import DealerSeeds
-from .handlers import Rules
+from .adapters.clients import DealerSeeds
 from .servicer import RulesServicer
+from .use_cases.cache import HandCache, KeyedLocks
+from .use_cases.handlers import Rules
 
 NAME = "rules"
 CACHE_SIZE = 2000  # hands in play kept folded; the rest are rebuilt from the bus
 
 
 class RulesApp:
+    """The rules built whole (``build``): its bus, its channel to the dealer, its servicer."""
+
     full_names: Sequence[str] = (full_service_name(rules_pb2, "RulesService"),)
 
-    def __init__(self, settings: Settings) -> None:
-        self.settings = settings
-        self.bus: EventBus | None = None
-        self.channel: grpc.aio.Channel | None = None
-        self.servicer: RulesServicer | None = None
+    def __init__(self, bus: EventBus, servicer: RulesServicer, resources: AsyncExitStack) -> None:
+        self.bus = bus
+        self.servicer = servicer
+        self.resources = resources
 
     async def start(self) -> None:
-        self.bus = await connect_bus(self.settings.bus, NAME)
-        self.channel = make_channel(self.settings, "dealer")
-        dealer = dealer_pb2_grpc.DealerServiceStub(self.channel)  # type: ignore[no-untyped-call]
+        pass  # nothing runs before the first call but what ``build`` opened
+
+    def checks(self) -> Mapping[str, Check]:
+        bus = self.bus
+        return {"nats": lambda: bus.connected}
+
+    def add_to_server(self, server: grpc.aio.Server) -> None:
+        rules_pb2_grpc.add_RulesServiceServicer_to_server(self.servicer, server)  # type: ignore[no-untyped-call]
+
+    async def close(self) -> None:
+        await self.resources.aclose()  # the dealer's channel, then the bus
+
+
+async def build(settings: Settings) -> RulesApp:
+    """The rules with the bus connected and the dealer's channel open; what was opened
+    is closed again if a later step fails."""
+    resources = AsyncExitStack()
+    try:
+        bus = await connect_bus(settings.bus, NAME)
+        resources.push_async_callback(bus.close)
+        channel = make_channel(settings, "dealer")
+        resources.push_async_callback(channel.close)
+        dealer = dealer_pb2_grpc.DealerServiceStub(channel)  # type: ignore[no-untyped-call]
         rules = Rules(
-            JetStreamHandLog(
-                self.bus, ensure_signer(self.settings.keys, NAME), event_keyring(self.settings.keys)
-            ),
+            JetStreamHandLog(bus, ensure_signer(settings.keys, NAME), event_keyring(settings.keys)),
             DealerSeeds(dealer),
             HandCache(CACHE_SIZE),
             KeyedLocks(),
             producer_name(NAME),
         )
-        self.servicer = RulesServicer(rules)
-
-    def checks(self) -> Mapping[str, Check]:
-        bus = self.bus
-        assert bus is not None, "start() first"
-        return {"nats": lambda: bus.connected}
-
-    def add_to_server(self, server: grpc.aio.Server) -> None:
-        assert self.servicer is not None, "start() first"
-        rules_pb2_grpc.add_RulesServiceServicer_to_server(self.servicer, server)  # type: ignore[no-untyped-call]
-
-    async def close(self) -> None:
-        if self.channel is not None:
-            await self.channel.close()
-        if self.bus is not None:
-            await self.bus.close()
-
-
-async def build(settings: Settings) -> RulesApp:
-    return RulesApp(settings)
+        return RulesApp(bus, RulesServicer(rules), resources)
+    except BaseException:
+        await resources.aclose()
+        raise

@@ -21,7 +21,7 @@ from ddz.adapters.rpc.grpc_server import status_of
 from ddz.application.errors import Refusal
 from ddz.v1 import rules_pb2, rules_pb2_grpc
 
-from .handlers import Rules
+from .use_cases.handlers import Rules
 
 log = structlog.get_logger("ddz.rules")
 

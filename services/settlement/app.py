@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
+from contextlib import AsyncExitStack
 
 import grpc
 from ddz.adapters.messaging.bus import EventBus
@@ -17,38 +18,41 @@ from ddz.adapters.store import SqlEventStore, make_engine
 from ddz.adapters.telemetry.health import Check, database_reachable
 from ddz.config import Settings
 from ddz.v1 import settlement_pb2, settlement_pb2_grpc
+from sqlalchemy import Engine
 
-from .consumer import DURABLE, BusStartedHands, SettlementConsumer
-from .handlers import ApplySettled, Queries
+from .adapters.consumer import DURABLE, BusStartedHands, SettlementConsumer
 from .servicer import SettlementServicer
+from .use_cases.handlers import ApplySettled, Queries
 
 NAME = "settlement"
 
 
 class SettlementApp:
+    """The settlement built whole (``build``); ``start`` starts its durable consumer."""
+
     full_names: Sequence[str] = (full_service_name(settlement_pb2, "SettlementService"),)
 
-    def __init__(self, settings: Settings, durable: str) -> None:
-        self.settings = settings
+    def __init__(
+        self,
+        bus: EventBus,
+        engine: Engine,
+        projection: BalanceProjection,
+        consumer: SettlementConsumer,
+        durable: str,
+        resources: AsyncExitStack,
+    ) -> None:
+        self.bus = bus
+        self.engine = engine
+        self.projection = projection
+        self.consumer = consumer
         self.durable = durable
-        self.engine = make_engine(settings.store.database_url)
-        self.projection = BalanceProjection(self.engine)
-        self.bus: EventBus | None = None
-        self.consumer: SettlementConsumer | None = None
+        self.resources = resources
 
     async def start(self) -> None:
-        await asyncio.to_thread(upgrade_service_db, self.engine)
-        self.bus = await connect_bus(self.settings.bus, NAME)
-        apply = ApplySettled(
-            self.projection, BusStartedHands(self.bus), SqlEventStore(self.engine),
-            event_keyring(self.settings.keys),
-        )  # fmt: skip
-        self.consumer = SettlementConsumer(self.bus, apply)
         await self.consumer.start(self.durable)
 
     def checks(self) -> Mapping[str, Check]:
         bus = self.bus
-        assert bus is not None, "start() first"
         return {
             "nats": lambda: bus.connected,
             "database": database_reachable(self.engine),
@@ -61,10 +65,25 @@ class SettlementApp:
         )
 
     async def close(self) -> None:
-        if self.bus is not None:
-            await self.bus.close()  # stops the durable subscription first
-        self.engine.dispose()
+        await self.resources.aclose()  # the bus first: stops the durable subscription
 
 
 async def build(settings: Settings, *, durable: str = DURABLE) -> SettlementApp:
-    return SettlementApp(settings, durable)
+    """The settlement with its tables upgraded and its bus connected; what was opened is
+    closed again if a later step fails."""
+    resources = AsyncExitStack()
+    try:
+        engine = make_engine(settings.store.database_url)
+        resources.callback(engine.dispose)
+        projection = BalanceProjection(engine)
+        await asyncio.to_thread(upgrade_service_db, engine)
+        bus = await connect_bus(settings.bus, NAME)
+        resources.push_async_callback(bus.close)
+        apply = ApplySettled(
+            projection, BusStartedHands(bus), SqlEventStore(engine), event_keyring(settings.keys)
+        )
+        consumer = SettlementConsumer(bus, apply)
+        return SettlementApp(bus, engine, projection, consumer, durable, resources)
+    except BaseException:
+        await resources.aclose()
+        raise

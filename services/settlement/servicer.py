@@ -8,7 +8,7 @@ import grpc
 from ddz.adapters import codec
 from ddz.v1 import settlement_pb2, settlement_pb2_grpc
 
-from .handlers import Queries
+from .use_cases.handlers import Queries
 
 Context: TypeAlias = grpc.aio.ServicerContext[Any, Any]
 

@@ -35,11 +35,11 @@ import grpc
 import nats.errors
 import structlog
 from ddz.access.table_tokens import SignedTokens
-from ddz.access.tokens import table_token_key, verification_keys
+from ddz.access.tokens import TokenKeys, table_token_key, verification_keys
 from ddz.adapters.messaging.bus import EventBus
 from ddz.adapters.messaging.hand_feed import HandFeed
-from ddz.adapters.messaging.hand_fold import HandFold
 from ddz.adapters.messaging.lease import Lease, instance_id
+from ddz.adapters.messaging.room_queue import RoomQueueKV
 from ddz.adapters.messaging.table_stream import JetStreamTableLog
 from ddz.adapters.rpc.grpc_client import make_channel
 from ddz.adapters.rpc.grpc_server import full_service_name
@@ -49,6 +49,7 @@ from ddz.adapters.runtime.service_runner import connect_bus
 from ddz.adapters.security.event_signing import ensure_signer, event_keyring
 from ddz.adapters.telemetry import metrics
 from ddz.adapters.telemetry.health import ACTIVE_TABLE, Check
+from ddz.application.hand_fold import HandFold
 from ddz.application.tasks import cancel_and_wait
 from ddz.config import Settings
 from ddz.domain.table import HandAssigned
@@ -61,15 +62,15 @@ from ddz.v1 import (
     table_pb2_grpc,
 )
 
-from .clients import BotClient, DealerClient, EvidenceClient, RulesClient, SettlementClient
-from .clock import TurnClock
-from .forwarding import Forwarder, Switch, servicer_handlers
-from .handlers import TableHandlers
-from .instances import LEASE, Active, ActiveWatch, advertised, holder_id
-from .limits import Limits
-from .rooms import check_turn_seconds, load_rooms
+from .adapters.clients import BotClient, DealerClient, EvidenceClient, RulesClient, SettlementClient
+from .adapters.forwarding import Forwarder, Switch, servicer_handlers
+from .adapters.instances import LEASE, Active, ActiveWatch, advertised, holder_id
 from .servicer import TableServicer
-from .tables import Table, Tables
+from .use_cases.clock import TurnClock
+from .use_cases.handlers import TableHandlers
+from .use_cases.limits import Limits
+from .use_cases.rooms import Rooms, check_turn_seconds, load_rooms
+from .use_cases.tables import Table, Tables
 
 NAME = "table"
 log = structlog.get_logger("ddz.table.app")
@@ -106,28 +107,27 @@ class TableApp:
     full_names: Sequence[str] = (full_service_name(table_pb2, "TableService"),)
 
     def __init__(
-        self, settings: Settings, *, lease_lost: Callable[[], None] = exit_process
+        self,
+        settings: Settings,
+        bus: EventBus,
+        rules: RoutedRules,
+        *,
+        rooms: Rooms,
+        keys: TokenKeys,
+        table_key: bytes,
+        lease_lost: Callable[[], None] = exit_process,
     ) -> None:
         self.settings = settings
-        # Read now: a bad rooms file or key stops the service before it serves.
-        self.rooms = load_rooms(settings.table.rooms_file)
-        check_turn_seconds(self.rooms, settings.clocks.turn_timeout)
-        self.keys = verification_keys(settings.keys)
-        self.table_key = table_token_key(settings.keys)
+        self.bus = bus
+        self.rules = rules  # each hand's calls to one instance
+        self.rooms = rooms
+        self.keys = keys
+        self.table_key = table_key
         self.tables = Tables()
-        self.bus: EventBus | None = None
-        self.feed: HandFeed | None = None
-        self.clock: TurnClock | None = None
         self.channels: list[grpc.aio.Channel] = []
-        self.rules: RoutedRules | None = None
-        self.handlers: TableHandlers | None = None
-        self.servicer: TableServicer | None = None
-        self.table_log: JetStreamTableLog | None = None
         self.advertised = advertised(settings)
         self.holder = holder_id(instance_id(NAME), self.advertised)
         self.role = Role.STANDBY
-        self.lease: Lease | None = None
-        self.watch: ActiveWatch | None = None
         self.forwarder = Forwarder(settings, self.holder)
         # What a crowd held is freed when it leaves; the allocator is asked to give it back.
         self.memory = GiveBack()
@@ -139,6 +139,41 @@ class TableApp:
         # Restored tables whose last hand is assigned but not on the bus: its deal is
         # asked for again once this instance is active.
         self._undealt: list[tuple[Table, HandAssigned]] = []
+        keyring = event_keyring(settings.keys)  # every event folded or read is verified
+        self.feed = HandFeed(
+            bus, keyring=keyring, keep_log=True, keep_ended=KEEP_ENDED, on_change=self._changed
+        )
+        self.handlers = TableHandlers(
+            tables=self.tables,
+            hands=self.feed,
+            rooms=rooms,
+            dealer=DealerClient(dealer_pb2_grpc.DealerServiceStub(self._channel("dealer"))),  # type: ignore[no-untyped-call]
+            rules=RulesClient(rules),
+            bot=BotClient(bot_pb2_grpc.BotServiceStub(self._channel("bot"))),  # type: ignore[no-untyped-call]
+            settlement=SettlementClient(
+                settlement_pb2_grpc.SettlementServiceStub(self._channel("settlement"))  # type: ignore[no-untyped-call]
+            ),
+            tokens=SignedTokens(keys, table_key, settings.table.seat_token_ttl),
+            ready_wait=settings.clocks.turn_timeout,
+            limits=Limits.of(settings.table),
+            turn_seconds=settings.clocks.turn_timeout,
+            auto_play_seconds=settings.clocks.autoplay_turn_timeout,
+            auto_play_after=settings.clocks.timeouts_to_autoplay,
+            reconnect_grace=settings.clocks.reconnect_grace,
+            evidence=EvidenceClient(desk_pb2_grpc.DeskServiceStub(self._channel("recorder"))),  # type: ignore[no-untyped-call]
+        )
+        self.servicer = TableServicer(self.handlers)
+        self.clock = TurnClock(self.handlers.timing, self.handlers.moves.time_out)
+        self.table_log = JetStreamTableLog(
+            bus, producer=NAME, keyring=keyring, signer=ensure_signer(settings.keys, NAME)
+        )
+        self.lease = Lease(
+            bus, LEASE, self.holder, service=NAME, ttl=settings.bus.lease_ttl,
+            replicas=settings.bus.stream_replicas, on_taken=self._taken, on_lost=self._lost,
+            want=lambda: self.role is not Role.STEPPED_DOWN,
+        )  # fmt: skip
+        self.watch = ActiveWatch(bus, replicas=settings.bus.stream_replicas, on_change=self._saw)
+        self._watching = False
 
     def _channel(self, service: str) -> grpc.aio.Channel:
         channel = make_channel(self.settings, service)
@@ -146,49 +181,11 @@ class TableApp:
         return channel
 
     async def start(self) -> None:
-        self.bus = await connect_bus(self.settings.bus, NAME)
-        self.rules = rules_service(self.settings)  # each hand's calls to one instance
-        keyring = event_keyring(self.settings.keys)  # every event folded or read is verified
-        self.feed = HandFeed(
-            self.bus, keyring=keyring, keep_log=True, keep_ended=KEEP_ENDED,
-            on_change=self._changed,
-        )  # fmt: skip
-        self.handlers = TableHandlers(
-            tables=self.tables,
-            hands=self.feed,
-            rooms=self.rooms,
-            dealer=DealerClient(dealer_pb2_grpc.DealerServiceStub(self._channel("dealer"))),  # type: ignore[no-untyped-call]
-            rules=RulesClient(self.rules),
-            bot=BotClient(bot_pb2_grpc.BotServiceStub(self._channel("bot"))),  # type: ignore[no-untyped-call]
-            settlement=SettlementClient(
-                settlement_pb2_grpc.SettlementServiceStub(self._channel("settlement"))  # type: ignore[no-untyped-call]
-            ),
-            tokens=SignedTokens(self.keys, self.table_key, self.settings.table.seat_token_ttl),
-            ready_wait=self.settings.clocks.turn_timeout,
-            limits=Limits.of(self.settings.table),
-            turn_seconds=self.settings.clocks.turn_timeout,
-            auto_play_seconds=self.settings.clocks.autoplay_turn_timeout,
-            auto_play_after=self.settings.clocks.timeouts_to_autoplay,
-            reconnect_grace=self.settings.clocks.reconnect_grace,
-            evidence=EvidenceClient(desk_pb2_grpc.DeskServiceStub(self._channel("recorder"))),  # type: ignore[no-untyped-call]
-        )
-        self.servicer = TableServicer(self.handlers)
-        self.clock = TurnClock(self.handlers.timing, self.handlers.moves.time_out)
-        self.table_log = JetStreamTableLog(
-            self.bus, producer=NAME, keyring=keyring, signer=ensure_signer(self.settings.keys, NAME)
-        )
-        self.lease = Lease(
-            self.bus, LEASE, self.holder, service=NAME, ttl=self.settings.bus.lease_ttl,
-            replicas=self.settings.bus.stream_replicas, on_taken=self._taken, on_lost=self._lost,
-            want=lambda: self.role is not Role.STEPPED_DOWN,
-        )  # fmt: skip
         try:
             await self.lease.start()  # a free lease is taken at once: no wait on a fresh stack
             if self._activation is not None:
                 await self._activation  # the first instance is active before it serves
-            self.watch = ActiveWatch(
-                self.bus, replicas=self.settings.bus.stream_replicas, on_change=self._saw
-            )
+            self._watching = True
             await self.watch.start()
         except BaseException:
             await self.lease.stop()
@@ -208,13 +205,13 @@ class TableApp:
         self._activation = asyncio.create_task(self._activate(), name="table:take-over")
 
     async def _activate(self) -> None:
-        assert self.feed is not None and self.table_log is not None
-        assert self.bus is not None and self.handlers is not None
         try:
             for attempt in range(1, TAKE_OVER_ATTEMPTS + 1):
                 try:
                     await self._rebuild(self.table_log)  # again: only the tables not yet known
-                    await self.handlers.restore_queues(self.bus, self.settings.bus.stream_replicas)
+                    await self.handlers.restore_queues(
+                        RoomQueueKV(self.bus, self.settings.bus.stream_replicas)
+                    )
                     await self.feed.follow(NAME)
                     break
                 except (nats.errors.Error, TimeoutError) as exc:
@@ -240,7 +237,7 @@ class TableApp:
         log.info("table_active", holder=self.holder, tables=len(self.tables.all()))
 
     def _still_ours(self) -> bool:
-        return self.lease is not None and self.lease.held
+        return self.lease.held
 
     async def _lost(self) -> None:
         if not self._closing:
@@ -269,17 +266,14 @@ class TableApp:
         if self._stopped_acting:
             return
         self._stopped_acting = True
-        if self.handlers is not None:
-            await self.handlers.close()
-        if self.clock is not None:
-            await self.clock.close()
+        await self.handlers.close()
+        await self.clock.close()
         if settle:
             await self.tables.settle()  # the tables' last events, before the bus closes
-        if self.feed is not None:
-            # Acks what it handled; bounded, as NATS may be what is gone.
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(None if settle else STEP_DOWN_WAIT):
-                    await self.feed.close()
+        # Acks what it handled; bounded, as NATS may be what is gone.
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(None if settle else STEP_DOWN_WAIT):
+                await self.feed.close()
 
     def _saw(self, active: Active | None) -> None:
         """The lease changed hands: a standby forwards to its holder from now on."""
@@ -309,7 +303,6 @@ class TableApp:
 
     async def _rebuild(self, table_log: JetStreamTableLog) -> None:
         """Fold the open tables back from their streams, then write to them."""
-        assert self.feed is not None and self.clock is not None and self.handlers is not None
         for table_id in await table_log.open_table_ids():
             if self.tables.get(table_id) is not None:
                 continue  # restored by an earlier try of this take-over
@@ -343,7 +336,6 @@ class TableApp:
         """The active instance serves while it follows the feed; a standby while it
         knows an active one to forward to (so the load balancer may send it calls)."""
         bus, feed, lease = self.bus, self.feed, self.lease
-        assert bus is not None and feed is not None and lease is not None, "start() first"
         return {
             "nats": lambda: bus.connected,
             "feed": lambda: self.role is not Role.ACTIVE or feed.healthy,
@@ -363,15 +355,13 @@ class TableApp:
         if self.role is Role.STEPPED_DOWN:
             return  # acting no more: the feed is being stopped
         # Deadlines apply to the hands dealt at this service's tables.
-        if self.clock is not None and self.tables.table_of(fold.hand_id) is not None:
+        if self.tables.table_of(fold.hand_id) is not None:
             self.clock.update(fold)
-        if self.handlers is not None:
-            self.handlers.hand_changed(fold)
+        self.handlers.hand_changed(fold)
 
     def add_to_server(self, server: grpc.aio.Server) -> None:
         """One generic handler for every method: this instance's servicer while it is
         the active one, the forwarder while it stands by (``forwarding.Switch``)."""
-        assert self.servicer is not None, "start() first"
         local = servicer_handlers(table_pb2_grpc.add_TableServiceServicer_to_server, self.servicer)
         switch = Switch(local, self.forwarder, lambda: self.role is Role.ACTIVE)
         server.add_generic_rpc_handlers((switch,))
@@ -379,23 +369,20 @@ class TableApp:
     async def close(self) -> None:
         self._closing = True
         await self.memory.stop()
-        if self.watch is not None:
+        if self._watching:
             await self.watch.stop()
         if self._activation is not None:
             await _cancelled(self._activation)
         await self._stop_acting(settle=True)
-        if self.lease is not None:
-            await self.lease.stop()  # after the last writes: the next active one folds them
+        await self.lease.stop()  # after the last writes: the next active one folds them
         if self.role is Role.ACTIVE:
             metrics.TABLE_ACTIVE.dec()
         self.role = Role.STEPPED_DOWN
         await self.forwarder.close()
-        if self.bus is not None:
-            await self.bus.close()
+        await self.bus.close()
         for channel in self.channels:
             await channel.close()
-        if self.rules is not None:
-            await self.rules.close()
+        await self.rules.close()
 
 
 async def _cancelled(task: asyncio.Task[None]) -> None:
@@ -406,4 +393,19 @@ async def _cancelled(task: asyncio.Task[None]) -> None:
 async def build(settings: Settings, *, lease_lost: Callable[[], None] | None = None) -> TableApp:
     """``lease_lost``: what an active instance that lost its lease does once it has stopped
     acting (default: exit the process; tests that run instances in one process record it)."""
-    return TableApp(settings, lease_lost=lease_lost or exit_process)
+    # Read first: a bad rooms file or key stops the service before it connects.
+    rooms = load_rooms(settings.table.rooms_file)
+    check_turn_seconds(rooms, settings.clocks.turn_timeout)
+    keys = verification_keys(settings.keys)
+    table_key = table_token_key(settings.keys)
+    bus = await connect_bus(settings.bus, NAME)
+    rules = rules_service(settings)
+    try:
+        return TableApp(
+            settings, bus, rules, rooms=rooms, keys=keys, table_key=table_key,
+            lease_lost=lease_lost or exit_process,
+        )  # fmt: skip
+    except BaseException:
+        await rules.close()
+        await bus.close()
+        raise

@@ -14,8 +14,8 @@ import grpc
 from ddz.access.tokens import bearer
 from ddz.v1 import table_pb2, table_pb2_grpc
 
-from . import translate
-from .handlers import TableHandlers
+from .adapters import translate
+from .use_cases.handlers import TableHandlers
 
 Context: TypeAlias = grpc.aio.ServicerContext[Any, Any]
 

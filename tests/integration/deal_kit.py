@@ -14,8 +14,9 @@ from collections.abc import Iterable, Sequence
 
 from ddz.adapters import codec
 from ddz.adapters.messaging.bus import EventBus
-from ddz.adapters.messaging.table_stream import JetStreamTableLog, TableCursor
+from ddz.adapters.messaging.table_stream import JetStreamTableLog
 from ddz.adapters.security.event_signing import ensure_signer, event_keyring
+from ddz.application.table_history import TableCursor
 from ddz.config import Settings
 from ddz.domain.hand import SeatInfo
 from ddz.domain.ruleset import RuleSet, ruleset_for

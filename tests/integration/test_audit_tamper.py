@@ -47,7 +47,7 @@ from tamper_kit import (
     signed_by,
 )
 
-from services.recorder.handlers import Audits, Record, Verdict
+from services.recorder.use_cases.handlers import Audits, Record, Verdict
 
 
 def _move_a_card(history: History) -> History:

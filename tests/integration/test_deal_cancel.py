@@ -35,10 +35,10 @@ from ddz.v1 import table_pb2
 from suite_kit import Suite
 from table_kit import ENDED, view_of
 
-from services.dealer.handlers import Dealer
+from services.dealer.use_cases.handlers import Dealer
 
 WAIT = 60.0
-HELD = 3  # the table's Deal attempts (services.table.dealing.DEAL_ATTEMPTS)
+HELD = 3  # the table's Deal attempts (services.table.use_cases.dealing.DEAL_ATTEMPTS)
 
 
 class Hold:

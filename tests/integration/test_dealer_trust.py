@@ -36,8 +36,8 @@ from suite_kit import Suite
 from table_kit import ENDED, HAND_TIMEOUT, Watcher, act, ddz_audit, hint, join, settled_ledger
 from table_kit import stored as stored_up_to
 
-from services.dealer.seeds import SeedVault
-from services.table.rooms import Room, load_rooms
+from services.dealer.adapters.seeds import SeedVault
+from services.table.use_cases.rooms import Room, load_rooms
 
 RIGGED = 1_000_000
 BALANCE = 10_000  # each seat's balance at the hand's start, as the table recorded it

@@ -25,7 +25,7 @@ from google.protobuf.message import Message
 from signing_kit import KEYRING, sealed
 from sqlalchemy.engine import Connection
 
-from services.recorder.handlers import Record, Verdict
+from services.recorder.use_cases.handlers import Record, Verdict
 
 T0 = dt.datetime(2026, 12, 3, 19, 0, tzinfo=dt.UTC)  # "yesterday evening"
 

@@ -43,9 +43,9 @@ from suite_kit import (
     when,
 )
 
+from services.recorder.adapters.consumer import StoreConsumer
 from services.recorder.app import writer_lease
-from services.recorder.consumer import StoreConsumer
-from services.recorder.handlers import STORED
+from services.recorder.use_cases.handlers import STORED
 
 
 async def health(channel: grpc.aio.Channel) -> int:

@@ -29,8 +29,9 @@ from ddz.adapters.messaging.bus import EventBus
 from ddz.adapters.messaging.lease import BUCKET, Lease
 from ddz.adapters.messaging.server import MSG_ID
 from ddz.adapters.messaging.subjects import ALL_SUBJECTS, stream_filter, subject_for
-from ddz.adapters.messaging.table_stream import JetStreamTableLog, TableCursor, table_stream_id
+from ddz.adapters.messaging.table_stream import JetStreamTableLog, table_stream_id
 from ddz.adapters.runtime.nats_server import NatsCluster, start_nats_cluster
+from ddz.application.table_history import TableCursor
 from ddz.audit.store.sample import Mischief
 from ddz.domain.hand import SeatInfo
 from ddz.domain.ruleset import CLASSIC

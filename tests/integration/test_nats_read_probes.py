@@ -28,7 +28,7 @@ from nats.aio.client import Client
 from nats.js.api import ConsumerConfig
 from nats_auth_kit import VIOLATION, WAIT, Connect, Errors, settings_for
 
-from services.settlement.consumer import BusStartedHands
+from services.settlement.adapters.consumer import BusStartedHands
 
 SECRET = b"every seat's cards: a probe"
 PROBE_HAND = stream_id_for("hand", "read-probe")

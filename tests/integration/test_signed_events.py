@@ -17,9 +17,10 @@ from ddz.adapters.messaging.delivery import Reject
 from ddz.adapters.messaging.hand_feed import HandFeed
 from ddz.adapters.messaging.hand_stream import HandCursor
 from ddz.adapters.messaging.subjects import subject_for
-from ddz.adapters.messaging.table_stream import JetStreamTableLog, TableCursor
+from ddz.adapters.messaging.table_stream import JetStreamTableLog
 from ddz.adapters.runtime.nats_server import start_nats_server
 from ddz.adapters.security.event_signing import EventKeyring, EventSigner
+from ddz.application.table_history import TableCursor
 from ddz.domain.hand import Disconnect, HandState, SeatInfo, StartHand, decide, replay
 from ddz.domain.ruleset import CLASSIC
 from ddz.domain.settlement import RoomSettings

@@ -10,7 +10,7 @@ from ddz.v1.envelope_pb2 import EventEnvelope
 from signing_kit import KEYRING, sealed
 from store_kit import batch, envelope
 
-from services.recorder.handlers import Record, Verdict
+from services.recorder.use_cases.handlers import Record, Verdict
 
 
 def test_several_streams_in_one_go_get_their_versions_and_gapless_positions(

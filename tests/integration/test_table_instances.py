@@ -40,9 +40,9 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from suite_kit import Suite, eventually, running_suite, suite_settings
 from table_kit import ENDED, Watcher, act, drive, hint, join, view_of
 
+from services.table.adapters.forwarding import FORWARDED_BY
+from services.table.adapters.instances import LEASE
 from services.table.app import Role, TableApp
-from services.table.forwarding import FORWARDED_BY
-from services.table.instances import LEASE
 
 TTL = 2.0
 BELOW_TABLE = ("dealer", "rules", "recorder", "settlement", "bot")

@@ -30,13 +30,15 @@ import nats.js.errors
 import pytest
 from ddz.access.tokens import player_token
 from ddz.adapters.messaging.lease import BUCKET as LEASE_BUCKET
-from ddz.adapters.messaging.room_queue import QueuedTicket, RoomQueueKV
+from ddz.adapters.messaging.room_queue import RoomQueueKV
 from ddz.adapters.messaging.subjects import stream_filter
-from ddz.adapters.messaging.table_stream import decode, occurred_at, table_stream_id
+from ddz.adapters.messaging.table_stream import decode, table_stream_id
 from ddz.adapters.rpc.grpc_client import error_reason
 from ddz.adapters.runtime.nats_server import free_port
 from ddz.adapters.runtime.probes import SERVING, health_status
 from ddz.adapters.security.event_signing import event_keyring
+from ddz.application.room_tickets import QueuedTicket
+from ddz.application.table_history import occurred_at
 from ddz.client.session import Session
 from ddz.domain.table import SeatReady, TableClosed, TableEvent
 from ddz.v1 import table_pb2

@@ -17,11 +17,13 @@ from collections.abc import AsyncIterator
 
 from ddz.adapters.messaging.bus import EventBus
 from ddz.adapters.messaging.room_queue import BUCKET as ROOM_QUEUE_BUCKET
-from ddz.adapters.messaging.room_queue import QueuedTicket, RoomQueueKV
+from ddz.adapters.messaging.room_queue import RoomQueueKV
 from ddz.adapters.messaging.server import MSG_ID
 from ddz.adapters.messaging.subjects import stream_filter
-from ddz.adapters.messaging.table_stream import JetStreamTableLog, TableCursor, table_stream_id
+from ddz.adapters.messaging.table_stream import JetStreamTableLog, table_stream_id
 from ddz.adapters.runtime.nats_server import NatsServer
+from ddz.application.room_tickets import QueuedTicket
+from ddz.application.table_history import TableCursor
 from ddz.domain.hand import SeatInfo
 from ddz.domain.ruleset import CLASSIC
 from ddz.domain.settlement import RoomSettings

@@ -11,7 +11,7 @@ from typing import Any
 
 import grpc
 import pytest
-from ddz.adapters.messaging.table_stream import occurred_at
+from ddz.application.table_history import occurred_at
 from ddz.domain.hand.events import (
     AutoPlayEnd,
     AutoPlayEnded,

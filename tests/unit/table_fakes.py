@@ -8,8 +8,8 @@ import dataclasses
 from collections.abc import Iterable
 
 from ddz.access.callers import Caller, SeatPass
-from ddz.adapters.messaging.hand_fold import HandFold
 from ddz.application.errors import Kind, Reason, Refusal
+from ddz.application.hand_fold import HandFold
 from ddz.domain.hand import (
     HandState,
     Phase,
@@ -18,7 +18,7 @@ from ddz.domain.hand import (
 )
 from ddz.v1 import envelope_pb2, table_pb2
 
-from services.table.ports import DealOrder, Dealt, Decision
+from services.table.use_cases.ports import DealOrder, Dealt, Decision
 
 
 def in_play(hand_id: str, seats: tuple[SeatInfo, ...], phase: Phase = Phase.PLAYING) -> HandFold:

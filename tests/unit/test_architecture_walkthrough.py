@@ -3,7 +3,7 @@ through. A renamed or moved function leaves the walkthrough pointing at nothing;
 test reads every code name and path the section quotes and finds each in the code.
 
 A quoted name is one of:
-- a path (``services/table/moves.py``): the file exists;
+- a path (``services/table/use_cases/moves.py``): the file exists;
 - ``Class.member``: a class of that name defines the member (a method or attribute);
 - ``module.name``: a module of that name (``translate``, ``codec``) defines it at top level;
 - ``Name``: a class or function of that name is defined somewhere, or a protobuf

@@ -25,7 +25,7 @@ from ddz.domain.settlement import (
 )
 from ddz.v1 import hand_events_pb2, table_pb2
 
-from services.table.translate import table_spec
+from services.table.adapters.translate import table_spec
 
 NAMES = ("mei", "jun", "ling")
 

@@ -8,7 +8,7 @@ import random
 from dataclasses import replace
 
 import pytest
-from ddz.adapters.messaging.hand_fold import deal_complete
+from ddz.application.hand_fold import deal_complete
 from ddz.domain.hand import (
     Disconnect,
     Hand,
@@ -23,8 +23,8 @@ from ddz.domain.players import GreedyPlayer
 from ddz.domain.ruleset import CLASSIC, LAIZI, TIANDI, VARIANTS
 from ddz.domain.settlement import RoomSettings
 
-from services.bot.autoplay import fallback_move, in_partition, seat_to_act
-from services.bot.stats import BOUNDS_US, MoveStats
+from services.bot.use_cases.autoplay import fallback_move, in_partition, seat_to_act
+from services.bot.use_cases.stats import BOUNDS_US, MoveStats
 
 SEATS = (SeatInfo("ann"), SeatInfo("bot-1", is_bot=True), SeatInfo("bot-2", is_bot=True))
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import grpc
 import pytest
-from ddz.adapters.messaging.hand_fold import HandFold
 from ddz.application.errors import Kind, Reason, Refusal
+from ddz.application.hand_fold import HandFold
 from ddz.domain.hand import (
     Bid,
     Command,
@@ -30,12 +30,12 @@ from ddz.domain.ruleset import CLASSIC
 from ddz.domain.settlement import RoomSettings
 from ddz.v1 import envelope_pb2, rules_pb2
 
-from services.bot import autoplay as autoplay_module
-from services.bot.autoplay import AutoPlay
-from services.bot.batcher import DecideBatcher
-from services.bot.clients import RulesClient
-from services.bot.handlers import GetStats, Suggest
-from services.bot.ports import Move, Outcome
+from services.bot.adapters.clients import RulesClient
+from services.bot.use_cases import autoplay as autoplay_module
+from services.bot.use_cases.autoplay import AutoPlay
+from services.bot.use_cases.batcher import DecideBatcher
+from services.bot.use_cases.handlers import GetStats, Suggest
+from services.bot.use_cases.ports import Move, Outcome
 
 BOTS = (SeatInfo("bot-0", is_bot=True), SeatInfo("bot-1", is_bot=True),
         SeatInfo("bot-2", is_bot=True))  # fmt: skip

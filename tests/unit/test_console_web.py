@@ -21,9 +21,9 @@ from ddz.adapters.store import make_engine
 from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
-from services.console.handlers import Desk
 from services.console.servicer import HEADERS, Console
-from services.console.session import COOKIE, SIGNIN_COOKIE, Sessions
+from services.console.use_cases.handlers import Desk
+from services.console.use_cases.session import COOKIE, SIGNIN_COOKIE, Sessions
 
 LOGIN = LoginKey.of(Ed25519PrivateKey.generate())
 KEYS = LoginKeys(None, {LOGIN.kid: LOGIN.private.public_key()})

@@ -1,4 +1,4 @@
-"""The dealer's use cases (services/dealer/handlers.py) on fake ports: a seed store,
+"""The dealer's use cases (services/dealer/use_cases/handlers.py) on fake ports: a seed store,
 a hand publisher and the tables' records in memory that write down the order things
 happen in. No server, no NATS, no database."""
 
@@ -21,9 +21,9 @@ from ddz.domain.table import HandAssigned, TableOpened
 from ddz.v1 import envelope_pb2
 from hand_kit import SEATS, SEED
 
-from services.dealer.handlers import Dealer, DealOrder
-from services.dealer.ports import DealCancelled, SeedExists
-from services.dealer.seeds import SeedVault
+from services.dealer.adapters.seeds import SeedVault
+from services.dealer.use_cases.handlers import Dealer, DealOrder
+from services.dealer.use_cases.ports import DealCancelled, SeedExists
 
 PRODUCER = "dealer@test"
 

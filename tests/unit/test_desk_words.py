@@ -1,4 +1,4 @@
-"""The desk's words for a hand (``services.console.present``): the result, worked out,
+"""The desk's words for a hand (``services.console.use_cases.present``): the result, worked out,
 in headed sections as a bill is read, and a short Who for the timeline's column."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from ddz.audit.store.sample import SampleKeys, record_hand
 from ddz.audit.store.source import load_hand
 from ddz.domain.ruleset import CLASSIC
 
-from services.console.present import Section, sections, who
 from services.console.servicer import templates
+from services.console.use_cases.present import Section, sections, who
 
 
 def _settled_details() -> tuple[str, ...]:

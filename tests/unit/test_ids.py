@@ -16,9 +16,9 @@ from ddz.application.errors import Refusal
 from ddz.domain import ids
 from ddz.entrypoints.play_cmd import player_name
 
-from services.console.handlers import check_hand_id, check_player
-from services.table.rooms import parse_rooms
-from services.table.tables import TableError, check_id
+from services.console.use_cases.handlers import check_hand_id, check_player
+from services.table.use_cases.rooms import parse_rooms
+from services.table.use_cases.tables import TableError, check_id
 
 LOGIN = LoginKey.of(Ed25519PrivateKey.generate())
 KEYS = LoginKeys(None, {LOGIN.kid: LOGIN.private.public_key()})

@@ -1,49 +1,60 @@
-"""Every module of a service is on one side of the line the import contracts draw: a
-use-case module (checked to import no gRPC) or one of the service's adapters."""
+"""Every service's folder has the same shape (docs/ARCHITECTURE.md "A service's folder"):
+at the top its entry point and its wiring, then ``use_cases/`` (what it does; the
+import contracts of pyproject.toml check they import no adapters and no gRPC) and
+``adapters/`` (how it reaches the outside world). Every module is in one of them."""
 
 from __future__ import annotations
 
-import fnmatch
 import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+SERVICES = ROOT / "services"
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-NO_GRPC = next(
-    contract
-    for contract in PYPROJECT["tool"]["importlinter"]["contracts"]
-    if "ddz.application" in contract.get("source_modules", ())
-)
-ADAPTERS = set(PYPROJECT["tool"]["ddz"]["layers"]["adapters"])
+
+TOP = {"__init__", "__main__", "app", "servicer"}
+"""The modules at the top of every service: its description, ``python -m``, the factory
+that builds it whole, and its entry point (a gRPC servicer or a web app)."""
+FOLDERS = ("use_cases", "adapters")
+def service_folders() -> list[Path]:
+    return sorted(p for p in SERVICES.iterdir() if (p / "__init__.py").exists())
 
 
-def service_modules() -> list[str]:
-    return sorted(
-        f"services.{path.parent.name}.{path.stem}" for path in (ROOT / "services").glob("*/*.py")
+def test_every_service_has_the_same_folders() -> None:
+    folders = service_folders()
+    assert len(folders) == 8, [p.name for p in folders]
+    for folder in folders:
+        for name in TOP:
+            assert (folder / f"{name}.py").exists(), f"services/{folder.name}/{name}.py"
+        for sub in FOLDERS:
+            assert (folder / sub / "__init__.py").exists(), f"services/{folder.name}/{sub}/"
+        assert (folder / "use_cases" / "handlers.py").exists(), folder.name
+
+
+def test_every_service_module_is_in_its_place() -> None:
+    """At the top only the wiring and the entry points (a service serving more than one
+    gRPC service has one ``<name>_servicer.py`` for each other); every other module in
+    use_cases/ or adapters/, with no deeper folders."""
+    misplaced = []
+    for folder in service_folders():
+        for path in folder.rglob("*.py"):
+            parts = path.relative_to(folder).parts
+            if len(parts) == 1:
+                stem = path.stem
+                if stem in TOP or stem.endswith("_servicer"):
+                    continue
+            elif len(parts) == 2 and parts[0] in FOLDERS:
+                continue
+            misplaced.append(str(path.relative_to(ROOT)))
+    assert misplaced == [], f"move each into use_cases/ or adapters/: {misplaced}"
+
+
+def test_the_use_case_contract_covers_every_service() -> None:
+    contract = next(
+        c
+        for c in PYPROJECT["tool"]["importlinter"]["contracts"]
+        if "services.*.use_cases" in c.get("source_modules", ())
     )
-
-
-def test_every_service_module_is_a_use_case_or_an_adapter() -> None:
-    unplaced = [
-        module
-        for module in service_modules()
-        if module.rsplit(".", 1)[1] not in ADAPTERS
-        and not any(fnmatch.fnmatchcase(module, p) for p in NO_GRPC["source_modules"])
-    ]
-    assert unplaced == [], (
-        "list each in the no-gRPC contract of pyproject.toml, or (if it talks to the "
-        f"outside world) in [tool.ddz.layers] adapters: {unplaced}"
-    )
-
-
-def test_the_contract_names_only_modules_that_exist() -> None:
-    modules = set(service_modules())
-    named = [p for p in NO_GRPC["source_modules"] if p.startswith("services.")]
-    missing = [p for p in named if not any(fnmatch.fnmatchcase(m, p) for m in modules)]
-    assert missing == []
-
-
-def test_every_service_has_use_cases_behind_its_servicer() -> None:
-    for folder in sorted(p for p in (ROOT / "services").iterdir() if (p / "app.py").exists()):
-        assert (folder / "handlers.py").exists(), folder.name
-        assert (folder / "servicer.py").exists(), folder.name
+    assert "ddz.application" in contract["source_modules"]
+    forbidden = set(contract["forbidden_modules"])
+    assert {"ddz.adapters", "services.*.adapters", "grpc"} <= forbidden

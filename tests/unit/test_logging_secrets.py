@@ -24,7 +24,7 @@ from ddz.domain.ruleset import ruleset_for
 from ddz.domain.settlement import RoomSettings
 from ddz.urls import redacted_url
 
-from services.rules.cache import LiveHand
+from services.rules.use_cases.cache import LiveHand
 
 SECRET = "the-audit-key-nobody-may-read"
 

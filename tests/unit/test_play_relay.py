@@ -1,4 +1,4 @@
-"""The players' web front's use cases (services/play/handlers.py: the relay, guests) and
+"""The players' web front's use cases (services/play/use_cases/handlers.py: the relay, guests) and
 its mapping of the table's status codes to Connect's."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import grpc
 import pytest
 from ddz.application.errors import Reason, Refusal
 
-from services.play.gateway import SERVICE, connect_code, endpoints
-from services.play.handlers import GUEST_TTL, Guests, Relay
+from services.play.adapters.gateway import SERVICE, connect_code, endpoints
+from services.play.use_cases.handlers import GUEST_TTL, Guests, Relay
 
 
 def test_a_unary_call_without_a_deadline_gets_the_relays_and_a_stream_none() -> None:

@@ -24,7 +24,7 @@ from ddz.audit import Verdict as AuditVerdict
 from ddz.v1 import envelope_pb2
 from signing_kit import KEYRING, RULES, hand_envelopes, sealed
 
-from services.recorder.handlers import (
+from services.recorder.use_cases.handlers import (
     DEFAULT_PAGE,
     PAGE_BYTES,
     Audits,

@@ -10,7 +10,12 @@ from pathlib import Path
 import pytest
 from ddz.domain.ruleset import VARIANTS, Scoring
 
-from services.table.rooms import DEFAULT_ROOMS_FILE, check_turn_seconds, load_rooms, parse_rooms
+from services.table.use_cases.rooms import (
+    DEFAULT_ROOMS_FILE,
+    check_turn_seconds,
+    load_rooms,
+    parse_rooms,
+)
 
 
 def test_the_shipped_rooms_have_one_room_per_variant() -> None:

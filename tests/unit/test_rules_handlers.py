@@ -1,4 +1,4 @@
-"""The rules' use cases (services/rules/handlers.py) on fake ports: a hand log in
+"""The rules' use cases (services/rules/use_cases/handlers.py) on fake ports: a hand log in
 memory that checks the writer's position as JetStream would, and a seed source that
 counts its callers. No server, no NATS."""
 
@@ -28,8 +28,8 @@ from ddz.domain.settlement import RoomSettings
 from ddz.v1 import envelope_pb2
 from hand_kit import SEATS, SEED, rigged
 
-from services.rules.cache import HandCache, KeyedLocks
-from services.rules.handlers import Rules
+from services.rules.use_cases.cache import HandCache, KeyedLocks
+from services.rules.use_cases.handlers import Rules
 
 HAND = "h1"
 PRODUCER = "rules@test"

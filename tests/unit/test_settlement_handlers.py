@@ -22,8 +22,8 @@ from ddz.domain.selfplay import play_hand
 from ddz.domain.settlement import RoomSettings
 from signing_kit import DEALER, KEYRING, sealed, tampered
 
-from services.settlement.consumer import SettlementConsumer
-from services.settlement.handlers import DEFAULT_PAGE, MAX_PAGE, ApplySettled, Queries
+from services.settlement.adapters.consumer import SettlementConsumer
+from services.settlement.use_cases.handlers import DEFAULT_PAGE, MAX_PAGE, ApplySettled, Queries
 
 STREAM = "hand-h1"
 SUBJECT = subject_for(STREAM, "hand_settled")

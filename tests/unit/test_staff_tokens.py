@@ -1,5 +1,5 @@
 """Staff tokens (``ddz.access.staff_tokens``) and the desk's sessions
-(``services.console.session``): who may open the desk, and what a player's token, an
+(``services.console.use_cases.session``): who may open the desk, and what a player's token, an
 expired one, a stranger's key or a forged cookie get instead."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from ddz.access.tokens import TokenKeys, issue, verify
 from ddz.adapters.service_db import upgrade_service_db
 from ddz.adapters.store import make_engine
 
-from services.console.session import Sessions, session_key
+from services.console.use_cases.session import Sessions, session_key
 
 LOGIN = LoginKey.of(Ed25519PrivateKey.generate())
 STRANGER = LoginKey.of(Ed25519PrivateKey.generate())

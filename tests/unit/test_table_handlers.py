@@ -33,14 +33,14 @@ from table_fakes import (
     in_play,
 )
 
-from services.table import dealing
-from services.table.dealing import TableSpec
-from services.table.handlers import TableHandlers
-from services.table.lobby import Seat
-from services.table.moves import REFUSALS, refusal_of
-from services.table.ports import Decision
-from services.table.rooms import Room, Rooms
-from services.table.tables import Table, Tables
+from services.table.use_cases import dealing
+from services.table.use_cases.dealing import TableSpec
+from services.table.use_cases.handlers import TableHandlers
+from services.table.use_cases.lobby import Seat
+from services.table.use_cases.moves import REFUSALS, refusal_of
+from services.table.use_cases.ports import Decision
+from services.table.use_cases.rooms import Room, Rooms
+from services.table.use_cases.tables import Table, Tables
 
 CLASSIC = ruleset_for("classic")
 ROOMS = Rooms(

@@ -1,4 +1,4 @@
-"""The table service's abuse limits in themselves (``services.table.limits``), on a
+"""The table service's abuse limits in themselves (``services.table.use_cases.limits``), on a
 clock the test moves: a bucket's burst, its refill, the sweep of refilled buckets, and
 a seat's stream slots."""
 
@@ -9,7 +9,7 @@ from ddz.access.callers import Caller
 from ddz.application.errors import Kind, Reason, Refusal
 from ddz.v1 import table_pb2
 
-from services.table.limits import LIMITED, Rate, RateLimits, StreamSlots
+from services.table.use_cases.limits import LIMITED, Rate, RateLimits, StreamSlots
 
 ANN = Caller("player", "ann")
 ANN_SEAT = Caller("seat", "ann", "t1", 0)

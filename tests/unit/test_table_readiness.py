@@ -11,16 +11,12 @@ import time
 from collections.abc import AsyncIterator, Sequence
 
 import pytest
-from ddz.adapters.messaging.hand_fold import HandFold
-from ddz.adapters.messaging.room_queue import QueuedTicket, decode_ticket, encode_ticket, ticket_key
-from ddz.adapters.messaging.table_stream import (
-    TableCursor,
-    TableHistory,
-    decode,
-    encode,
-    envelope_for,
-)
+from ddz.adapters.messaging.room_queue import decode_ticket, encode_ticket
+from ddz.adapters.messaging.table_stream import decode, encode, envelope_for
 from ddz.application.errors import Kind, Refusal
+from ddz.application.hand_fold import HandFold
+from ddz.application.room_tickets import QueuedTicket, ticket_key
+from ddz.application.table_history import TableCursor, TableHistory
 from ddz.domain.hand import Phase, SeatInfo
 from ddz.domain.ruleset import ruleset_for
 from ddz.domain.settlement import RoomSettings
@@ -45,12 +41,12 @@ from table_fakes import (
     in_play,
 )
 
-from services.table import lobby as lobby_module
-from services.table.dealing import DEAL_ATTEMPTS, TableSpec
-from services.table.handlers import TableHandlers
-from services.table.lobby import Seat
-from services.table.rooms import Room, Rooms
-from services.table.tables import Table, Tables
+from services.table.use_cases import lobby as lobby_module
+from services.table.use_cases.dealing import DEAL_ATTEMPTS, TableSpec
+from services.table.use_cases.handlers import TableHandlers
+from services.table.use_cases.lobby import Seat
+from services.table.use_cases.rooms import Room, Rooms
+from services.table.use_cases.tables import Table, Tables
 
 CLASSIC = ruleset_for("classic")
 SEATS = (SeatInfo("alice"), SeatInfo("bob"), SeatInfo("bot-t1-2", is_bot=True))

@@ -7,14 +7,8 @@ from collections.abc import Sequence
 
 import pytest
 from ddz.adapters.codec import CodecError
-from ddz.adapters.messaging.table_stream import (
-    TableCursor,
-    TableHistory,
-    decode,
-    encode,
-    envelope_for,
-    occurred_at,
-)
+from ddz.adapters.messaging.table_stream import decode, encode, envelope_for
+from ddz.application.table_history import TableCursor, TableHistory, occurred_at
 from ddz.domain.hand import SeatInfo
 from ddz.domain.ruleset import ruleset_for
 from ddz.domain.settlement import RoomSettings
@@ -29,7 +23,7 @@ from ddz.domain.table import (
     replay,
 )
 
-from services.table.tables import Tables
+from services.table.use_cases.tables import Tables
 
 SEATS = (SeatInfo("alice"), SeatInfo("bob"), SeatInfo("bot-t1-2", is_bot=True))
 OPENED = TableOpened("t1", ruleset_for("classic"), RoomSettings(), SEATS, "room-a", (100, 200, 300))

@@ -7,15 +7,15 @@ import asyncio
 from collections.abc import Iterable, Sequence
 
 import pytest
-from ddz.adapters.messaging.hand_fold import HandFold
 from ddz.application.errors import Refusal
+from ddz.application.hand_fold import HandFold
 from ddz.domain.hand import Disconnect, Hand, Phase, Rejection, SeatInfo, StartHand, TimeOut
 from ddz.domain.ruleset import CLASSIC
 from ddz.domain.settlement import RoomSettings
 from ddz.v1 import envelope_pb2, rules_pb2
 
-from services.bot.ports import Move
-from services.bot.watchdog import Remedy, Stall, Watchdog, person_on_turn, remedy_for
+from services.bot.use_cases.ports import Move
+from services.bot.use_cases.watchdog import Remedy, Stall, Watchdog, person_on_turn, remedy_for
 
 STALL_AFTER = 25.0  # the turn timeout and the margin
 PERSON_FIRST = (SeatInfo("ann"), SeatInfo("bot-1", is_bot=True), SeatInfo("bot-2", is_bot=True))

@@ -75,7 +75,6 @@ from .values import (
 )
 from .views import (
     PHASES,
-    TurnDeadline,
     move_text,
     move_to_pb,
     public_state_to_pb,
@@ -92,7 +91,6 @@ __all__ = [
     "PHASES",
     "CodecError",
     "MalformedCards",
-    "TurnDeadline",
     "balance_to_pb",
     "balances_from_pb",
     "bomb_limits_from_pb",

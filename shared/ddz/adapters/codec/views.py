@@ -10,9 +10,9 @@ builds cannot carry more than the seat may see.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from functools import lru_cache
 
+from ddz.application.turns import TurnDeadline
 from ddz.domain.cards import Card, Rank, format_counts
 from ddz.domain.hand import (
     Bid,
@@ -140,16 +140,6 @@ def view_to_pb(
         msg.turn_seconds = clock.seconds
         msg.turn_seconds_left = max(0.0, clock.deadline - at)
     return msg
-
-
-@dataclass(frozen=True, slots=True)
-class TurnDeadline:
-    """A running turn clock: the seat on turn, its deadline (Unix seconds, server time)
-    and the seconds the turn was given."""
-
-    seat: int
-    deadline: float
-    seconds: float
 
 
 def public_state_to_pb(

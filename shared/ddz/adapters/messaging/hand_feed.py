@@ -33,17 +33,12 @@ from ddz.adapters.codec import CodecError, parse_envelope
 from ddz.adapters.messaging import hand_stream
 from ddz.adapters.messaging.bus import EventBus
 from ddz.adapters.messaging.delivery import Delivery, DeliveryTokens, Reject, delivery_from
-from ddz.adapters.messaging.hand_fold import (
-    Entry,
-    HandFold,
-    OnChange,
-    Verdict,
-    entry_of,
-)
+from ddz.adapters.messaging.hand_reads import Verdict, entry_of
 from ddz.adapters.messaging.pulls import PullLost, StreamingPull
 from ddz.adapters.messaging.subjects import ALL_SUBJECTS, split_subject, stream_parts
 from ddz.adapters.security.event_signing import BadEvent, EventKeyring
 from ddz.adapters.telemetry import metrics, tracing
+from ddz.application.hand_fold import Entry, HandFold, OnChange
 from ddz.application.tasks import cancel_and_wait
 from ddz.v1 import envelope_pb2
 

@@ -23,7 +23,6 @@ import json
 import time
 import uuid
 from collections.abc import Coroutine
-from dataclasses import dataclass
 from typing import Any
 
 import nats.errors
@@ -35,6 +34,7 @@ from nats.js.kv import KeyValue
 from ddz.adapters.messaging.bus import EventBus
 from ddz.adapters.messaging.election import RIDE_OUT, until_answered
 from ddz.adapters.messaging.server import MSG_ID
+from ddz.application.room_tickets import QueuedTicket, ticket_key
 
 log = structlog.get_logger("ddz.room_queue")
 
@@ -42,25 +42,6 @@ BUCKET = "ddz_room_queue"
 PURGED_TTL = 60
 """Seconds a purge marker stays (it only has to outlive the entry it removes)."""
 KV_OPERATION = "KV-Operation"
-
-
-@dataclass(frozen=True, slots=True)
-class QueuedTicket:
-    """A player waiting in a room's queue, as the bucket keeps them."""
-
-    room_id: str
-    player_id: str
-    joined: float  # Unix seconds: the bot fill wait counts from here
-    balance: int | None  # as checked when they joined (None: the room checks none)
-
-    @property
-    def key(self) -> str:
-        return ticket_key(self.room_id, self.player_id)
-
-
-def ticket_key(room_id: str, player_id: str) -> str:
-    """Room and player ids are letters, digits, '_' and '-': valid KV key tokens."""
-    return f"{room_id}.{player_id}"
 
 
 def encode_ticket(ticket: QueuedTicket) -> bytes:

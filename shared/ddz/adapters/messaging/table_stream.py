@@ -22,7 +22,6 @@ table's own events.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import nats.js.errors
 from google.protobuf.message import DecodeError, Message
@@ -51,6 +50,7 @@ from ddz.adapters.messaging.subjects import (
 )
 from ddz.adapters.security.event_signing import EventKeyring, EventSigner
 from ddz.application.errors import Kind, Reason, Refusal
+from ddz.application.table_history import TableCursor, TableHistory
 from ddz.domain.table import (
     HandAssigned,
     HandWithdrawn,
@@ -59,7 +59,6 @@ from ddz.domain.table import (
     TableClosed,
     TableEvent,
     TableOpened,
-    TableState,
     replay,
 )
 from ddz.v1 import envelope_pb2
@@ -67,23 +66,6 @@ from ddz.v1 import table_events_pb2 as pb
 
 TABLE = "table"
 TYPE_VERSION = 1
-
-
-@dataclass(frozen=True, slots=True)
-class TableCursor:
-    """Where a table's stream stands: events written, and the JetStream sequence of the
-    last (what the next publish expects)."""
-
-    version: int = 0
-    seq: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class TableHistory:
-    """A table folded from its stream, with the cursor to extend it."""
-
-    state: TableState
-    cursor: TableCursor
 
 
 def table_stream_id(table_id: str) -> str:
@@ -169,14 +151,6 @@ def envelope_for(
         message.DESCRIPTOR.full_name,
         causation_id="", correlation_id=correlation_id or stream_id, producer=producer,
     )  # fmt: skip
-
-
-def occurred_at(envelope: envelope_pb2.EventEnvelope) -> float:
-    """The envelope's time, Unix seconds (to the microsecond, as a datetime has it;
-    read from the fields: ``ToDatetime`` costs more than the rest of a view update)."""
-    stamp = envelope.occurred_at
-    seconds: float = stamp.seconds + (stamp.nanos // 1000) / 1e6
-    return seconds
 
 
 # -- the stream ------------------------------------------------------------------------

@@ -20,7 +20,7 @@ server's certificate still checked as the rules' own, whatever its address):
   instances in the order of their addresses (its home), while that one is live, else to
   the first live one of the partition's own rendezvous ranking. The bot's instances
   share the partitions the same way (``k mod M``-th of M instances,
-  ``services/bot/partitions.py``), so with as many bot instances as rules instances,
+  ``services/bot/adapters/partitions.py``), so with as many bot instances as rules instances,
   all the hands of one bot instance go to one rules instance, and its batch of moves
   (``DecideBatch``) goes whole instead of split in one call per rules instance. One
   rule for both clients: the table's calls for a hand meet the bot's on one instance.
@@ -42,7 +42,7 @@ server's certificate still checked as the rules' own, whatever its address):
 
 Correctness does not rest on this: two instances deciding one hand (clients that
 disagree for a moment about who is live) cannot fork it, and a stale copy is read again
-(``services/rules/handlers.py``). Routing is what keeps that rare.
+(``services/rules/use_cases/handlers.py``). Routing is what keeps that rare.
 """
 
 from __future__ import annotations

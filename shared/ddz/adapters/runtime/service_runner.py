@@ -2,11 +2,13 @@
 in-process tests all go through here.
 
 Each service package has ``services/<name>/app.py`` with ``async def build(settings,
-**overrides) -> Service``. A ``Service`` knows its gRPC servicers, and has ``start``
-(connect to NATS, start durable consumers: everything that must run before the first
-call is served), ``checks`` (what must work for it to serve: its NATS connection, its
-database, its consumer loops; ``ddz.adapters.telemetry.health``) and ``close`` (stop consumers,
-close connections: after the last call has finished). The runner wraps that in the
+**overrides) -> Service``, which builds the service whole (its connections opened, its
+use cases, adapters and servicers made: no part of it is filled in later). A ``Service``
+knows its gRPC servicers, and has ``start`` (start its durable consumers, leases and
+loops: what must run before the first call is served), ``checks`` (what must work for
+it to serve: its NATS connection, its database, its consumer loops;
+``ddz.adapters.telemetry.health``) and ``close`` (stop consumers, close connections:
+after the last call has finished). The runner wraps that in the
 shared gRPC server of ``ddz.adapters.rpc.grpc_server`` (health true to the checks,
 reflection, request-size limit, logging interceptor, graceful SIGTERM) and serves the
 process's Prometheus metrics beside it (``ddz.adapters.telemetry.metrics``, on

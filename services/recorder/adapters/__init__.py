@@ -1,0 +1,2 @@
+"""The recorder service's adapters: how its use cases reach the outside world (clients,
+consumers, stores; docs/ARCHITECTURE.md "A service's folder")."""
