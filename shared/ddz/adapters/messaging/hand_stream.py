@@ -459,6 +459,20 @@ class JetStreamHandLog:
         have. Anything else on the stream is a CONFLICT ``Refusal``. Two attempts at
         once (a retry sent while the first is still under way) are one deal: the one
         that loses the race finds the winner's events, which are its own."""
+        if await self.bus.atomic_batches():
+            # A new hand's stream is almost always empty: publish first, checked against
+            # an empty stream on both sides, all or nothing; read it only when refused.
+            try:
+                cursor, public = await self.append(
+                    hand_id, HandCursor(), events,
+                    causation_id=causation_id, correlation_id=correlation_id,
+                    producer=producer,
+                )  # fmt: skip
+            except Refusal as refusal:
+                if refusal.kind is not Kind.CONFLICT:
+                    raise
+            else:
+                return cursor.version, public
         for race in (False, True):
             found, cursor = await read(self.bus, hand_id, keyring=self.keyring)
             if found:
