@@ -19,7 +19,7 @@ import nats.js.errors
 import structlog
 from ddz.adapters.messaging.bus import EventBus
 from ddz.adapters.messaging.delivery import delivery_of
-from ddz.adapters.messaging.pulls import DurablePull, PullLost, StreamingPull
+from ddz.adapters.messaging.pulls import BatchPull, DurablePull
 from ddz.adapters.messaging.subjects import ALL_SUBJECTS
 from ddz.adapters.telemetry import metrics, tracing
 from nats.aio.msg import Msg
@@ -116,23 +116,20 @@ class StoreConsumer:
             self._task = None
 
     async def _run(self, pull: DurablePull) -> None:
-        # Messages come on pull requests kept open ahead of the loop (``StreamingPull``):
-        # no request per batch, and no task per message as nats-py's ``fetch`` makes.
-        # ``pull`` keeps the consumer itself: made again if the server lost it.
-        arriving = StreamingPull(self.bus, self.durable, window=self.batch)
-        await arriving.start()
+        # One pull request per batch, read by a callback (``BatchPull``): no task per
+        # message as nats-py's ``fetch`` makes; ``pull`` keeps the consumer itself (made
+        # again if the server lost it).
+        batches = BatchPull(self.bus, self.durable)
+        await batches.start()
         try:
             while not self._stopping.is_set():
                 self._fetching = True
                 try:
-                    messages = await arriving.next_batch(self.idle_fetch_timeout)
+                    messages = await batches.fetch(self.batch, self.idle_fetch_timeout)
+                    if batches.lost and not await pull.verify():
+                        await asyncio.sleep(RETRY_DELAY)
                 except (nats.errors.ConnectionClosedError, nats.errors.ConnectionDrainingError):
                     return
-                except (PullLost, nats.errors.Error) as exc:
-                    log.debug("pull_lost", durable=self.durable, why=str(exc))
-                    if not await pull.verify():
-                        await asyncio.sleep(RETRY_DELAY)
-                    continue
                 finally:
                     self._fetching = False
                 if not messages:
@@ -145,7 +142,7 @@ class StoreConsumer:
                         async with asyncio.timeout(self.linger):
                             await self._stopping.wait()
         finally:
-            await arriving.stop()
+            await batches.stop()
             await pull.unsubscribe()
 
     @property
