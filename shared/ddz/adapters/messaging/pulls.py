@@ -280,7 +280,7 @@ class StreamingPull:
 class BatchPull:
     """A durable pull consumer read a batch at a time, one pull request per batch: what
     is stored when it is asked for comes at once, in one burst (``no_wait``); when
-    nothing is, one message is waited for, up to ``timeout``. For a reader that lets
+    nothing is, what comes within ``timeout`` (up to the batch). For a reader that lets
     messages gather between batches (the recorder): pull requests kept open
     (``StreamingPull``) would have each message sent, and read, on its own. Messages are
     read by a subscription callback into a list, not one ``next_msg`` task each as
@@ -318,13 +318,15 @@ class BatchPull:
             self._sub = None
 
     async def fetch(self, batch: int, timeout: float) -> list[Msg]:
-        """Up to ``batch`` messages: those stored now, else the first to come within
+        """Up to ``batch`` messages: those stored now, else those that come within
         ``timeout`` (``[]`` if none)."""
         if not self._arrived:  # (late messages of an earlier request come first)
             await self._ask({"batch": batch, "no_wait": True}, batch, timeout + self.MARGIN)
         if not self._arrived and not self.lost:
-            request = {"batch": 1, "expires": int(timeout * 1e9)}
-            await self._ask(request, 1, timeout + self.MARGIN)
+            # As nats-py's ``fetch``: the request gathers until its batch is full or it
+            # expires (a quiet bus is stored in batches, not a message at a time).
+            request = {"batch": batch, "expires": int(timeout * 1e9)}
+            await self._ask(request, batch, timeout + self.MARGIN)
         taken, self._arrived = self._arrived, []
         return taken
 
