@@ -365,21 +365,34 @@ async def _read_bus(
     cursor = HandCursor()
     for hidden in (False, True):
         subject_filter = stream_filter(stream_id, internal=hidden)
-        seq, last = 1, 0
-        while True:
+        # The side's last message first: the messages before it are read up to it, and
+        # no read ends on "not found" (a new hand's side is one message: one read).
+        try:
+            head = await bus.js.get_last_msg(bus.stream, subject_filter)
+        except nats.js.errors.NotFoundError:
+            continue  # nothing on this side: its sequence stays 0
+        last = int(head.seq or 0)
+        messages = []
+        seq = 1
+        while seq < last:
             try:
                 msg = await bus.js.get_msg(bus.stream, seq, subject=subject_filter, next=True)
             except nats.js.errors.NotFoundError:
                 break
+            if int(msg.seq or 0) >= last:
+                break
+            messages.append(msg)
+            seq = int(msg.seq or 0) + 1
+        messages.append(head)
+        for msg in messages:
             data = msg.data or b""
-            last = int(msg.seq or 0)
-            seq = last + 1
             try:
                 envelope, event = keyring.decode(data)
             except BadEvent as exc:
-                log.error("event_refused", hand_id=hand_id, seq=last, why=exc.why, reason=str(exc))
+                log.error("event_refused", hand_id=hand_id, seq=msg.seq, why=exc.why,
+                          reason=str(exc))  # fmt: skip
                 continue
-            found.append(ReadEvent(envelope, event, data, last, hidden))
+            found.append(ReadEvent(envelope, event, data, int(msg.seq or 0), hidden))
         cursor = replace(cursor, **{"internal_seq" if hidden else "public_seq": last})
     found.sort(key=lambda e: e.seq)
     return found, cursor
