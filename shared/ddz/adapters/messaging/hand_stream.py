@@ -118,10 +118,8 @@ class HandCursor:
     internal_seq: int = 0
 
     def after(self, hidden: bool, seq: int) -> HandCursor:
-        # Built directly: ``dataclasses.replace`` costs several times more, once per event.
-        if hidden:
-            return HandCursor(self.version + 1, self.public_seq, seq)
-        return HandCursor(self.version + 1, seq, self.internal_seq)
+        sides = (self.public_seq, seq) if hidden else (seq, self.internal_seq)
+        return HandCursor(self.version + 1, *sides)  # (``dataclasses.replace``: 2x slower)
 
 
 @dataclass(frozen=True, slots=True)
@@ -371,9 +369,7 @@ async def _read_bus(
             head = await bus.js.get_last_msg(bus.stream, subject_filter)
         except nats.js.errors.NotFoundError:
             continue  # nothing on this side: its sequence stays 0
-        last = int(head.seq or 0)
-        messages = []
-        seq = 1
+        last, messages, seq = int(head.seq or 0), [], 1
         while seq < last:
             try:
                 msg = await bus.js.get_msg(bus.stream, seq, subject=subject_filter, next=True)
@@ -472,20 +468,14 @@ class JetStreamHandLog:
         have. Anything else on the stream is a CONFLICT ``Refusal``. Two attempts at
         once (a retry sent while the first is still under way) are one deal: the one
         that loses the race finds the winner's events, which are its own."""
-        if await self.bus.atomic_batches():
-            # A new hand's stream is almost always empty: publish first, checked against
-            # an empty stream on both sides, all or nothing; read it only when refused.
-            try:
-                cursor, public = await self.append(
-                    hand_id, HandCursor(), events,
-                    causation_id=causation_id, correlation_id=correlation_id,
-                    producer=producer,
-                )  # fmt: skip
+        ids = {"causation_id": causation_id, "correlation_id": correlation_id, "producer": producer}
+        if await self.bus.atomic_batches():  # a new hand's stream is almost always empty:
+            try:  # published first (all or nothing, against empty sides), read if refused
+                cursor, public = await self.append(hand_id, HandCursor(), events, **ids)
+                return cursor.version, public
             except Refusal as refusal:
                 if refusal.kind is not Kind.CONFLICT:
                     raise
-            else:
-                return cursor.version, public
         for race in (False, True):
             found, cursor = await read(self.bus, hand_id, keyring=self.keyring)
             if found:
@@ -498,11 +488,7 @@ class JetStreamHandLog:
             if len(found) >= len(events):
                 return len(events), ahead
             try:
-                cursor, public = await self.append(
-                    hand_id, cursor, events[len(found):],
-                    causation_id=causation_id, correlation_id=correlation_id,
-                    producer=producer,
-                )  # fmt: skip
+                cursor, public = await self.append(hand_id, cursor, events[len(found) :], **ids)
             except Refusal as refusal:
                 if race or refusal.kind is not Kind.CONFLICT:
                     raise
