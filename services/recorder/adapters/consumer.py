@@ -19,7 +19,7 @@ import nats.js.errors
 import structlog
 from ddz.adapters.messaging.bus import EventBus
 from ddz.adapters.messaging.delivery import delivery_of
-from ddz.adapters.messaging.pulls import DurablePull
+from ddz.adapters.messaging.pulls import BatchPull, DurablePull
 from ddz.adapters.messaging.subjects import ALL_SUBJECTS
 from ddz.adapters.telemetry import metrics, tracing
 from nats.aio.msg import Msg
@@ -116,11 +116,18 @@ class StoreConsumer:
             self._task = None
 
     async def _run(self, pull: DurablePull) -> None:
+        # One pull request per batch, read by a callback (``BatchPull``): no task per
+        # message as nats-py's ``fetch`` makes; ``pull`` keeps the consumer itself (made
+        # again if the server lost it).
+        batches = BatchPull(self.bus, self.durable)
+        await batches.start()
         try:
             while not self._stopping.is_set():
                 self._fetching = True
                 try:
-                    messages = await pull.fetch(self.batch, timeout=self.idle_fetch_timeout)
+                    messages = await batches.fetch(self.batch, self.idle_fetch_timeout)
+                    if batches.lost and not await pull.verify():
+                        await asyncio.sleep(RETRY_DELAY)
                 except (nats.errors.ConnectionClosedError, nats.errors.ConnectionDrainingError):
                     return
                 finally:
@@ -135,6 +142,7 @@ class StoreConsumer:
                         async with asyncio.timeout(self.linger):
                             await self._stopping.wait()
         finally:
+            await batches.stop()
             await pull.unsubscribe()
 
     @property

@@ -118,8 +118,8 @@ class HandCursor:
     internal_seq: int = 0
 
     def after(self, hidden: bool, seq: int) -> HandCursor:
-        side = "internal_seq" if hidden else "public_seq"
-        return replace(self, version=self.version + 1, **{side: seq})
+        sides = (self.public_seq, seq) if hidden else (seq, self.internal_seq)
+        return HandCursor(self.version + 1, *sides)  # (``dataclasses.replace``: 2x slower)
 
 
 @dataclass(frozen=True, slots=True)
@@ -363,21 +363,32 @@ async def _read_bus(
     cursor = HandCursor()
     for hidden in (False, True):
         subject_filter = stream_filter(stream_id, internal=hidden)
-        seq, last = 1, 0
-        while True:
+        # The side's last message first: the messages before it are read up to it, and
+        # no read ends on "not found" (a new hand's side is one message: one read).
+        try:
+            head = await bus.js.get_last_msg(bus.stream, subject_filter)
+        except nats.js.errors.NotFoundError:
+            continue  # nothing on this side: its sequence stays 0
+        last, messages, seq = int(head.seq or 0), [], 1
+        while seq < last:
             try:
                 msg = await bus.js.get_msg(bus.stream, seq, subject=subject_filter, next=True)
             except nats.js.errors.NotFoundError:
                 break
+            if int(msg.seq or 0) >= last:
+                break
+            messages.append(msg)
+            seq = int(msg.seq or 0) + 1
+        messages.append(head)
+        for msg in messages:
             data = msg.data or b""
-            last = int(msg.seq or 0)
-            seq = last + 1
             try:
                 envelope, event = keyring.decode(data)
             except BadEvent as exc:
-                log.error("event_refused", hand_id=hand_id, seq=last, why=exc.why, reason=str(exc))
+                log.error("event_refused", hand_id=hand_id, seq=msg.seq, why=exc.why,
+                          reason=str(exc))  # fmt: skip
                 continue
-            found.append(ReadEvent(envelope, event, data, last, hidden))
+            found.append(ReadEvent(envelope, event, data, int(msg.seq or 0), hidden))
         cursor = replace(cursor, **{"internal_seq" if hidden else "public_seq": last})
     found.sort(key=lambda e: e.seq)
     return found, cursor
@@ -457,6 +468,14 @@ class JetStreamHandLog:
         have. Anything else on the stream is a CONFLICT ``Refusal``. Two attempts at
         once (a retry sent while the first is still under way) are one deal: the one
         that loses the race finds the winner's events, which are its own."""
+        ids = {"causation_id": causation_id, "correlation_id": correlation_id, "producer": producer}
+        if await self.bus.atomic_batches():  # a new hand's stream is almost always empty:
+            try:  # published first (all or nothing, against empty sides), read if refused
+                cursor, public = await self.append(hand_id, HandCursor(), events, **ids)
+                return cursor.version, public
+            except Refusal as refusal:
+                if refusal.kind is not Kind.CONFLICT:
+                    raise
         for race in (False, True):
             found, cursor = await read(self.bus, hand_id, keyring=self.keyring)
             if found:
@@ -469,11 +488,7 @@ class JetStreamHandLog:
             if len(found) >= len(events):
                 return len(events), ahead
             try:
-                cursor, public = await self.append(
-                    hand_id, cursor, events[len(found):],
-                    causation_id=causation_id, correlation_id=correlation_id,
-                    producer=producer,
-                )  # fmt: skip
+                cursor, public = await self.append(hand_id, cursor, events[len(found) :], **ids)
             except Refusal as refusal:
                 if race or refusal.kind is not Kind.CONFLICT:
                     raise

@@ -277,6 +277,87 @@ class StreamingPull:
             self._ready.set()
 
 
+class BatchPull:
+    """A durable pull consumer read a batch at a time, one pull request per batch: what
+    is stored when it is asked for comes at once, in one burst (``no_wait``); when
+    nothing is, what comes within ``timeout`` (up to the batch). For a reader that lets
+    messages gather between batches (the recorder): pull requests kept open
+    (``StreamingPull``) would have each message sent, and read, on its own. Messages are
+    read by a subscription callback into a list, not one ``next_msg`` task each as
+    nats-py's ``fetch`` makes. Acks are the reader's.
+
+    ``fetch`` returns ``[]`` after ``timeout`` with no answer at all, or when the server
+    answers that it cannot serve the request (no consumer, JetStream away): ``lost`` is
+    then True until the next answer, for the reader to look at its consumer."""
+
+    STATUS = "Status"
+    DESCRIPTION = "Description"
+    ENDED = ("404", "408", "409")  # no messages, expired, or ended by the server
+    MARGIN = 0.5  # seconds past a waiting request's expiry before it counts as unanswered
+
+    def __init__(self, bus: StreamUpkeep, durable: str) -> None:
+        self.bus = bus
+        self.durable = durable
+        self.lost = False
+        self._next = f"$JS.API.CONSUMER.MSG.NEXT.{bus.stream}.{durable}"
+        self._inbox = bus.nc.new_inbox()
+        self._sub: Any = None
+        self._arrived: list[Msg] = []
+        self._wanted = 0  # messages the request in flight may still bring
+        self._answered = asyncio.Event()  # the request in flight is over
+
+    async def start(self) -> None:
+        self._sub = await self.bus.nc.subscribe(
+            self._inbox, cb=self._on_message, pending_msgs_limit=-1, pending_bytes_limit=-1
+        )
+
+    async def stop(self) -> None:
+        if self._sub is not None:
+            with contextlib.suppress(Exception):
+                await self._sub.unsubscribe()
+            self._sub = None
+
+    async def fetch(self, batch: int, timeout: float) -> list[Msg]:
+        """Up to ``batch`` messages: those stored now, else those that come within
+        ``timeout`` (``[]`` if none)."""
+        if not self._arrived:  # (late messages of an earlier request come first)
+            await self._ask({"batch": batch, "no_wait": True}, batch, timeout + self.MARGIN)
+        if not self._arrived and not self.lost:
+            # As nats-py's ``fetch``: the request gathers until its batch is full or it
+            # expires (a quiet bus is stored in batches, not a message at a time).
+            request = {"batch": batch, "expires": int(timeout * 1e9)}
+            await self._ask(request, batch, timeout + self.MARGIN)
+        taken, self._arrived = self._arrived, []
+        return taken
+
+    async def _ask(self, request: dict[str, Any], wanted: int, patience: float) -> None:
+        self._wanted = wanted
+        self._answered.clear()
+        await self.bus.nc.publish(self._next, json.dumps(request).encode(), reply=self._inbox)
+        try:
+            async with asyncio.timeout(patience):
+                await self._answered.wait()
+        except TimeoutError:
+            self.lost = True  # no message and no status: the request went nowhere
+
+    async def _on_message(self, msg: Msg) -> None:
+        headers = msg.headers
+        status = headers.get(self.STATUS) if headers else None
+        if status is None:
+            self._arrived.append(msg)
+            self._wanted -= 1
+            self.lost = False
+            if self._wanted <= 0:
+                self._answered.set()
+            return
+        if status == "100":
+            return  # a heartbeat (none is asked for)
+        assert headers is not None
+        description = headers.get(self.DESCRIPTION, "").lower()
+        self.lost = status not in self.ENDED or "deleted" in description
+        self._answered.set()
+
+
 @dataclass
 class _FetchLoop:
     subscription: DurableSubscription

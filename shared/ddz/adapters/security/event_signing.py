@@ -290,11 +290,15 @@ class EventKeyring:
             raise
 
     def _check(self, data: bytes, envelope: envelope_pb2.EventEnvelope, verify: bool) -> None:
-        name = f"{envelope.type or 'an event'} #{envelope.stream_version} of {envelope.stream_id!r}"
+        # Every event read is checked here: its name is written only for a refusal.
+        def name() -> str:
+            kind = envelope.type or "an event"
+            return f"{kind} #{envelope.stream_version} of {envelope.stream_id!r}"
+
         if envelope.envelope_version != ENVELOPE_VERSION or not envelope.producer_key_id:
             raise BadEvent(
                 "unsigned",
-                f"{name} is not signed by its producer (envelope version "
+                f"{name()} is not signed by its producer (envelope version "
                 f"{envelope.envelope_version})",
             )
         if (
@@ -302,22 +306,22 @@ class EventKeyring:
             or data[-SEALED_TAIL:-SIGNATURE_SIZE] != TRAILER
             or envelope.signature != data[-SIGNATURE_SIZE:]
         ):
-            raise BadEvent("unsigned", f"{name}: its signature is not the envelope's last field")
+            raise BadEvent("unsigned", f"{name()}: its signature is not the envelope's last field")
         key = self.get(envelope.producer_key_id)
         if key is None:
             raise BadEvent(
-                "unknown_key", f"{name}: signed under unknown key {envelope.producer_key_id!r}"
+                "unknown_key", f"{name()}: signed under unknown key {envelope.producer_key_id!r}"
             )
         if verify and not key.verify(envelope.signature, data[:-SEALED_TAIL]):
             raise BadEvent(
                 "bad_signature",
-                f"{name}: the signature does not verify under key {envelope.producer_key_id!r}",
+                f"{name()}: the signature does not verify under key {envelope.producer_key_id!r}",
             )
         if not envelope.producer_key_id.startswith(f"{key.producer}-") or not may_sign(
             key.producer, envelope.stream_id, envelope.type
         ):
             raise BadEvent(
-                "not_allowed", f"{name}: signed by {key.producer!r}, which may not sign it"
+                "not_allowed", f"{name()}: signed by {key.producer!r}, which may not sign it"
             )
 
 
