@@ -16,6 +16,8 @@ TOP = {"__init__", "__main__", "app", "servicer"}
 """The modules at the top of every service: its description, ``python -m``, the factory
 that builds it whole, and its entry point (a gRPC servicer or a web app)."""
 FOLDERS = ("use_cases", "adapters")
+
+
 def service_folders() -> list[Path]:
     return sorted(p for p in SERVICES.iterdir() if (p / "__init__.py").exists())
 
