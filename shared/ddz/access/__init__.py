@@ -26,12 +26,12 @@ caller is in this package or named here, in the order a call meets it.
    bad one is refused UNAUTHENTICATED; a valid one that does not give the seat, the
    table or an operator-only call is refused PERMISSION_DENIED (another seat's token, a
    seat its player has left...). A player never acts for, or reads, another's seat.
-6. **Fronts and the desk.** The play gateway (``services/play/gateway.py``) checks
+6. **Fronts and the desk.** The play gateway (``services/play/adapters/gateway.py``) checks
    nothing: it relays each browser call to the table with the caller's own token
    (``rights.TABLE_FRONTS``). The dispute desk (``services/console``) takes a staff
    token once, at sign-in (``staff_tokens.verify_staff``: the login's public keys,
    audience ``ddz-console``, a ``callers.Role``), then knows the staff member by a
-   session cookie checked on every page (``services/console/session.py``); it calls
+   session cookie checked on every page (``services/console/use_cases/session.py``); it calls
    the recorder and the settlement as ``console`` (2-3).
 
 Not calls, so checked elsewhere: who may publish or read which events on NATS
