@@ -280,11 +280,12 @@ class StreamingPull:
 class BatchPull:
     """A durable pull consumer read a batch at a time, one pull request per batch: what
     is stored when it is asked for comes at once, in one burst (``no_wait``); when
-    nothing is, what comes within ``timeout`` (up to the batch). For a reader that lets
+    nothing is, the first that comes within ``timeout``. For a reader that lets
     messages gather between batches (the recorder): pull requests kept open
     (``StreamingPull``) would have each message sent, and read, on its own. Messages are
     read by a subscription callback into a list, not one ``next_msg`` task each as
-    nats-py's ``fetch`` makes. Acks are the reader's.
+    nats-py's ``fetch`` makes. A request that has to wait returns with its first message.
+    Acks are the reader's.
 
     ``fetch`` returns ``[]`` after ``timeout`` with no answer at all, or when the server
     answers that it cannot serve the request (no consumer, JetStream away): ``lost`` is
@@ -323,10 +324,12 @@ class BatchPull:
         if not self._arrived:  # (late messages of an earlier request come first)
             await self._ask({"batch": batch, "no_wait": True}, batch, timeout + self.MARGIN)
         if not self._arrived and not self.lost:
-            # As nats-py's ``fetch``: the request gathers until its batch is full or it
-            # expires (a quiet bus is stored in batches, not a message at a time).
+            # A waiting request ends at its first message: a lone event is not held back
+            # until the batch fills or the request expires (the reader lingers after a
+            # short batch to gather what follows). Messages the request still brings
+            # after that are kept for the next fetch.
             request = {"batch": batch, "expires": int(timeout * 1e9)}
-            await self._ask(request, batch, timeout + self.MARGIN)
+            await self._ask(request, 1, timeout + self.MARGIN)
         taken, self._arrived = self._arrived, []
         return taken
 
