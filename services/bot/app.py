@@ -36,6 +36,7 @@ from ddz.adapters.rpc.grpc_server import full_service_name
 from ddz.adapters.rpc.routing import RoutedRules, rules_service
 from ddz.adapters.runtime.service_runner import connect_bus
 from ddz.adapters.security.event_signing import event_keyring
+from ddz.adapters.telemetry import metrics
 from ddz.adapters.telemetry.health import Check
 from ddz.application.hand_fold import Entry, HandFold
 from ddz.application.tasks import cancel_and_wait
@@ -91,7 +92,10 @@ class BotApp:
         self._filtering = asyncio.Lock()
         self._resuming: asyncio.Task[int] | None = None
         self.autoplay = AutoPlay(
-            RulesClient(rules, timeout=settings.rpc.rpc_timeout), self.player, owns=self._owns
+            RulesClient(rules, timeout=settings.rpc.rpc_timeout),
+            self.player,
+            owns=self._owns,
+            metrics=metrics,
         )
         self.feed = HandFeed(
             bus,
@@ -107,6 +111,7 @@ class BotApp:
             self.autoplay.kick,
             stall_after=settings.clocks.turn_timeout + settings.clocks.stall_margin,
             auto_play_after=settings.clocks.timeouts_to_autoplay,
+            metrics=metrics,
         )
         self.servicer = BotServicer(
             Suggest(FeedLookup(self.feed), self.player), GetStats(self.autoplay, self.player_kind)

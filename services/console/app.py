@@ -19,6 +19,7 @@ import structlog
 from ddz.access.token_keys import LoginKeys, login_jwks_path
 from ddz.adapters.runtime.web_server import WebServer
 from ddz.adapters.telemetry.health import Check
+from ddz.audit import audited_report
 from ddz.config import Settings
 
 from .adapters.clients import connect
@@ -66,7 +67,8 @@ async def build(settings: Settings) -> ConsoleApp:
             session_key(settings.data_dir), settings.console.console_session_ttl, recorder
         )
         console = Console(
-            Desk(recorder, settlement), sessions, LoginKeys(login_jwks_path(settings.keys)),
+            Desk(recorder, settlement, audited_report), sessions,
+            LoginKeys(login_jwks_path(settings.keys)),
             secure_cookie=not settings.tls.insecure, trace_url=settings.console.trace_url,
         )  # fmt: skip
         web = await WebServer.start(console, settings, settings.network.console_web_address, NAME)

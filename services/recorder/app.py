@@ -41,11 +41,12 @@ from ddz.v1 import (
     recorder_pb2_grpc,
 )
 
+from .adapters.audits import Audits
 from .adapters.consumer import StoreConsumer
 from .audit_servicer import AuditServicer
 from .desk_servicer import DeskServicer
 from .servicer import RecorderServicer
-from .use_cases.handlers import Audits, Reads, Record, VerifiedChains
+from .use_cases.handlers import Reads, Record, VerifiedChains
 
 NAME = "recorder"
 AUDIT_BATCH = 50  # ended hands audited per round for the desk's index

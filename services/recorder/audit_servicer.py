@@ -1,4 +1,4 @@
-"""AuditService over gRPC: the checks of ``ddz audit`` (``handlers.Audits``), answered
+"""AuditService over gRPC: the checks of ``ddz audit`` (``audits.Audits``), answered
 by the recorder from its store. What each check proves: docs/AUDIT.md."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import grpc
 from ddz.audit import Verdict
 from ddz.v1 import audit_pb2, audit_pb2_grpc
 
-from .use_cases.handlers import Audits
+from .adapters.audits import Audits
 
 Context: TypeAlias = grpc.aio.ServicerContext[Any, Any]
 

@@ -24,9 +24,9 @@ from typing import Any
 import sqlalchemy as sa
 from ddz.adapters import codec
 from ddz.adapters.store import SqlEventStore, StoredEvent, StreamSignature, chain, create_store
-from ddz.adapters.store.contract import HeadSigner
 from ddz.adapters.store.keys import Ed25519Signer, Keyring
 from ddz.adapters.store.schema import events, stream_signatures
+from ddz.application.event_store import HeadSigner
 from ddz.audit import AuditReport, audit_hand
 from ddz.audit.store.sample import Mischief, SampleKeys, record_hand
 from ddz.audit.store.source import load_hand

@@ -47,7 +47,8 @@ from tamper_kit import (
     signed_by,
 )
 
-from services.recorder.use_cases.handlers import Audits, Record, Verdict
+from services.recorder.adapters.audits import Audits
+from services.recorder.use_cases.handlers import Record, Verdict
 
 
 def _move_a_card(history: History) -> History:

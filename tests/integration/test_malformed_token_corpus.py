@@ -183,7 +183,7 @@ def private_key_files(data_dir: Path) -> dict[str, str]:
 async def failing_steps(suite: Suite, hand: Hand, monkeypatch: pytest.MonkeyPatch) -> bytes:
     """Make the recorder's audit of the hand and the rules' next decision on it fail;
     the seed of the hand (which the rules now hold)."""
-    import services.recorder.use_cases.handlers as recorder
+    import services.recorder.adapters.audits as recorder
     import services.rules.use_cases.handlers as rules
 
     def failing_audit(events: Any, key: bytes, *args: Any, **kw: Any) -> Any:

@@ -18,6 +18,7 @@ from ddz.access.token_keys import LoginKey, LoginKeys
 from ddz.adapters.service_db import upgrade_service_db
 from ddz.adapters.service_db.desk_sessions import DeskSessions
 from ddz.adapters.store import make_engine
+from ddz.audit import audited_report
 from sqlalchemy.engine import Engine
 from starlette.testclient import TestClient
 
@@ -42,7 +43,7 @@ def console_client(engine: Engine) -> tuple[TestClient, Recorder]:
     """One console instance over the shared database (its own recorder client)."""
     recorder = Recorder(engine)
     sessions = Sessions(b"k" * 64, ttl=1800, book=recorder)
-    console = Console(Desk(recorder, Settlement()), sessions, KEYS)
+    console = Console(Desk(recorder, Settlement(), audited_report), sessions, KEYS)
     return TestClient(console, base_url=ORIGIN, follow_redirects=False), recorder
 
 

@@ -60,3 +60,5 @@ def test_the_use_case_contract_covers_every_service() -> None:
     assert "ddz.application" in contract["source_modules"]
     forbidden = set(contract["forbidden_modules"])
     assert {"ddz.adapters", "services.*.adapters", "grpc"} <= forbidden
+    # A use case that needs an adapter gets a port from its app: no import is let through.
+    assert "ignore_imports" not in contract

@@ -24,10 +24,10 @@ from ddz.audit import Verdict as AuditVerdict
 from ddz.v1 import envelope_pb2
 from signing_kit import KEYRING, RULES, hand_envelopes, sealed
 
+from services.recorder.adapters.audits import Audits
 from services.recorder.use_cases.handlers import (
     DEFAULT_PAGE,
     PAGE_BYTES,
-    Audits,
     Outcome,
     Reads,
     Record,

@@ -14,7 +14,7 @@ from ddz.domain.ruleset import CLASSIC
 from ddz.domain.settlement import RoomSettings
 from ddz.v1 import envelope_pb2, rules_pb2
 
-from services.bot.use_cases.ports import Move
+from services.bot.use_cases.ports import BotMetrics, Move
 from services.bot.use_cases.watchdog import Remedy, Stall, Watchdog, person_on_turn, remedy_for
 
 STALL_AFTER = 25.0  # the turn timeout and the margin
@@ -70,10 +70,12 @@ class FakeRules:
 
 
 def watchdog(
-    *folds: HandFold, rules: FakeRules | None = None
+    *folds: HandFold, rules: FakeRules | None = None, metrics: BotMetrics | None = None
 ) -> tuple[Watchdog, Clock, FakeHands, FakeRules, list[str]]:
     clock, hands, rules, woken = Clock(), FakeHands(folds), rules or FakeRules(), []
-    dog = Watchdog(hands, rules, woken.append, stall_after=STALL_AFTER, clock=clock)
+    dog = Watchdog(
+        hands, rules, woken.append, stall_after=STALL_AFTER, clock=clock, metrics=metrics
+    )
     for fold in folds:
         dog.seen(fold)
     return dog, clock, hands, rules, woken
@@ -201,7 +203,7 @@ def test_a_running_watchdog_is_what_the_metric_reads() -> None:
     def exported() -> float | None:
         return metrics.REGISTRY.get_sample_value("ddz_hands_stalled")
 
-    dog, clock, _hands, _rules, _woken = watchdog(fold_of("h"))
+    dog, clock, _hands, _rules, _woken = watchdog(fold_of("h"), metrics=metrics)
     clock.now += STALL_AFTER
 
     async def run() -> None:

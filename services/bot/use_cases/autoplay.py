@@ -30,17 +30,16 @@ from collections.abc import Callable
 from typing import Any
 
 import structlog
-from ddz.adapters.telemetry import metrics
 from ddz.application.errors import Kind, Refusal
 from ddz.application.hand_fold import HandFold, deal_complete
+from ddz.application.streams import partition_of
 from ddz.application.tasks import cancel_and_wait
 from ddz.domain.hand import Bid, Command, HandState, Pass, Phase, Play, PlayerView, view_for
 from ddz.domain.players import Player, play_of
 from ddz.v1 import rules_pb2
 
-from ..adapters.partitions import partition_of
 from .batcher import DecideBatcher
-from .ports import Hands, Move, Rules
+from .ports import BotMetrics, Hands, Move, NoMetrics, Rules
 from .stats import MoveStats
 
 log = structlog.get_logger("ddz.bot")
@@ -93,9 +92,15 @@ def in_partition(hand_id: str, partition: int, partitions: int) -> bool:
 
 class AutoPlay:
     def __init__(
-        self, rules: Rules, player: Player, owns: Callable[[str], bool] = lambda _hand: True
+        self,
+        rules: Rules,
+        player: Player,
+        owns: Callable[[str], bool] = lambda _hand: True,
+        *,
+        metrics: BotMetrics | None = None,
     ) -> None:
         self.moves = DecideBatcher(rules)
+        self.metrics = metrics or NoMetrics()
         self.player = player
         self.owns = owns  # this instance plays the hand now (its partition's lease)
         self.stats = MoveStats()
@@ -204,7 +209,7 @@ class AutoPlay:
                 return None
             took = time.perf_counter() - started
             self.stats.record_latency(took)
-            metrics.decision_took(took)
+            self.metrics.decision_took(took)
             if answer.accepted:
                 self.stats.accepted += 1
             else:

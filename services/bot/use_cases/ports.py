@@ -4,11 +4,12 @@
 this instance follows (``ddz.adapters.messaging.hand_feed.HandFeed``), ``HandLookup`` any hand,
 followed or not (``hands.FeedLookup``). The rules' answers stay in their protobuf
 vocabulary (``DecideResponse``): their events are the envelopes the feed folds.
+``BotMetrics`` is what the bot records for the process's metrics.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -18,6 +19,34 @@ from ddz.v1 import envelope_pb2, rules_pb2
 
 if TYPE_CHECKING:
     from ddz.application.hand_fold import HandFold
+
+
+class BotMetrics(Protocol):
+    """What the bot records for the process's metrics (``ddz.adapters.telemetry.metrics``,
+    which the app passes in)."""
+
+    def decision_took(self, seconds: float) -> None:
+        """One move decided by the rules in ``seconds``."""
+        ...
+
+    def follow_stalls(self, count: Callable[[], int]) -> None:
+        """The stalled hands are ``count()`` from now on (read at each scrape)."""
+        ...
+
+    def unfollow_stalls(self) -> None: ...
+
+
+class NoMetrics:
+    """Records nothing: a bot built without the process's metrics."""
+
+    def decision_took(self, seconds: float) -> None:
+        pass
+
+    def follow_stalls(self, count: Callable[[], int]) -> None:
+        pass
+
+    def unfollow_stalls(self) -> None:
+        pass
 
 
 @dataclass(frozen=True, slots=True)

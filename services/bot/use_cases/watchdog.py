@@ -32,13 +32,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import structlog
-from ddz.adapters.telemetry import metrics
 from ddz.application.errors import Kind, Refusal
 from ddz.application.hand_fold import HandFold, deal_complete
 from ddz.application.tasks import cancel_and_wait
 from ddz.domain.hand import HandState, Phase, TimeOut
 
-from .ports import Hands, Move, MoveSender
+from .ports import BotMetrics, Hands, Move, MoveSender, NoMetrics
 
 log = structlog.get_logger("ddz.bot.watchdog")
 
@@ -93,8 +92,10 @@ class Watchdog:
         clock: Callable[[], float] = time.monotonic,
         every: float | None = None,
         auto_play_after: int = 2,
+        metrics: BotMetrics | None = None,
     ) -> None:
         self.hands = hands
+        self.metrics = metrics or NoMetrics()
         self.moves = moves
         self.wake = wake
         self.stall_after = stall_after
@@ -176,7 +177,7 @@ class Watchdog:
             await self.hands.learn(stall.hand_id, answer.events)
 
     def start(self) -> None:
-        metrics.follow_stalls(self.stalled_count)
+        self.metrics.follow_stalls(self.stalled_count)
         if self._task is None:
             self._task = asyncio.create_task(self._run(), name="bot:watchdog")
 
@@ -186,6 +187,6 @@ class Watchdog:
             await self.check()
 
     async def close(self) -> None:
-        metrics.unfollow_stalls()
+        self.metrics.unfollow_stalls()
         await cancel_and_wait([self._task])
         self._task = None

@@ -16,13 +16,14 @@ from dataclasses import dataclass, field
 from urllib.parse import quote, urlencode
 
 from ddz.application.errors import Kind, Reason, Refusal
-from ddz.audit import CheckResult, HandAt, NoSuchEvent, audited_report
 from ddz.audit.account.sight import Sight
+from ddz.audit.account.snapshot import HandAt, NoSuchEvent
 from ddz.audit.account.timeline import Entry, Timeline
+from ddz.audit.checks.results import CheckResult
 from ddz.domain import ids
 from ddz.v1 import desk_pb2, settlement_pb2
 
-from .ports import Ledgers, Records
+from .ports import HandReports, Ledgers, Records
 from .session import Staff
 
 PAGE = 50
@@ -91,14 +92,14 @@ class LiveTables:
 
 
 def hand_view(
-    hand_id: str, envelopes: Sequence[bytes], checks: Sequence[CheckResult], key_id: str,
-    summary: desk_pb2.HandSummary | None, *, at: int | None, view: int | None,
-    trace_ids: Sequence[str | None] = (),
+    reports: HandReports, hand_id: str, envelopes: Sequence[bytes],
+    checks: Sequence[CheckResult], key_id: str, summary: desk_pb2.HandSummary | None, *,
+    at: int | None, view: int | None, trace_ids: Sequence[str | None] = (),
 ) -> HandView:  # fmt: skip
     """A hand's page from its stored envelopes and the recorder's checks of them: the
     audit's account for the desk's sight (no card of a hand in play; in one seat's view,
     no other seat's) and the table after event ``at`` (None: the last)."""
-    report = audited_report(f"hand-{hand_id}", envelopes, checks, key_id, trace_ids)
+    report = reports(f"hand-{hand_id}", envelopes, checks, key_id, trace_ids)
     sight = Sight(view, hide_in_play=True)
     last = report.event_count
     at = last if at is None else max(1, min(at, last))
@@ -124,9 +125,10 @@ def check_player(player_id: str) -> str:
 
 
 class Desk:
-    def __init__(self, records: Records, ledgers: Ledgers) -> None:
+    def __init__(self, records: Records, ledgers: Ledgers, reports: HandReports) -> None:
         self.records = records
         self.ledgers = ledgers
+        self.reports = reports  # the audit's account of a hand (``ddz.audit.audited_report``)
 
     async def hands(
         self, staff: Staff, query: HandQuery, address: str, limit: int = PAGE
@@ -154,8 +156,8 @@ class Desk:
         checks = [CheckResult(c.name, c.passed, c.detail) for c in audit.checks]
         envelopes = [item.envelope for item in stored]
         traces = [item.trace_id or None for item in stored]  # the recorder's, per event
-        return hand_view(hand_id, envelopes, checks, audit.key_id, summary, at=at, view=view,
-                         trace_ids=traces)  # fmt: skip
+        return hand_view(self.reports, hand_id, envelopes, checks, audit.key_id, summary,
+                         at=at, view=view, trace_ids=traces)  # fmt: skip
 
     async def _summary(self, hand_id: str) -> desk_pb2.HandSummary | None:
         try:

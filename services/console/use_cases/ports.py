@@ -1,12 +1,55 @@
 """What the desk's use cases need: the recorder's reads, verdicts and index, and the
-settlement's balances and ledgers (``clients.py`` over gRPC; fakes in unit tests)."""
+settlement's balances and ledgers (``clients.py`` over gRPC; fakes in unit tests), and
+the audit's account of a hand written from what the recorder gave (``HandReports``:
+``ddz.audit.audited_report``, passed in by the app)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Protocol
 
+from ddz.audit.account.sight import Sight
+from ddz.audit.account.snapshot import HandAt
+from ddz.audit.account.timeline import Timeline
+from ddz.audit.checks.results import CheckResult
 from ddz.v1 import audit_pb2, desk_pb2, envelope_pb2, settlement_pb2
+
+
+class HandReport(Protocol):
+    """The audit's account of one hand (``ddz.audit.AuditReport``)."""
+
+    @property
+    def event_count(self) -> int: ...
+
+    @property
+    def key_id(self) -> str:
+        """The key id the head's signature verified under ("" when none did)."""
+        ...
+
+    @property
+    def producer_keys(self) -> tuple[tuple[str, str], ...]:
+        """(producer, key id) the events name."""
+        ...
+
+    def timeline(self, sight: Sight | None = None) -> Timeline: ...
+
+    def state_at(self, version: int, sight: Sight | None = None) -> HandAt:
+        """The table after event ``version``; ``NoSuchEvent`` when it cannot be rebuilt."""
+        ...
+
+
+class HandReports(Protocol):
+    def __call__(
+        self,
+        stream_id: str,
+        envelopes: Sequence[bytes],
+        checks: Sequence[CheckResult],
+        key_id: str = "",
+        trace_ids: Sequence[str | None] = (),
+    ) -> HandReport:
+        """The account of a hand whose audit the recorder ran: its stored envelopes (in
+        stream order) and the checks the audit gave them."""
+        ...
 
 
 class Records(Protocol):

@@ -9,8 +9,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from urllib.parse import quote
 
-from ddz.audit import HandAt
 from ddz.audit.account.marks import BOT_SEAT
+from ddz.audit.account.snapshot import HandAt
 from ddz.audit.account.timeline import Entry
 
 TRACE_ID = "{trace_id}"

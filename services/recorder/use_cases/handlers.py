@@ -1,5 +1,6 @@
 """The recorder's use cases, on the ``EventStore`` port: store what arrived from the bus,
-read streams and pages back, and audit hands from the store.
+and read streams and pages back (the audits of hands from the store are
+``adapters.audits``).
 
 Storing decides, per arrived event, what the bus should do with it:
 
@@ -24,10 +25,10 @@ from dataclasses import dataclass
 from enum import Enum
 
 import structlog
-from ddz.adapters.codec import CodecError
-from ddz.adapters.messaging.subjects import stream_parts
-from ddz.adapters.security.event_signing import BadEvent, EventKeyring
-from ddz.adapters.store import (
+from ddz.application.bad_events import BadEvent, CodecError
+from ddz.application.errors import Reason, Refusal
+from ddz.application.event_store import (
+    GENESIS_HASH,
     Append,
     DuplicateEventId,
     EventStore,
@@ -35,14 +36,9 @@ from ddz.adapters.store import (
     StoredEvent,
     VersionConflict,
 )
-from ddz.adapters.store.chain import GENESIS_HASH
-from ddz.adapters.store.keys import Keyring
-from ddz.adapters.telemetry import metrics
-from ddz.application.errors import Reason, Refusal
-from ddz.audit import AuditReport, audit_hand
-from ddz.audit.store.bulk import AllReport, audit_all
-from ddz.audit.store.source import load_hand
-from ddz.domain import ids
+from ddz.application.streams import stream_parts
+
+from .ports import SignedEnvelopes
 
 log = structlog.get_logger("ddz.recorder")
 
@@ -94,7 +90,7 @@ class Record:
         store: EventStore,
         sign_head: Callable[[str], None] | None = None,
         *,
-        keyring: EventKeyring,
+        keyring: SignedEnvelopes,
         on_stored: Callable[[Sequence[tuple[str, Sequence[bytes]]]], None] | None = None,
     ) -> None:
         self.store = store
@@ -325,51 +321,3 @@ class Reads:
             if size > PAGE_BYTES and index > 0:
                 return events[:index], max_position
         return events, max_position
-
-
-class Audits:
-    """The checks of ``ddz audit`` on the recorder's own store (docs/AUDIT.md). Audits
-    run in a worker thread: a replay is CPU work, and the event loop keeps serving and
-    consuming meanwhile."""
-
-    def __init__(
-        self, store: EventStore, database_url: str, keys: Keyring | bytes, key_id: str = "k1"
-    ) -> None:
-        self.store = store
-        self.database_url = database_url
-        self.keys = Keyring.of_hmac(keys, key_id) if isinstance(keys, bytes) else keys
-
-    async def hand(self, hand_id: str) -> AuditReport:
-        if hand_id and not ids.is_hand_id(hand_id):  # none at all: no such hand, as before
-            raise Refusal.invalid(f"a hand id is {ids.HAND_RULE}", Reason.UNKNOWN_HAND)
-        report = await asyncio.to_thread(self._audit, hand_id)
-        if report is None:
-            raise Refusal.not_found(Reason.UNKNOWN_HAND, f"no hand {hand_id!r} in the event store")
-        metrics.hands_audited(report.verdict.value)
-        return report
-
-    def _audit(
-        self, hand_id: str, verified_through: tuple[int, str] | None = None
-    ) -> AuditReport | None:
-        """``verified_through``: the head up to which the caller verified the events'
-        signatures as it stored them (``VerifiedChains``), not verified again."""
-        if not hand_id:
-            return None
-        record = load_hand(self.store, hand_id)
-        if record is None:
-            return None
-        return audit_hand(
-            record.events, self.keys, record.signatures, verified_through=verified_through
-        )
-
-    async def all(self, limit: int | None) -> AllReport:
-        """Every hand of the store (the oldest ``limit``; None: all of them)."""
-        report = await asyncio.to_thread(
-            audit_all, self.database_url, self.keys,
-            limit=limit, open_store=self.store,
-        )  # fmt: skip
-        failed = report.hands - report.clean - report.incomplete
-        for verdict, count in (("clean", report.clean), ("incomplete", report.incomplete),
-                               ("failed", failed)):  # fmt: skip
-            metrics.hands_audited(verdict, count)
-        return report

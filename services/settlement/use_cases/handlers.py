@@ -13,15 +13,14 @@ from __future__ import annotations
 import asyncio
 
 import structlog
-from ddz.adapters.codec import CodecError
-from ddz.adapters.messaging.subjects import stream_parts
-from ddz.adapters.security.event_signing import BadEvent, EventKeyring
+from ddz.application.bad_events import BadEvent, CodecError
 from ddz.application.errors import Reason, Refusal
+from ddz.application.streams import stream_parts
 from ddz.domain import ids
 from ddz.domain.balances import Balance, SettledHand
 from ddz.domain.hand.events import HandSettled, HandStarted
 
-from .ports import Ledgers, StartedHands, Streams
+from .ports import Ledgers, SignedEvents, StartedHands, Streams
 
 log = structlog.get_logger("ddz.settlement")
 
@@ -36,7 +35,7 @@ class ApplySettled:
     applied."""
 
     def __init__(
-        self, ledgers: Ledgers, started: StartedHands, store: Streams, keyring: EventKeyring
+        self, ledgers: Ledgers, started: StartedHands, store: Streams, keyring: SignedEvents
     ) -> None:
         self.ledgers = ledgers
         self.started = started

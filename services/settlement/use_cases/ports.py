@@ -3,7 +3,8 @@
 ``Ledgers`` is the balances projection (``ddz.adapters.service_db.balances``:
 synchronous, called through ``asyncio.to_thread``), ``StartedHands`` the bus's copy of
 a hand's ``hand_started`` (``consumer.BusStartedHands``), ``Streams`` the event store
-read for a hand the bus no longer holds.
+read for a hand the bus no longer holds, ``SignedEvents`` the producers' keys an event is
+verified with (``ddz.adapters.security.event_signing.EventKeyring``).
 """
 
 from __future__ import annotations
@@ -14,8 +15,10 @@ from typing import TYPE_CHECKING, Protocol
 from ddz.domain.balances import Balance, SettledHand
 from ddz.domain.hand.events import HandSettled
 
-if TYPE_CHECKING:  # the store's records
-    from ddz.adapters.store import StoredEvent
+if TYPE_CHECKING:
+    from ddz.application.event_store import StoredEvent
+    from ddz.domain.hand import Recorded
+    from ddz.v1 import envelope_pb2
 
 
 class Ledgers(Protocol):
@@ -47,3 +50,11 @@ class StartedHands(Protocol):
 
 class Streams(Protocol):
     def read_stream(self, stream_id: str, after_version: int = 0) -> list[StoredEvent]: ...
+
+
+class SignedEvents(Protocol):
+    def decode(self, data: bytes) -> tuple[envelope_pb2.EventEnvelope, Recorded]:
+        """The envelope ``data`` and its event, once its producer's signature is verified;
+        raises ``BadEvent`` (not signed, or not by a key allowed to) or ``CodecError``
+        (``ddz.application.bad_events``)."""
+        ...

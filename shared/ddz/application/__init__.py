@@ -9,5 +9,5 @@ store, other services' clients, the clock) as arguments and import no adapter an
 ``ddz.adapters.rpc.grpc_server``; ``tasks``, background tasks that are not lost;
 ``hand_fold``, a hand folded from its events; ``table_history``, where a table's stream
 stands; ``room_tickets``, a player waiting in a room's queue; ``turns``, a running turn
-clock.
+clock; ``streams``, stream ids and their buckets (a hand's partition).
 """

@@ -37,8 +37,8 @@ from typing import NamedTuple
 import ddz
 from ddz.adapters import codec
 from ddz.adapters.codec import CodecError
-from ddz.adapters.store.contract import StreamSignature
 from ddz.adapters.store.keys import Keyring
+from ddz.application.event_store import StreamSignature
 from ddz.audit.account.report import AuditReport
 from ddz.audit.checks.context import Audit, CheckFailed, StoredRow
 from ddz.audit.checks.decisions import (

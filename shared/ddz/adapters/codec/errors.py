@@ -2,16 +2,8 @@
 
 from __future__ import annotations
 
-from ddz.application.errors import Kind, Reason, Refusal
-
-
-class CodecError(Refusal, ValueError):
-    """Bytes or a message that do not make a valid domain value: an invalid request."""
-
-    REASON = Reason.INVALID_ARGUMENT
-
-    def __init__(self, message: str) -> None:
-        super().__init__(Kind.INVALID, self.REASON, message)
+from ddz.application.bad_events import CodecError as CodecError
+from ddz.application.errors import Reason
 
 
 class MalformedCards(CodecError):

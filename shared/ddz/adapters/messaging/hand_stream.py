@@ -53,8 +53,8 @@ from ddz.adapters.messaging.election import RIDE_OUT, UNANSWERED, until_answered
 from ddz.adapters.messaging.server import MSG_ID, BatchDuplicate, WrongLastSequence
 from ddz.adapters.messaging.subjects import stream_filter, stream_id_for, subject_for
 from ddz.adapters.security.event_signing import BadEvent, EventKeyring, EventSigner, sealed_envelope
-from ddz.adapters.store.contract import EventStore
 from ddz.application.errors import Kind, Reason, Refusal
+from ddz.application.event_store import EventStore
 from ddz.domain.hand import Recorded
 from ddz.v1 import envelope_pb2
 

@@ -15,53 +15,33 @@ plays, rather than every event for it to skip.
 from __future__ import annotations
 
 import re
-import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import NamedTuple
+
+# The stream ids and buckets are plain values the use cases read too; named here as well,
+# since every subject carries them.
+from ddz.application.streams import BUCKETS as BUCKETS
+from ddz.application.streams import bucket_of as bucket_of
+from ddz.application.streams import partition_of as partition_of
+from ddz.application.streams import stream_parts as stream_parts
 
 STREAM_NAME = "DDZ"
 SUBJECT_ROOT = "ddz.v1"
 ALL_SUBJECTS = f"{SUBJECT_ROOT}.>"
 INTERNAL = "internal"
 
-BUCKETS = 64
-"""Buckets of the subject layout. Part of every subject: never changed (a reader of the
-stream computes a stream's bucket from its id)."""
 NO_EVENTS = f"{SUBJECT_ROOT}.{INTERNAL}.none"
 """A subject no event is published on: the filter of a consumer that wants no bucket
 now (a consumer must filter on something)."""
 
-_STREAM_ID = re.compile(r"([a-z][a-z_]*)-([A-Za-z0-9_-]+)")
 _TOKEN = re.compile(r"[A-Za-z0-9_-]+")
-
-
-def stream_parts(stream_id: str) -> tuple[str, str]:
-    """``("hand", "7f3a")`` for ``"hand-7f3a"``."""
-    match = _STREAM_ID.fullmatch(stream_id)
-    if not match:
-        raise ValueError(
-            f"stream id {stream_id!r} must look like <category>-<id> "
-            "(category a-z_, id letters, digits, _ or -)"
-        )
-    return match.group(1), match.group(2)
 
 
 def stream_id_for(category: str, entity_id: str) -> str:
     stream_id = f"{category}-{entity_id}"
     stream_parts(stream_id)
     return stream_id
-
-
-def bucket_of(entity_id: str) -> int:
-    """The subject bucket of a stream's entity (``crc32(id) % BUCKETS``)."""
-    return zlib.crc32(entity_id.encode()) % BUCKETS
-
-
-def partition_of(hand_id: str, count: int) -> int:
-    """The partition of ``count`` that ``hand_id`` belongs to: its subject bucket modulo
-    ``count`` (the bot's partitions, ``DDZ_BOT_PARTITIONS``; the rules routing's key)."""
-    return bucket_of(hand_id) % count
 
 
 def subject_for(stream_id: str, event_type: str, internal: bool = False) -> str:

@@ -59,6 +59,7 @@ from ddz.adapters.codec import CodecError, decode_event, envelope_and_bytes
 from ddz.adapters.files.data_files import REMAKE, BadFile, read_bytes
 from ddz.adapters.files.key_files import ensure_ed25519_key
 from ddz.adapters.telemetry import metrics
+from ddz.application.bad_events import BadEvent as BadEvent
 from ddz.config.security import KeySettings
 from ddz.domain.hand import Recorded
 from ddz.v1 import envelope_pb2
@@ -110,18 +111,6 @@ def may_sign(producer: str, stream_id: str, event_type: str) -> bool:
     category = stream_id.split("-", 1)[0]
     allowed = SIGNERS.get((category, event_type), SIGNERS.get((category, ANY), frozenset()))
     return producer in allowed
-
-
-class BadEvent(CodecError):
-    """An envelope that is not signed, or not by a key allowed to sign it: refused by
-    every consumer. ``why`` is one of ``unsigned``, ``unknown_key``, ``bad_signature``,
-    ``not_allowed``; the message names the event, never a key."""
-
-    def __init__(self, why: str, detail: str, stream_id: str = "", version: int = 0) -> None:
-        super().__init__(detail)
-        self.why = why
-        self.stream_id = stream_id  # the event's claims, for log lines
-        self.version = version
 
 
 # --- signing ---------------------------------------------------------------------------

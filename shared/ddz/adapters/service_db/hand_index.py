@@ -32,7 +32,7 @@ from ddz.adapters.service_db.schema import (
     table_seats,
     table_summaries,
 )
-from ddz.adapters.store.contract import EventStore
+from ddz.application.event_store import EventStore
 
 _BEGIN_OPTION = "ddz_sqlite_begin"
 OUTCOMES = ("in_play", "landlord", "farmers", "no_winner")

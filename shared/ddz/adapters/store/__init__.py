@@ -4,8 +4,9 @@
     records = store.append("hand-42", expected_version=0, envelopes=[envelope_bytes])
     store.read_stream("hand-42"); store.read_all(after_position=0, limit=1000)
 
-``EventStore`` is the contract (``contract.py``), ``SqlEventStore`` the SQLite/PostgreSQL
-implementation (``sql.py``), ``chain`` the hash chain and head signatures.
+``EventStore`` is the contract (``ddz.application.event_store``, the use cases' port),
+``SqlEventStore`` the SQLite/PostgreSQL implementation (``sql.py``), ``chain`` the hash
+chain and head signatures.
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ from __future__ import annotations
 from typing import Any
 
 from ddz.adapters.store import chain
-from ddz.adapters.store.contract import (
+from ddz.adapters.store.migrate import upgrade_store
+from ddz.adapters.store.sql import SqlEventStore, make_engine
+from ddz.application.event_store import (
     Append,
     DuplicateEventId,
     EventStore,
@@ -25,8 +28,6 @@ from ddz.adapters.store.contract import (
     UnknownStream,
     VersionConflict,
 )
-from ddz.adapters.store.migrate import upgrade_store
-from ddz.adapters.store.sql import SqlEventStore, make_engine
 
 
 def create_store(url: str, *, upgrade: bool = False, **engine_options: Any) -> SqlEventStore:

@@ -25,15 +25,12 @@ from collections.abc import Iterable
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-GENESIS_HASH = "0" * 64
-"""``prev_hash`` of the first event of every stream."""
+# The chain's plain values are part of the store's contract (the use cases read them).
+from ddz.application.event_store import ED25519 as ED25519
+from ddz.application.event_store import GENESIS_HASH as GENESIS_HASH
+from ddz.application.event_store import HMAC_SHA256 as HMAC_SHA256
 
 SIGNATURE_DOMAIN = b"ddz.v1/head"
-
-ED25519 = "ed25519"
-"""Algorithm of the signatures made now: Ed25519 over ``head_message``, in hex."""
-HMAC_SHA256 = "hmac-sha256"
-"""Algorithm of the signatures made before Ed25519: HMAC-SHA256 over ``head_message``."""
 
 
 def chain_hash(prev_hash: str, envelope: bytes) -> str:

@@ -28,7 +28,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from ddz.adapters.files.key_files import ensure_ed25519_key
 from ddz.adapters.security.event_signing import EventKeyring
 from ddz.adapters.store import chain
-from ddz.adapters.store.contract import HeadSigner, StreamSignature
+from ddz.application.event_store import HeadSigner, StreamSignature
 
 __all__ = ["Ed25519Signer", "HeadSigner", "HmacSigner", "Keyring", "UnknownKey"]
 

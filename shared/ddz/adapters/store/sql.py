@@ -29,7 +29,9 @@ from sqlalchemy.engine import Connection, Dialect, Engine
 from sqlalchemy.pool import StaticPool
 
 from ddz.adapters.store import chain
-from ddz.adapters.store.contract import (
+from ddz.adapters.store.keys import HmacSigner
+from ddz.adapters.store.schema import events, stream_signatures
+from ddz.application.event_store import (
     Append,
     DuplicateEventId,
     EventStore,
@@ -41,8 +43,6 @@ from ddz.adapters.store.contract import (
     UnknownStream,
     VersionConflict,
 )
-from ddz.adapters.store.keys import HmacSigner
-from ddz.adapters.store.schema import events, stream_signatures
 from ddz.urls import normalize_database_url
 from ddz.v1 import envelope_pb2
 

@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from ddz.adapters.store.contract import StreamSignature
 from ddz.adapters.store.keys import Keyring
+from ddz.application.event_store import StreamSignature
 from ddz.audit.checks.results import AuditedEvent, CheckResult
 from ddz.domain.hand import Event, HandState
 from ddz.domain.hand.events import HandSettled, HandStarted, PlayerEscaped

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ddz.adapters.store import EventStore, SqlEventStore, create_store
-from ddz.adapters.store.contract import StreamSignature
 from ddz.adapters.store.keys import Keyring, PlainKeys
+from ddz.application.event_store import StreamSignature
 from ddz.audit.account.report import AuditReport
 from ddz.audit.checks.context import StoredRow
 from ddz.audit.checks.results import FAILURE_NAMES, HASH_CHAIN, INCOMPLETE, Verdict

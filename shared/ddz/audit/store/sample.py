@@ -33,7 +33,7 @@ from ddz.adapters.security.event_signing import (
     sealed_envelope,
 )
 from ddz.adapters.store import EventStore
-from ddz.adapters.store.contract import HeadSigner
+from ddz.application.event_store import HeadSigner
 from ddz.domain.cards import NUM_RANKS, Rank
 from ddz.domain.hand import (
     Bid,

@@ -1,6 +1,7 @@
-"""The event store's contract: what every backend promises (after eventsourcing's
-``ApplicationRecorder``). ``tests/integration/test_store_contract.py`` holds every
-backend to it.
+"""The event store's contract, the port the use cases store and read events through:
+what every backend promises (after eventsourcing's ``ApplicationRecorder``;
+``ddz.adapters.store.sql.SqlEventStore`` is the one backend).
+``tests/integration/test_store_contract.py`` holds every backend to it.
 
 Streams are numbered from version 1; ``expected_version=0`` appends to a new stream.
 The store is append-only: there is no update or delete in this interface, and the
@@ -15,8 +16,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from ddz.adapters.store.chain import HMAC_SHA256
 from ddz.v1 import envelope_pb2
+
+GENESIS_HASH = "0" * 64
+"""``prev_hash`` of the first event of every stream."""
+
+ED25519 = "ed25519"
+"""Algorithm of the signatures made now: Ed25519 over ``head_message``, in hex."""
+HMAC_SHA256 = "hmac-sha256"
+"""Algorithm of the signatures made before Ed25519: HMAC-SHA256 over ``head_message``."""
 
 
 class StoreError(Exception):
@@ -96,7 +104,7 @@ class StoredEvent:
 @dataclass(frozen=True, slots=True)
 class StreamSignature:
     """A signed chain head: the stream up to ``head_version`` ends in ``head_hash``,
-    signed with ``algorithm`` (``chain.ED25519``, or ``chain.HMAC_SHA256`` for hands
+    signed with ``algorithm`` (``ED25519``, or ``HMAC_SHA256`` for hands
     recorded before Ed25519) by the key named ``key_id``."""
 
     stream_id: str
