@@ -59,7 +59,7 @@ async def build(settings: Settings) -> PlayApp:
     closed again if a later step fails."""
     resources = AsyncExitStack()
     try:
-        channel = make_channel(settings, "table")
+        channel = make_channel(settings.calling, "table")
         resources.push_async_callback(channel.close)
         guests = None
         if settings.play.play_guests:  # the login's key signs guests' tokens: a local suite's

@@ -176,7 +176,7 @@ class TableApp:
         self._watching = False
 
     def _channel(self, service: str) -> grpc.aio.Channel:
-        channel = make_channel(self.settings, service)
+        channel = make_channel(self.settings.calling, service)
         self.channels.append(channel)
         return channel
 
@@ -399,7 +399,7 @@ async def build(settings: Settings, *, lease_lost: Callable[[], None] | None = N
     keys = verification_keys(settings.keys)
     table_key = table_token_key(settings.keys)
     bus = await connect_bus(settings.bus, NAME)
-    rules = rules_service(settings)
+    rules = rules_service(settings.calling, settings.bot.bot_partitions)
     try:
         return TableApp(
             settings, bus, rules, rooms=rooms, keys=keys, table_key=table_key,

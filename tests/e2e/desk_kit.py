@@ -95,7 +95,7 @@ async def _drop_a_person(settings: Settings, driver: Driver) -> str:
     opened = await ask("table", driver.table.OpenTable,
                        table_pb2.OpenTableRequest(variant="classic", seats=seats))  # fmt: skip
     hand_id = await driver.deal(BotTable("classic", "dropped", opened.table.table_id))
-    channel = bearer_channel(settings, player_token(settings.keys, DROPPER))
+    channel = bearer_channel(settings.calling, player_token(settings.keys, DROPPER))
     try:
         stub = table_pb2_grpc.TableServiceStub(channel)  # type: ignore[no-untyped-call]
         stream = stub.WatchHand(table_pb2.WatchHandRequest(hand_id=hand_id, seat=0))

@@ -110,7 +110,7 @@ def winner(targets: list[str], hand_id: str) -> str:
 
 
 async def bot_stats(settings: Settings) -> bot_pb2.GetStatsResponse:
-    async with make_channel(settings, "bot") as channel:
+    async with make_channel(settings.calling, "bot") as channel:
         stub = bot_pb2_grpc.BotServiceStub(channel)  # type: ignore[no-untyped-call]
         stats: bot_pb2.GetStatsResponse = await stub.GetStats(bot_pb2.GetStatsRequest())
         return stats
@@ -128,12 +128,12 @@ async def test_two_instances_serving_one_hand_in_turn_accept_every_legal_command
     settings = suite_settings(tmp_path, nats_server.url)
     async with instances(settings, rules=2, front=False) as suite:
         as_bot = suite.settings.as_identity("bot")
-        channels = [make_channel(as_bot, "rules", target=t) for t in suite.targets]
+        channels = [make_channel(as_bot.calling, "rules", target=t) for t in suite.targets]
         stubs = [rules_pb2_grpc.RulesServiceStub(c) for c in channels]  # type: ignore[no-untyped-call]
         keyring = event_keyring(suite.settings.keys)
         players = [make_player("greedy", seed) for seed in range(3)]
         hand_id = "turns-" + uuid.uuid4().hex[:8]
-        async with make_channel(suite.settings.as_identity("table"), "dealer") as dealer:
+        async with make_channel(suite.settings.as_identity("table").calling, "dealer") as dealer:
             deal = dealer_pb2_grpc.DealerServiceStub(dealer)  # type: ignore[no-untyped-call]
             await deal.Deal(await assigned(bus, suite.settings, hand_id, "classic"))
         try:
@@ -281,7 +281,7 @@ async def test_a_dns_name_stands_for_every_address_it_resolves_to(
     async with instances(settings, rules=1, front=False) as suite:
         port = suite.rules[0].port
         named = suite.settings.with_addresses(rules=f"dns:///localhost:{port}")
-        rules = rules_service(named)  # as the operator: GetPublicState is theirs
+        rules = rules_service(named.calling)  # as the operator: GetPublicState is theirs
         try:
             router = rules.router
 
@@ -291,7 +291,9 @@ async def test_a_dns_name_stands_for_every_address_it_resolves_to(
             await eventually(resolved)
             assert set(router.instances) <= {f"{HOST}:{port}", f"[::1]:{port}"}
             hand_id = "dns-" + uuid.uuid4().hex[:8]
-            async with make_channel(suite.settings.as_identity("table"), "dealer") as dealer:
+            async with make_channel(
+                suite.settings.as_identity("table").calling, "dealer"
+            ) as dealer:
                 deal = dealer_pb2_grpc.DealerServiceStub(dealer)  # type: ignore[no-untyped-call]
                 await deal.Deal(await assigned(bus, suite.settings, hand_id, "classic"))
             state = await rules.GetPublicState(rules_pb2.GetPublicStateRequest(hand_id=hand_id))

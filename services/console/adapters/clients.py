@@ -113,6 +113,6 @@ class SettlementClient:
 def connect(settings: Settings) -> tuple[RecorderClient, SettlementClient]:
     """The two clients, on channels of their own (closed by the app)."""
     return (
-        RecorderClient(make_channel(settings, "recorder")),
-        SettlementClient(make_channel(settings, "settlement")),
+        RecorderClient(make_channel(settings.calling, "recorder")),
+        SettlementClient(make_channel(settings.calling, "settlement")),
     )

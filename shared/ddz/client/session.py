@@ -65,7 +65,7 @@ class Session:
         self.joined: table_pb2.JoinRoomResponse | None = None
         # One connection: the seat's calls carry the seat token, the lobby's (rooms,
         # joining) name the login token themselves.
-        self._seat = bearer_channel(settings, lambda: self.seat_token or login_token,
+        self._seat = bearer_channel(settings.calling, lambda: self.seat_token or login_token,
                                     target=address)  # fmt: skip
         self._as_player = bearer_metadata(login_token)
         self.table = table_pb2_grpc.TableServiceStub(self._seat)  # type: ignore[no-untyped-call]

@@ -18,6 +18,7 @@ from pathlib import Path
 from types import MappingProxyType
 
 from ddz.config.bus import BusSettings, bus_from_env
+from ddz.config.calling import CallSettings
 from ddz.config.fronts import (
     ConsoleSettings,
     PlaySettings,
@@ -95,6 +96,11 @@ class Settings:
             play=play_from_env(env),
             supervision=supervision_from_env(env),
         )
+
+    @property
+    def calling(self) -> CallSettings:
+        """The parts a gRPC channel or server reads (``ddz.config.calling``)."""
+        return CallSettings(self.network, self.tls, self.rpc, self.telemetry)
 
     def with_addresses(self, **targets: str) -> Settings:
         """A copy in which clients dial the given services at the given targets."""

@@ -106,9 +106,9 @@ class Driver:
         if service not in self._channels:
             if service == "table":  # opening bot tables is the operator's
                 token = operator_token(self.settings.keys, "driver")
-                self._channels[service] = bearer_channel(self.settings, token, service)
+                self._channels[service] = bearer_channel(self.settings.calling, token, service)
             else:
-                self._channels[service] = make_channel(self.settings, service)
+                self._channels[service] = make_channel(self.settings.calling, service)
         return self._channels[service]
 
     def _patient(self, method: Callable[..., Any]) -> Callable[[Any], Any]:

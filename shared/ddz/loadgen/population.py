@@ -61,7 +61,7 @@ async def _rooms(settings: Settings) -> list[table_pb2.Room]:
     from ddz.adapters.rpc.grpc_client import open_channel
 
     channel = open_channel(
-        settings, settings.network.address("table"), service="table", client_cert=False
+        settings.calling, settings.network.address("table"), service="table", client_cert=False
     )
     try:
         stub = table_pb2_grpc.TableServiceStub(channel)  # type: ignore[no-untyped-call]

@@ -220,7 +220,7 @@ class CrowdRun:
         """Every hand dealt to the people, audited; one still incomplete after
         ``LOST_PATIENCE`` is lost."""
         report, hands = self.report, self.crowd.totals.hands
-        channel = make_channel(self.settings, "recorder")
+        channel = make_channel(self.settings.calling, "recorder")
         stub = audit_pb2_grpc.AuditServiceStub(channel)  # type: ignore[no-untyped-call]
         gate = asyncio.Semaphore(AUDITS_AT_ONCE)
         verdicts: dict[str, audit_pb2.AuditHandResponse] = {}

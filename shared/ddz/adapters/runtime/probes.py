@@ -18,7 +18,7 @@ def blocking_channel(address: str, settings: Settings) -> grpc.Channel:
     process's certificate as ``grpc_client.channel_credentials`` says. A service's
     instances (a comma list, ``--scale``) are one target: the first that answers, its
     certificate checked for the first one's host (a list is no host name)."""
-    credentials = channel_credentials(settings)
+    credentials = channel_credentials(settings.calling)
     target = channel_target(address)
     if credentials is None:
         return grpc.insecure_channel(target)

@@ -1,7 +1,7 @@
 """The whole suite on one machine: a NATS server and the six services as child processes.
 
     with Stack(Settings.from_env()) as stack:      # ``ddz up``, simulate, bench, e2e tests
-        channel = make_channel(stack.settings, "table")
+        channel = make_channel(stack.settings.calling, "table")
 
 ``start()`` starts ``nats-server`` with JetStream under the data directory (unless
 ``DDZ_NATS_URL`` names a server; on a random port when 4222 is taken), migrates the
