@@ -69,7 +69,7 @@ async def build(settings: Settings) -> PlayApp:
         app = PlayWeb(TableGateway(TableForward(channel)), guests)
         web = await WebServer.start(
             app,
-            settings,
+            settings.tls,
             settings.network.listen_address("play", settings.network.play_web_port),
             NAME,
         )

@@ -125,10 +125,10 @@ class TableApp:
         self.table_key = table_key
         self.tables = Tables()
         self.channels: list[grpc.aio.Channel] = []
-        self.advertised = advertised(settings)
+        self.advertised = advertised(settings.table, settings.network)
         self.holder = holder_id(instance_id(NAME), self.advertised)
         self.role = Role.STANDBY
-        self.forwarder = Forwarder(settings, self.holder)
+        self.forwarder = Forwarder(settings.calling, self.holder)
         # What a crowd held is freed when it leaves; the allocator is asked to give it back.
         self.memory = GiveBack()
         self.lease_lost = lease_lost

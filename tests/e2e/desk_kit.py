@@ -61,7 +61,7 @@ DROPPER = "dora-whose-connection-dropped"
 
 
 async def play(settings: Settings) -> tuple[list[str], str, str, str, str, str]:
-    async with Driver(settings) as driver:
+    async with Driver(settings.calling, settings.keys) as driver:
         results = await driver.play("classic", hands=3, tables=1)
         hands = [r.hand_id for r in results]
         # a person's table: bots bid around them, then the hand waits for their turn

@@ -78,7 +78,8 @@ def ensure_running(stack: Stack, name: str) -> None:
         start_again(stack, name)
     deadline = time.monotonic() + 60
     while (
-        health_status(stack.settings.network.address(name), 0.5, settings=stack.settings) != SERVING
+        health_status(stack.settings.network.address(name), 0.5, settings=stack.settings.calling)
+        != SERVING
     ):
         assert time.monotonic() < deadline, (
             f"{name} is not back:\n{stack.processes[name].log_lines()}"

@@ -269,7 +269,7 @@ async def test_the_play_clients_session_refreshes_its_seat_token_while_it_sits(
     await table_with(suite, seat_token_ttl=3.0)
     settings = suite.settings
     session = Session(
-        settings, settings.network.address("table"), player_token(settings.keys, "ann")
+        settings.calling, settings.network.address("table"), player_token(settings.keys, "ann")
     )
     try:
         rooms = {room.room_id: room for room in (await session.rooms()).rooms}

@@ -287,7 +287,7 @@ def test_insecure_mode_serves_plaintext_and_says_so(
     try:
         deadline = time.monotonic() + 60
         while process.poll() is None and time.monotonic() < deadline:
-            if health_status(f"127.0.0.1:{port}", 1.0, settings=settings) == SERVING:
+            if health_status(f"127.0.0.1:{port}", 1.0, settings=settings.calling) == SERVING:
                 break
             time.sleep(0.1)
         else:

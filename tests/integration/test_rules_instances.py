@@ -171,7 +171,7 @@ async def test_three_instances_share_the_hands_each_hand_on_one_and_no_move_conf
 ) -> None:
     settings = suite_settings(tmp_path, nats_server.url)
     async with instances(settings, rules=3) as suite:
-        async with Driver(suite.settings) as driver:
+        async with Driver(suite.settings.calling, suite.settings.keys) as driver:
             results = await driver.play("classic", hands=36, tables=6)
         stats = await bot_stats(suite.settings)
     assert len(results) == 36 and all(r.landlord is not None for r in results)
@@ -250,7 +250,7 @@ async def test_an_instance_killed_mid_run_its_hands_move_and_every_hand_finishes
             if len(done) >= 12:
                 enough.set()
 
-        async with Driver(suite.settings) as driver:
+        async with Driver(suite.settings.calling, suite.settings.keys) as driver:
             play = asyncio.create_task(driver.play("classic", hands=42, tables=6, on_hand=finished))
             await asyncio.wait_for(enough.wait(), 300)
             share = await asyncio.to_thread(decided_ok, suite.metrics_port)
@@ -346,7 +346,7 @@ async def shared(bots: list[Any]) -> bool:
 async def _played(
     suite: Instances, bots: list[Any], hands: int, tables: int
 ) -> tuple[float, list[Any], Instances]:
-    async with Driver(suite.settings) as driver:
+    async with Driver(suite.settings.calling, suite.settings.keys) as driver:
         await driver.play("classic", hands=tables, tables=tables)  # every table's path warm
         made = sum(app.autoplay.moves.calls for app in bots)
         answered = batch_calls()

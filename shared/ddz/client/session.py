@@ -27,7 +27,7 @@ from ddz.access.tokens import refresh_delay
 from ddz.adapters.rpc.bearer import bearer_channel, bearer_metadata
 from ddz.adapters.rpc.grpc_client import resumed
 from ddz.application.tasks import cancel_and_wait
-from ddz.config import Settings
+from ddz.config.calling import CallSettings
 from ddz.v1 import hand_events_pb2, table_pb2, table_pb2_grpc
 
 JOIN_TIMEOUT_MARGIN = 30.0
@@ -55,7 +55,7 @@ class Unreachable(Exception):
 
 
 class Session:
-    def __init__(self, settings: Settings, address: str, login_token: str) -> None:
+    def __init__(self, settings: CallSettings, address: str, login_token: str) -> None:
         self.settings = settings
         self.login_token = login_token
         self.seat_token = ""
@@ -65,7 +65,7 @@ class Session:
         self.joined: table_pb2.JoinRoomResponse | None = None
         # One connection: the seat's calls carry the seat token, the lobby's (rooms,
         # joining) name the login token themselves.
-        self._seat = bearer_channel(settings.calling, lambda: self.seat_token or login_token,
+        self._seat = bearer_channel(settings, lambda: self.seat_token or login_token,
                                     target=address)  # fmt: skip
         self._as_player = bearer_metadata(login_token)
         self.table = table_pb2_grpc.TableServiceStub(self._seat)  # type: ignore[no-untyped-call]

@@ -220,7 +220,7 @@ async def e2e(settings: Settings, stack: Stack | None, variant: str, hands: int,
     channel = make_channel(settings.calling, "recorder")
     recorder = recorder_pb2_grpc.RecorderServiceStub(channel)  # type: ignore[no-untyped-call]
     try:
-        async with Driver(settings) as driver:
+        async with Driver(settings.calling, settings.keys) as driver:
             if progress is not None:
                 progress.stage(f"warming up {tables} tables", unit="")
             await driver.play(variant, tables, tables)  # warm up every table's path

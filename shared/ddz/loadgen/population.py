@@ -89,8 +89,9 @@ async def _people(plan: PlanOfRun, index: int, conn: Connection) -> None:
         await asyncio.sleep(delay)
         if stopping.is_set():
             return
-        person = Person(settings, player_id(plan.run_id, number), rooms, number,
-                        Behaviour(person_seed(plan.seed, number)), tally, stopping)  # fmt: skip
+        person = Person(settings.calling, settings.keys, player_id(plan.run_id, number),
+                        rooms, number, Behaviour(person_seed(plan.seed, number)), tally,
+                        stopping)  # fmt: skip
         task = asyncio.create_task(person.live(), name=f"person-{number}")
         lives.add(task)
         task.add_done_callback(lives.discard)

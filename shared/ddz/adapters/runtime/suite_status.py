@@ -173,10 +173,10 @@ def _instance(entry: dict[str, Any], settings: Settings) -> Part:
     if not alive(pid):
         return part
     part.uptime_s = _rounded(uptime(pid))
-    answer = health_status(address, TIMEOUT, settings=settings)
+    answer = health_status(address, TIMEOUT, settings=settings.calling)
     part.health = SILENT if answer is None else (UP if answer == SERVING else DOWN)
     if service == "table" and part.health == UP:
-        active = health_status(address, TIMEOUT, ACTIVE_TABLE, settings=settings)
+        active = health_status(address, TIMEOUT, ACTIVE_TABLE, settings=settings.calling)
         part.role = "active" if active == SERVING else "standby"
     return part
 
