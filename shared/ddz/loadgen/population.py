@@ -8,6 +8,9 @@ Person ``n`` (0, 1, 2, ...) lives in process ``n mod P``, is player
 new people evenly over S. Every ``TICK`` seconds each process sends what its people
 did (``tally.Delta``); on ``stop`` its people finish the hands in play and leave their
 tables, and the process sends its last delta and the CPU seconds it used.
+
+Each process is a composition root: it reads its ``Settings`` from the environment its
+parent gave it, and hands its people only the parts they call with.
 """
 
 from __future__ import annotations
