@@ -32,10 +32,11 @@ NOT_NOW = {"WRONG_PHASE", "NOT_YOUR_TURN"}
 """What the rules answer a pass while the hand is bidding."""
 
 
-async def table_with(suite: Suite, **settings: Any) -> None:
-    """Start the table service again with these settings (before anybody sits)."""
+async def table_with(suite: Suite, **table: Any) -> None:
+    """Start the table service again with these table settings (before anybody sits)."""
     await suite.stop("table")
-    suite.settings = dataclasses.replace(suite.settings, **settings)
+    changed = dataclasses.replace(suite.settings.table, **table)
+    suite.settings = dataclasses.replace(suite.settings, table=changed)
     await suite.start("table")
 
 
