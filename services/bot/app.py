@@ -222,7 +222,7 @@ async def build(
     if not 0 <= partition < max(1, partitions):
         raise ValueError(f"partition {partition} is not one of 0..{partitions - 1}")
     bus = await connect_bus(settings.bus, NAME)
-    rules = rules_service(settings)
+    rules = rules_service(settings.calling, settings.bot.bot_partitions)
     try:
         return BotApp(
             settings, bus, rules, player=player, partition=partition, partitions=partitions

@@ -60,7 +60,7 @@ async def build(settings: Settings) -> ConsoleApp:
     closed again if a later step fails."""
     resources = AsyncExitStack()
     try:
-        recorder, settlement = connect(settings)
+        recorder, settlement = connect(settings.calling)
         resources.push_async_callback(recorder.channel.close)
         resources.push_async_callback(settlement.channel.close)
         sessions = Sessions(
@@ -71,7 +71,9 @@ async def build(settings: Settings) -> ConsoleApp:
             LoginKeys(login_jwks_path(settings.keys)),
             secure_cookie=not settings.tls.insecure, trace_url=settings.console.trace_url,
         )  # fmt: skip
-        web = await WebServer.start(console, settings, settings.network.console_web_address, NAME)
+        web = await WebServer.start(
+            console, settings.tls, settings.network.console_web_address, NAME
+        )
         resources.push_async_callback(web.stop)
         return ConsoleApp(web, resources)
     except BaseException:

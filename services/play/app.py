@@ -59,7 +59,7 @@ async def build(settings: Settings) -> PlayApp:
     closed again if a later step fails."""
     resources = AsyncExitStack()
     try:
-        channel = make_channel(settings, "table")
+        channel = make_channel(settings.calling, "table")
         resources.push_async_callback(channel.close)
         guests = None
         if settings.play.play_guests:  # the login's key signs guests' tokens: a local suite's
@@ -69,7 +69,7 @@ async def build(settings: Settings) -> PlayApp:
         app = PlayWeb(TableGateway(TableForward(channel)), guests)
         web = await WebServer.start(
             app,
-            settings,
+            settings.tls,
             settings.network.listen_address("play", settings.network.play_web_port),
             NAME,
         )

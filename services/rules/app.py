@@ -57,7 +57,7 @@ async def build(settings: Settings) -> RulesApp:
     try:
         bus = await connect_bus(settings.bus, NAME)
         resources.push_async_callback(bus.close)
-        channel = make_channel(settings, "dealer")
+        channel = make_channel(settings.calling, "dealer")
         resources.push_async_callback(channel.close)
         dealer = dealer_pb2_grpc.DealerServiceStub(channel)  # type: ignore[no-untyped-call]
         rules = Rules(

@@ -125,10 +125,10 @@ class TableApp:
         self.table_key = table_key
         self.tables = Tables()
         self.channels: list[grpc.aio.Channel] = []
-        self.advertised = advertised(settings)
+        self.advertised = advertised(settings.table, settings.network)
         self.holder = holder_id(instance_id(NAME), self.advertised)
         self.role = Role.STANDBY
-        self.forwarder = Forwarder(settings, self.holder)
+        self.forwarder = Forwarder(settings.calling, self.holder)
         # What a crowd held is freed when it leaves; the allocator is asked to give it back.
         self.memory = GiveBack()
         self.lease_lost = lease_lost
@@ -176,7 +176,7 @@ class TableApp:
         self._watching = False
 
     def _channel(self, service: str) -> grpc.aio.Channel:
-        channel = make_channel(self.settings, service)
+        channel = make_channel(self.settings.calling, service)
         self.channels.append(channel)
         return channel
 
@@ -399,7 +399,7 @@ async def build(settings: Settings, *, lease_lost: Callable[[], None] | None = N
     keys = verification_keys(settings.keys)
     table_key = table_token_key(settings.keys)
     bus = await connect_bus(settings.bus, NAME)
-    rules = rules_service(settings)
+    rules = rules_service(settings.calling, settings.bot.bot_partitions)
     try:
         return TableApp(
             settings, bus, rules, rooms=rooms, keys=keys, table_key=table_key,

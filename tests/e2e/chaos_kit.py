@@ -148,7 +148,8 @@ class ChaosReport:
 
 def all_serving(stack: Stack) -> bool:
     return all(
-        health_status(stack.settings.network.address(name), 0.5, settings=stack.settings) == SERVING
+        health_status(stack.settings.network.address(name), 0.5, settings=stack.settings.calling)
+        == SERVING
         for name in stack.services
     )
 

@@ -61,7 +61,7 @@ DROPPER = "dora-whose-connection-dropped"
 
 
 async def play(settings: Settings) -> tuple[list[str], str, str, str, str, str]:
-    async with Driver(settings) as driver:
+    async with Driver(settings.calling, settings.keys) as driver:
         results = await driver.play("classic", hands=3, tables=1)
         hands = [r.hand_id for r in results]
         # a person's table: bots bid around them, then the hand waits for their turn
@@ -95,7 +95,7 @@ async def _drop_a_person(settings: Settings, driver: Driver) -> str:
     opened = await ask("table", driver.table.OpenTable,
                        table_pb2.OpenTableRequest(variant="classic", seats=seats))  # fmt: skip
     hand_id = await driver.deal(BotTable("classic", "dropped", opened.table.table_id))
-    channel = bearer_channel(settings, player_token(settings.keys, DROPPER))
+    channel = bearer_channel(settings.calling, player_token(settings.keys, DROPPER))
     try:
         stub = table_pb2_grpc.TableServiceStub(channel)  # type: ignore[no-untyped-call]
         stream = stub.WatchHand(table_pb2.WatchHandRequest(hand_id=hand_id, seat=0))

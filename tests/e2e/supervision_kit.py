@@ -127,7 +127,10 @@ class Up:
         return code
 
     def serving(self, name: str) -> bool:
-        return health_status(self.addresses[name], timeout=1.0, settings=self.settings) == SERVING
+        return (
+            health_status(self.addresses[name], timeout=1.0, settings=self.settings.calling)
+            == SERVING
+        )
 
     def close(self) -> None:
         if self.process.poll() is None:

@@ -70,7 +70,7 @@ def target_labels(target: Target) -> dict[str, str]:
 
 
 async def play(settings: Settings) -> None:
-    async with Driver(settings) as driver:
+    async with Driver(settings.calling, settings.keys) as driver:
         results = await driver.play(next(iter(VARIANTS)), hands=3, tables=1)
         assert len(results) == 3 and all(r.events >= 5 for r in results)
 

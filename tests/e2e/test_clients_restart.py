@@ -78,7 +78,8 @@ def ensure_running(stack: Stack, name: str) -> None:
         start_again(stack, name)
     deadline = time.monotonic() + 60
     while (
-        health_status(stack.settings.network.address(name), 0.5, settings=stack.settings) != SERVING
+        health_status(stack.settings.network.address(name), 0.5, settings=stack.settings.calling)
+        != SERVING
     ):
         assert time.monotonic() < deadline, (
             f"{name} is not back:\n{stack.processes[name].log_lines()}"
@@ -99,7 +100,7 @@ def hands_over(settings: Settings) -> int:
     """How many hands the recorder holds to their end (a ``seed_revealed`` each)."""
 
     async def count() -> int:
-        async with make_channel(settings, "recorder") as channel:
+        async with make_channel(settings.calling, "recorder") as channel:
             stub = recorder_pb2_grpc.RecorderServiceStub(channel)  # type: ignore[no-untyped-call]
             over, after = 0, 0
             while True:
@@ -247,8 +248,8 @@ async def test_a_cut_stream_resumes_after_its_last_position(proxy: tuple[Proxy, 
     settings = stack.settings
     token = operator_token(settings.keys, "restart-test")
     async with (
-        bearer_channel(settings, token) as direct,
-        bearer_channel(settings, token, target=address) as through,
+        bearer_channel(settings.calling, token) as direct,
+        bearer_channel(settings.calling, token, target=address) as through,
     ):
         table = table_pb2_grpc.TableServiceStub(direct)  # type: ignore[no-untyped-call]
         watched = table_pb2_grpc.TableServiceStub(through)  # type: ignore[no-untyped-call]

@@ -121,7 +121,8 @@ class Run:
         init = [sys.executable, "-m", "ddz.entrypoints.cli", "init"]
         done = subprocess.run(init, env=env, capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, f"ddz init: {done.stderr[-2000:]}"
-        migrate(Settings.from_env({"DDZ_DATA_DIR": str(source), "DDZ_DATABASE_URL": self.store}))
+        made = Settings.from_env({"DDZ_DATA_DIR": str(source), "DDZ_DATABASE_URL": self.store})
+        migrate(made.store, made.data_dir)
         for host in self.layout.hosts:
             copy_tree(source, self.data_dir(host))
 

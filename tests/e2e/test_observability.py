@@ -45,7 +45,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
 
 
 async def _play(settings: Settings) -> None:
-    async with Driver(settings) as driver:
+    async with Driver(settings.calling, settings.keys) as driver:
         results = await driver.play(next(iter(VARIANTS)), hands=HANDS, tables=1)
         assert len(results) == HANDS and all(r.events >= 5 for r in results)
 
@@ -141,7 +141,7 @@ def test_status_names_a_killed_service_until_it_is_restarted(stack: Stack) -> No
 
     child = stack.restart("settlement")
     deadline = time.monotonic() + 60
-    while health_status(child.address, 0.5, settings=stack.settings) != SERVING:
+    while health_status(child.address, 0.5, settings=stack.settings.calling) != SERVING:
         assert time.monotonic() < deadline, child.log_tail()
         time.sleep(0.2)
     code, data = status_json(stack)

@@ -69,7 +69,7 @@ def kill_and_restart_table(stack: Stack) -> None:
     stack.restart("table")
     deadline = time.monotonic() + 60
     while (
-        health_status(stack.settings.network.address("table"), 0.5, settings=stack.settings)
+        health_status(stack.settings.network.address("table"), 0.5, settings=stack.settings.calling)
         != SERVING
     ):
         assert time.monotonic() < deadline, stack.processes["table"].log_lines()
@@ -116,7 +116,7 @@ def test_a_person_at_a_terminal_plays_on_through_a_table_restart(stack: Stack) -
 async def _stays_away(stack: Stack) -> None:
     settings = stack.settings
     session = Session(
-        settings, settings.network.address("table"), player_token(settings.keys, "lou")
+        settings.calling, settings.network.address("table"), player_token(settings.keys, "lou")
     )
     try:
         rooms = await session.rooms()

@@ -271,7 +271,9 @@ def assert_never_shown(hands: set[str], transcript: str, whose: str) -> None:
 def ledger_of(stack: Stack, player_id: str) -> settlement_pb2.SettledHand:
     """The player's one settled hand, from the settlement service (it settles from the
     bus, so it may lag the screens a little)."""
-    with blocking_channel(stack.settings.network.address("settlement"), stack.settings) as channel:
+    with blocking_channel(
+        stack.settings.network.address("settlement"), stack.settings.calling
+    ) as channel:
         settlement = settlement_pb2_grpc.SettlementServiceStub(channel)  # type: ignore[no-untyped-call]
         deadline = time.monotonic() + WAIT
         while time.monotonic() < deadline:

@@ -66,7 +66,7 @@ async def _play_every_variant(stack: Stack) -> None:
         settings.bus.nats_url, name="e2e", **connect_options(settings.bus, nats_auth.TOOLS)
     )
     try:
-        async with Driver(settings) as driver:
+        async with Driver(settings.calling, settings.keys) as driver:
             for variant in VARIANTS:
                 [result] = await driver.play(variant, hands=1, tables=1)
                 assert result.variant == variant and result.events >= 5

@@ -168,7 +168,7 @@ def traced(
 
 
 async def _play(settings: Settings) -> list[HandResult]:
-    async with Driver(settings) as driver:
+    async with Driver(settings.calling, settings.keys) as driver:
         results = await driver.play("classic", hands=HANDS, tables=1)
         assert len(results) == HANDS
         await driver.stored_events(results)  # the recorder has stored every event

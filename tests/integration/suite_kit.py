@@ -4,7 +4,7 @@
 Each service is started exactly as its process starts it (``start_services``: random
 loopback ports, each after the services it calls, each dialling the others where they
 were bound), over the test's nats-server. Clients reach them only through gRPC, on
-channels the suite opens from its settings (``make_channel(settings, name)``) and closes
+channels the suite opens from its settings (``make_channel(settings.calling, name)``) and closes
 at the end, as any client would.
 
 Over TLS, as in production: ``suite_settings`` makes the data dir's CA and certificates
@@ -198,7 +198,7 @@ class Suite:
         per identity it is called as (its certificate)."""
         key = f"{identity}@{self.settings.network.address(name)}"
         if key not in self._channels:
-            self._channels[key] = make_channel(self.settings.as_identity(identity), name)
+            self._channels[key] = make_channel(self.settings.as_identity(identity).calling, name)
         return self._channels[key]
 
     def _as_caller(self, stub: type[T], name: str, full_name: str) -> T:
@@ -237,15 +237,17 @@ class Suite:
         """The table service as the operator (who may act for any seat)."""
         key = f"operator@{self.settings.network.address('table')}"
         if key not in self._channels:
-            self._channels[key] = bearer_channel(self.settings, operator_token(self.settings.keys))
+            self._channels[key] = bearer_channel(
+                self.settings.calling, operator_token(self.settings.keys)
+            )
         return table_pb2_grpc.TableServiceStub(self._channels[key])
 
     def table_as(self, token: str | None) -> table_pb2_grpc.TableServiceStub:
         """The table service as a client holding ``token`` (None: no token at all)."""
         if token is None:
-            channel = make_channel(self.settings, "table")
+            channel = make_channel(self.settings.calling, "table")
         else:
-            channel = bearer_channel(self.settings, token)
+            channel = bearer_channel(self.settings.calling, token)
         self._clients.append(channel)
         return table_pb2_grpc.TableServiceStub(channel)
 
@@ -270,7 +272,7 @@ class Suite:
         stopped with the suite; a channel to it."""
         running, settings = await start_services((name,), self.settings)
         self._others.append(running[name])
-        channel = make_channel(settings, name)
+        channel = make_channel(settings.calling, name)
         self._clients.append(channel)
         return channel
 

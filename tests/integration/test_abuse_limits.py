@@ -32,10 +32,11 @@ NOT_NOW = {"WRONG_PHASE", "NOT_YOUR_TURN"}
 """What the rules answer a pass while the hand is bidding."""
 
 
-async def table_with(suite: Suite, **settings: Any) -> None:
-    """Start the table service again with these settings (before anybody sits)."""
+async def table_with(suite: Suite, **table: Any) -> None:
+    """Start the table service again with these table settings (before anybody sits)."""
     await suite.stop("table")
-    suite.settings = dataclasses.replace(suite.settings, **settings)
+    changed = dataclasses.replace(suite.settings.table, **table)
+    suite.settings = dataclasses.replace(suite.settings, table=changed)
     await suite.start("table")
 
 
@@ -269,7 +270,7 @@ async def test_the_play_clients_session_refreshes_its_seat_token_while_it_sits(
     await table_with(suite, seat_token_ttl=3.0)
     settings = suite.settings
     session = Session(
-        settings, settings.network.address("table"), player_token(settings.keys, "ann")
+        settings.calling, settings.network.address("table"), player_token(settings.keys, "ann")
     )
     try:
         rooms = {room.room_id: room for room in (await session.rooms()).rooms}

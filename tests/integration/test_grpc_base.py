@@ -75,7 +75,7 @@ class TinyRecorder(recorder_pb2_grpc.RecorderServiceServicer):
 
 
 def tls(settings: Settings) -> grpc.ChannelCredentials:
-    credentials = channel_credentials(settings)
+    credentials = channel_credentials(settings.calling)
     assert credentials is not None
     return credentials
 
@@ -112,14 +112,14 @@ async def server(settings: Settings, sqlite_store: SqlEventStore) -> AsyncIterat
     def add(server: grpc.aio.Server) -> None:
         recorder_pb2_grpc.add_RecorderServiceServicer_to_server(TinyRecorder(sqlite_store), server)
 
-    running = await start_server("recorder", add, [RECORDER], settings, port=0)
+    running = await start_server("recorder", add, [RECORDER], settings.calling, port=0)
     yield running
     await running.stop(0)
 
 
 @pytest.fixture
 async def channel(settings: Settings, server: RunningServer) -> AsyncIterator[grpc.aio.Channel]:
-    async with make_channel(settings, target=f"127.0.0.1:{server.port}") as chan:
+    async with make_channel(settings.calling, target=f"127.0.0.1:{server.port}") as chan:
         yield chan
 
 
@@ -211,7 +211,7 @@ async def test_every_call_gets_the_default_deadline(
     settings: Settings, server: RunningServer
 ) -> None:
     hurried = dataclasses.replace(settings, rpc=dataclasses.replace(settings.rpc, rpc_timeout=0.2))
-    async with make_channel(hurried, target=f"127.0.0.1:{server.port}") as chan:
+    async with make_channel(hurried.calling, target=f"127.0.0.1:{server.port}") as chan:
         stub = recorder_pb2_grpc.RecorderServiceStub(chan)
         with pytest.raises(grpc.aio.AioRpcError) as caught:
             await stub.ReadStream(recorder_pb2.ReadStreamRequest(stream_id="slow"))
@@ -270,7 +270,7 @@ async def test_graceful_stop_finishes_calls_in_flight(
             "recorder",
             add,
             [RECORDER],
-            settings,
+            settings.calling,
             0,
             stop=stop,
             grace=5,
@@ -278,7 +278,7 @@ async def test_graceful_stop_finishes_calls_in_flight(
         )
     )
     running = await asyncio.wait_for(started.get(), 10)
-    async with make_channel(settings, target=f"127.0.0.1:{running.port}") as chan:
+    async with make_channel(settings.calling, target=f"127.0.0.1:{running.port}") as chan:
         stub = recorder_pb2_grpc.RecorderServiceStub(chan)
         in_flight = asyncio.ensure_future(
             stub.ReadStream(recorder_pb2.ReadStreamRequest(stream_id="slow"))
@@ -308,7 +308,7 @@ SIGTERM_SCRIPT = textwrap.dedent(
 
     settings = Settings.from_env()
     configure_logging(settings.telemetry, service="tiny")
-    asyncio.run(serve("tiny", lambda server: None, [], settings, 0,
+    asyncio.run(serve("tiny", lambda server: None, [], settings.calling, 0,
                       on_started=lambda running: print(running.port, flush=True)))
     """
 )
@@ -342,4 +342,4 @@ async def test_a_taken_port_is_an_error_not_a_shared_port(
     settings: Settings, server: RunningServer
 ) -> None:
     with pytest.raises(OSError, match="cannot listen"):
-        await start_server("recorder", lambda _: None, [], settings, port=server.port)
+        await start_server("recorder", lambda _: None, [], settings.calling, port=server.port)

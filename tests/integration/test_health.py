@@ -191,7 +191,7 @@ class Services:
         """A channel to ``name`` as ``identity`` (its certificate: rights are by caller)."""
         key = f"{identity}@{name}"
         if key not in self.channels:
-            self.channels[key] = make_channel(self.settings.as_identity(identity), name)
+            self.channels[key] = make_channel(self.settings.as_identity(identity).calling, name)
         return self.channels[key]
 
     async def statuses(self, name: str) -> set[int]:

@@ -140,12 +140,12 @@ async def test_refusals_and_crashes_count_with_their_codes(tmp_path: Path) -> No
         service,
         lambda server: recorder_pb2_grpc.add_RecorderServiceServicer_to_server(Faulty(), server),
         [recorder],
-        settings,
+        settings.calling,
         port=0,
     )
     exposition = serve_metrics(service, "127.0.0.1:0")
     try:
-        async with make_channel(settings, target=f"127.0.0.1:{running.port}") as channel:
+        async with make_channel(settings.calling, target=f"127.0.0.1:{running.port}") as channel:
             stub = recorder_pb2_grpc.RecorderServiceStub(channel)
             for call, request, code in (
                 (stub.ReadStream, recorder_pb2.ReadStreamRequest(stream_id="hand-1"),

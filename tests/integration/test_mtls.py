@@ -148,10 +148,10 @@ async def test_a_server_that_is_not_the_service_dialled_is_refused(suite: Suite)
     """Every certificate names 127.0.0.1: a client dialling the rules by name checks
     that the server's certificate is the rules' own."""
     misdirected = suite.settings.with_addresses(rules=suite.settings.network.address("dealer"))
-    async with make_channel(misdirected, "rules") as channel:
+    async with make_channel(misdirected.calling, "rules") as channel:
         # The suite's channels wait for a server (waitForReady): for one they can trust.
         assert await health_code(channel, timeout=2) is grpc.StatusCode.DEADLINE_EXCEEDED
-    async with make_channel(suite.settings, "rules") as channel:
+    async with make_channel(suite.settings.calling, "rules") as channel:
         assert await health_code(channel) is grpc.StatusCode.OK
 
 
@@ -160,7 +160,7 @@ async def channels(suite: Suite) -> AsyncIterator[dict[tuple[str, str], grpc.aio
     """A channel to every internal service as every identity (and the stranger)."""
     ensure_certificates(suite.settings.data_dir, [STRANGER])
     opened = {
-        (name, identity): make_channel(suite.settings.as_identity(identity), name)
+        (name, identity): make_channel(suite.settings.as_identity(identity).calling, name)
         for name in INTERNAL
         for identity in (*IDENTITIES, STRANGER)
     }
@@ -237,7 +237,7 @@ async def test_the_table_takes_a_tls_player_without_a_client_certificate(suite: 
         assert anonymous.value.code() is grpc.StatusCode.UNAUTHENTICATED  # a token decides
     # A player's own channel (ddz play): the CA and a token, no certificate of its own.
     player = settings.as_identity("a-player-without-files")
-    async with bearer_channel(player, player_token(settings.keys, "pat")) as channel:
+    async with bearer_channel(player.calling, player_token(settings.keys, "pat")) as channel:
         rooms = await table_pb2_grpc.TableServiceStub(channel).ListRooms(  # type: ignore[no-untyped-call]
             table_pb2.ListRoomsRequest()
         )
@@ -254,7 +254,7 @@ async def test_a_call_that_names_its_own_token_is_that_token_s_on_a_bearer_chann
     settings = suite.settings
     player = settings.as_identity("a-player-without-files")
     leave_as_pat = table_pb2.LeaveRoomRequest(player_id="pat")
-    async with bearer_channel(player, player_token(settings.keys, "ann")) as channel:
+    async with bearer_channel(player.calling, player_token(settings.keys, "ann")) as channel:
         stub = table_pb2_grpc.TableServiceStub(channel)  # type: ignore[no-untyped-call]
         with pytest.raises(grpc.aio.AioRpcError) as refused:
             await stub.LeaveRoom(leave_as_pat)
@@ -287,7 +287,7 @@ def test_insecure_mode_serves_plaintext_and_says_so(
     try:
         deadline = time.monotonic() + 60
         while process.poll() is None and time.monotonic() < deadline:
-            if health_status(f"127.0.0.1:{port}", 1.0, settings=settings) == SERVING:
+            if health_status(f"127.0.0.1:{port}", 1.0, settings=settings.calling) == SERVING:
                 break
             time.sleep(0.1)
         else:
@@ -322,7 +322,7 @@ async def test_without_its_certificate_a_service_does_not_start(
     assert done.returncode == 2
     last = done.stderr.decode().strip().splitlines()[-1]
     assert str(tmp_path / "tls" / "settlement.key") in last and "ddz init" in last
-    assert channel_credentials(Settings.from_env({**env, "DDZ_INSECURE": "1"})) is None
+    assert channel_credentials(Settings.from_env({**env, "DDZ_INSECURE": "1"}).calling) is None
 
 
 async def recorder_server(servicer: Any, settings: Settings) -> RunningServer:
@@ -331,7 +331,7 @@ async def recorder_server(servicer: Any, settings: Settings) -> RunningServer:
         "recorder",
         lambda server: recorder_pb2_grpc.add_RecorderServiceServicer_to_server(servicer, server),
         ["ddz.v1.RecorderService"],
-        settings,
+        settings.calling,
         port=0,
     )
 
@@ -355,7 +355,7 @@ async def test_calls_beyond_the_servers_concurrency_limit_are_refused(tmp_path: 
     held = Held()
     running = await recorder_server(held, settings)
     try:
-        async with make_channel(settings, target=f"127.0.0.1:{running.port}") as channel:
+        async with make_channel(settings.calling, target=f"127.0.0.1:{running.port}") as channel:
             stub = recorder_pb2_grpc.RecorderServiceStub(channel)  # type: ignore[no-untyped-call]
             first = asyncio.ensure_future(stub.ReadStream(recorder_pb2.ReadStreamRequest()))
             await asyncio.wait_for(held.arrived.wait(), 30)
@@ -399,7 +399,7 @@ async def test_two_callers_on_one_server_keep_their_own_identities_and_rights(
     target = f"127.0.0.1:{running.port}"
 
     async def calls(identity: str) -> list[str]:
-        async with make_channel(settings.as_identity(identity), target=target) as channel:
+        async with make_channel(settings.as_identity(identity).calling, target=target) as channel:
             stub = recorder_pb2_grpc.RecorderServiceStub(channel)  # type: ignore[no-untyped-call]
             named = []
             for _ in range(20):
@@ -437,7 +437,7 @@ async def test_a_probe_port_answers_health_in_plaintext_and_nothing_else(tmp_pat
         "recorder",
         lambda server: recorder_pb2_grpc.add_RecorderServiceServicer_to_server(Held(), server),
         ["ddz.v1.RecorderService"],
-        settings,
+        settings.calling,
         port=0,
     )
     try:

@@ -110,7 +110,7 @@ def winner(targets: list[str], hand_id: str) -> str:
 
 
 async def bot_stats(settings: Settings) -> bot_pb2.GetStatsResponse:
-    async with make_channel(settings, "bot") as channel:
+    async with make_channel(settings.calling, "bot") as channel:
         stub = bot_pb2_grpc.BotServiceStub(channel)  # type: ignore[no-untyped-call]
         stats: bot_pb2.GetStatsResponse = await stub.GetStats(bot_pb2.GetStatsRequest())
         return stats
@@ -128,12 +128,12 @@ async def test_two_instances_serving_one_hand_in_turn_accept_every_legal_command
     settings = suite_settings(tmp_path, nats_server.url)
     async with instances(settings, rules=2, front=False) as suite:
         as_bot = suite.settings.as_identity("bot")
-        channels = [make_channel(as_bot, "rules", target=t) for t in suite.targets]
+        channels = [make_channel(as_bot.calling, "rules", target=t) for t in suite.targets]
         stubs = [rules_pb2_grpc.RulesServiceStub(c) for c in channels]  # type: ignore[no-untyped-call]
         keyring = event_keyring(suite.settings.keys)
         players = [make_player("greedy", seed) for seed in range(3)]
         hand_id = "turns-" + uuid.uuid4().hex[:8]
-        async with make_channel(suite.settings.as_identity("table"), "dealer") as dealer:
+        async with make_channel(suite.settings.as_identity("table").calling, "dealer") as dealer:
             deal = dealer_pb2_grpc.DealerServiceStub(dealer)  # type: ignore[no-untyped-call]
             await deal.Deal(await assigned(bus, suite.settings, hand_id, "classic"))
         try:
@@ -171,7 +171,7 @@ async def test_three_instances_share_the_hands_each_hand_on_one_and_no_move_conf
 ) -> None:
     settings = suite_settings(tmp_path, nats_server.url)
     async with instances(settings, rules=3) as suite:
-        async with Driver(suite.settings) as driver:
+        async with Driver(suite.settings.calling, suite.settings.keys) as driver:
             results = await driver.play("classic", hands=36, tables=6)
         stats = await bot_stats(suite.settings)
     assert len(results) == 36 and all(r.landlord is not None for r in results)
@@ -250,7 +250,7 @@ async def test_an_instance_killed_mid_run_its_hands_move_and_every_hand_finishes
             if len(done) >= 12:
                 enough.set()
 
-        async with Driver(suite.settings) as driver:
+        async with Driver(suite.settings.calling, suite.settings.keys) as driver:
             play = asyncio.create_task(driver.play("classic", hands=42, tables=6, on_hand=finished))
             await asyncio.wait_for(enough.wait(), 300)
             share = await asyncio.to_thread(decided_ok, suite.metrics_port)
@@ -281,7 +281,7 @@ async def test_a_dns_name_stands_for_every_address_it_resolves_to(
     async with instances(settings, rules=1, front=False) as suite:
         port = suite.rules[0].port
         named = suite.settings.with_addresses(rules=f"dns:///localhost:{port}")
-        rules = rules_service(named)  # as the operator: GetPublicState is theirs
+        rules = rules_service(named.calling)  # as the operator: GetPublicState is theirs
         try:
             router = rules.router
 
@@ -291,7 +291,9 @@ async def test_a_dns_name_stands_for_every_address_it_resolves_to(
             await eventually(resolved)
             assert set(router.instances) <= {f"{HOST}:{port}", f"[::1]:{port}"}
             hand_id = "dns-" + uuid.uuid4().hex[:8]
-            async with make_channel(suite.settings.as_identity("table"), "dealer") as dealer:
+            async with make_channel(
+                suite.settings.as_identity("table").calling, "dealer"
+            ) as dealer:
                 deal = dealer_pb2_grpc.DealerServiceStub(dealer)  # type: ignore[no-untyped-call]
                 await deal.Deal(await assigned(bus, suite.settings, hand_id, "classic"))
             state = await rules.GetPublicState(rules_pb2.GetPublicStateRequest(hand_id=hand_id))
@@ -344,7 +346,7 @@ async def shared(bots: list[Any]) -> bool:
 async def _played(
     suite: Instances, bots: list[Any], hands: int, tables: int
 ) -> tuple[float, list[Any], Instances]:
-    async with Driver(suite.settings) as driver:
+    async with Driver(suite.settings.calling, suite.settings.keys) as driver:
         await driver.play("classic", hands=tables, tables=tables)  # every table's path warm
         made = sum(app.autoplay.moves.calls for app in bots)
         answered = batch_calls()

@@ -132,7 +132,7 @@ def wait_serving(
     """True once ``service`` reports SERVING; False if the process exits or time runs out."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and process.poll() is None:
-        status = health_status(target, timeout=1, service=service, settings=settings)
+        status = health_status(target, timeout=1, service=service, settings=settings.calling)
         if status == health_pb2.HealthCheckResponse.SERVING:
             return True
         time.sleep(0.1)

@@ -123,7 +123,7 @@ def when(check: Callable[[], bool]) -> Callable[[], Awaitable[bool]]:
 
 async def serving(view: Suite) -> bool:
     """The instance ``view`` dials says SERVING (as the compose and k8s probes ask)."""
-    channel = make_channel(view.settings, "table")
+    channel = make_channel(view.settings.calling, "table")
     try:
         answer = await health_pb2_grpc.HealthStub(channel).Check(
             health_pb2.HealthCheckRequest(service=""), timeout=5

@@ -173,7 +173,7 @@ async def test_queued_players_keep_their_places_and_are_seated_once(
     three sit at one table in the order they first joined, each once, and Ben's next
     JoinRoom brings him to his seat."""
     settings = suite.settings
-    ann = Session(settings, table.address, player_token(settings.keys, "ann"))
+    ann = Session(settings.calling, table.address, player_token(settings.keys, "ann"))
     try:
         rooms = {room.room_id: room for room in (await ann.rooms()).rooms}
         ann_joins = asyncio.ensure_future(ann.join(rooms["waiting"]))
@@ -264,7 +264,7 @@ async def test_a_seat_ready_before_the_restart_counts_and_the_other_seat_gets_th
     suite: Suite, table: TableProcess
 ) -> None:
     settings = suite.settings
-    alice = Session(settings, table.address, player_token(settings.keys, "alice"))
+    alice = Session(settings.calling, table.address, player_token(settings.keys, "alice"))
     try:
         table_id, first_hand, bob = await a_hand_played(suite, alice)
         alice_stub = suite.table_as(alice.seat_token)  # one ask, never repeated
@@ -293,7 +293,7 @@ async def test_a_round_nobody_completes_ends_when_the_wait_from_the_first_ask_ru
     suite: Suite, table: TableProcess
 ) -> None:
     settings = suite.settings
-    alice = Session(settings, table.address, player_token(settings.keys, "alice"))
+    alice = Session(settings.calling, table.address, player_token(settings.keys, "alice"))
     try:
         table_id, first_hand, _bob = await a_hand_played(suite, alice)
         alice_asks = asyncio.ensure_future(alice.next_hand(first_hand))

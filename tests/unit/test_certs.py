@@ -135,7 +135,7 @@ def test_certificates_name_every_host_the_settings_place_a_service_on(tmp_path: 
         "DDZ_RULES_ADDR": "10.9.0.11:50052,10.9.0.12:50052", "DDZ_TABLE_ADDR": "table.example:443",
         "DDZ_BOT_ADDR": "dns:///bot:50053", "DDZ_DEALER_LISTEN": "0.0.0.0:50051",
     })  # fmt: skip
-    hosts = suite_hosts(settings)
+    hosts = suite_hosts(settings.network, settings.table.table_advertise)
     assert hosts == ("10.9.0.11", "10.9.0.12", "table.example")
     ensure_certificates(tmp_path, hosts=hosts)
     for identity in IDENTITIES:

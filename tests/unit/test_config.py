@@ -271,3 +271,23 @@ def test_the_trace_url_is_an_address_with_the_trace_id_in_it() -> None:
     ):
         with pytest.raises(ValueError, match="DDZ_TRACE_URL"):
             Settings.from_env({"DDZ_TRACE_URL": bad})
+
+
+def test_calling_is_the_four_parts_a_channel_reads(tmp_path: Path) -> None:
+    """``settings.calling`` carries the parts as the whole read them, and a copy as another
+    identity or at other addresses changes only that."""
+    settings = Settings.from_env(
+        {"DDZ_DATA_DIR": str(tmp_path), "DDZ_RPC_TIMEOUT": "7", "DDZ_RULES_ADDR": "10.0.0.9:1",
+         "DDZ_INSECURE": "1", "DDZ_LOG_LEVEL": "debug"}
+    )  # fmt: skip
+    calling = settings.calling
+    assert (calling.network, calling.tls, calling.rpc, calling.telemetry) == (
+        settings.network, settings.tls, settings.rpc, settings.telemetry,
+    )  # fmt: skip
+    assert calling.rpc.rpc_timeout == 7.0 and calling.tls.insecure
+    assert calling.network.address("rules") == "10.0.0.9:1"
+    assert calling.as_identity("bot") == settings.as_identity("bot").calling
+    assert calling.as_identity("bot").tls.identity == "bot"
+    moved = calling.with_addresses(rules="10.0.0.8:2")
+    assert moved == settings.with_addresses(rules="10.0.0.8:2").calling
+    assert moved.network.address("rules") == "10.0.0.8:2"

@@ -111,7 +111,7 @@ async def test_a_read_is_sent_again_after_unavailable(
     unavailable: tuple[Unavailable, str], settings: Settings
 ) -> None:
     answers, target = unavailable
-    async with make_channel(settings, target=target) as channel:
+    async with make_channel(settings.calling, target=target) as channel:
         stub = recorder_pb2_grpc.RecorderServiceStub(channel)  # type: ignore[no-untyped-call]
         with pytest.raises(grpc.aio.AioRpcError) as failed:
             await stub.ReadAll(recorder_pb2.ReadAllRequest())
@@ -123,7 +123,7 @@ async def test_a_move_is_sent_once(
     unavailable: tuple[Unavailable, str], settings: Settings
 ) -> None:
     answers, target = unavailable
-    async with make_channel(settings, target=target) as channel:
+    async with make_channel(settings.calling, target=target) as channel:
         stub = table_pb2_grpc.TableServiceStub(channel)  # type: ignore[no-untyped-call]
         with pytest.raises(grpc.aio.AioRpcError) as failed:
             await stub.Play(table_pb2.PlayRequest(hand_id="h", cards="3"))
@@ -143,7 +143,7 @@ async def test_a_call_waits_for_a_server_that_comes_up_within_its_deadline(
         answer: bytes = table_pb2.PlayResponse().SerializeToString()
         return answer
 
-    async with make_channel(settings, target=f"127.0.0.1:{port}") as channel:
+    async with make_channel(settings.calling, target=f"127.0.0.1:{port}") as channel:
         stub = table_pb2_grpc.TableServiceStub(channel)  # type: ignore[no-untyped-call]
         call = asyncio.ensure_future(stub.Play(table_pb2.PlayRequest(hand_id="h", cards="3")))
         await asyncio.sleep(0.5)  # the call is made while nothing listens
@@ -162,7 +162,7 @@ async def test_the_default_deadline_bounds_the_wait_for_a_server_that_never_come
 ) -> None:
     port = free_port("127.0.0.1")
     hurried = dataclasses.replace(settings, rpc=dataclasses.replace(settings.rpc, rpc_timeout=0.5))
-    async with make_channel(hurried, target=f"127.0.0.1:{port}") as channel:
+    async with make_channel(hurried.calling, target=f"127.0.0.1:{port}") as channel:
         stub = recorder_pb2_grpc.RecorderServiceStub(channel)  # type: ignore[no-untyped-call]
         with pytest.raises(grpc.aio.AioRpcError) as failed:
             await stub.ReadAll(recorder_pb2.ReadAllRequest())

@@ -158,3 +158,63 @@ def test_the_package_map_of_the_architecture_document_is_the_code_s() -> None:
     assert package_map.with_picture(document, drawn) == document, (
         "run python tools/package_map.py --write"
     )
+
+
+# The composition roots: the modules that build or hand on the whole ``Settings`` (each
+# says why in its docstring). Every other module takes only the parts it reads
+# (``settings.bus``, ``settings.calling``...).
+COMPOSITION_ROOTS = (
+    "shared/ddz/entrypoints/",  # the CLI commands
+    "shared/ddz/adapters/runtime/service_runner.py",  # a service's process: build(settings)
+    "shared/ddz/adapters/runtime/stack.py",  # the whole suite on one machine
+    "shared/ddz/adapters/runtime/stack_env.py",  # a child's environment, from every part
+    "shared/ddz/adapters/runtime/stack_file.py",  # a tool's settings, amended to the stack
+    "shared/ddz/loadgen/run.py",  # a crowd's processes, started with the suite's settings
+    "shared/ddz/loadgen/population.py",  # a crowd process: its settings from its env
+)
+SERVICE_FACTORY = "app.py"  # services/<name>/app.py: each service's build(settings)
+
+
+def takes_whole_settings(tree: ast.Module) -> bool:
+    """Whether a module imports ``ddz.config.Settings`` (by name, or as an attribute of
+    the package)."""
+    # ``from ddz import config``: config.Settings cannot be told apart from the parts.
+    whole = {("ddz.config", "Settings"), ("ddz", "config")}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and any(
+            (node.module, alias.name) in whole for alias in node.names
+        ):
+            return True
+        if (
+            isinstance(node, ast.Attribute)
+            and node.attr == "Settings"
+            and ast.unparse(node.value) == "ddz.config"
+        ):
+            return True
+    return False
+
+
+def is_composition_root(name: str) -> bool:
+    if name.startswith("services/") and name.count("/") == 2:
+        return name.endswith("/" + SERVICE_FACTORY)
+    return name.startswith(COMPOSITION_ROOTS)
+
+
+def test_only_composition_roots_take_the_whole_settings() -> None:
+    takers = []
+    for top in ("shared/ddz", "services"):
+        for path in sorted((ROOT / top).rglob("*.py")):
+            name = path.relative_to(ROOT).as_posix()
+            if name.startswith(GENERATED) or name == "shared/ddz/config/__init__.py":
+                continue
+            if takes_whole_settings(ast.parse(path.read_text(encoding="utf-8"))):
+                takers.append(name)
+    assert len(takers) > 10, "the walk found the entry points"
+    others = [name for name in takers if not is_composition_root(name)]
+    assert others == [], (
+        f"take only the parts of Settings these read (settings.bus, settings.calling...), "
+        f"or list them in COMPOSITION_ROOTS with the reason: {others}"
+    )
+    listed = [root for root in COMPOSITION_ROOTS if root.endswith(".py")]
+    unused = [root for root in listed if root not in takers]
+    assert unused == [], f"strike these from COMPOSITION_ROOTS, they take parts now: {unused}"

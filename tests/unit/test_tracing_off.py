@@ -26,7 +26,7 @@ from ddz.config import Settings
 
 settings = Settings.from_env()
 assert not tracing.configure_tracing(settings.telemetry, service="rules")
-grpc_client.make_channel(settings, target="127.0.0.1:1")  # a tool's first channel
+grpc_client.make_channel(settings.calling, target="127.0.0.1:1")  # a tool's first channel
 assert not tracing.active()
 assert isinstance(trace.get_tracer_provider(), ProxyTracerProvider)
 assert tracing.server_interceptors() == [] and tracing.client_interceptors() == []

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import grpc
 from ddz.adapters.rpc.grpc_client import ask, make_channel
-from ddz.config import Settings
+from ddz.config.calling import CallSettings
 from ddz.v1 import (
     audit_pb2,
     audit_pb2_grpc,
@@ -110,7 +110,7 @@ class SettlementClient:
         return response
 
 
-def connect(settings: Settings) -> tuple[RecorderClient, SettlementClient]:
+def connect(settings: CallSettings) -> tuple[RecorderClient, SettlementClient]:
     """The two clients, on channels of their own (closed by the app)."""
     return (
         RecorderClient(make_channel(settings, "recorder")),

@@ -35,7 +35,7 @@ from ddz.adapters.security.certs import read_tls_file
 from ddz.adapters.telemetry import metrics
 from ddz.adapters.telemetry.tracing import client_interceptors
 from ddz.application.errors import Refusal
-from ddz.config import Settings
+from ddz.config.calling import CallSettings
 
 Context: TypeAlias = grpc.aio.ServicerContext[Any, Any]
 Metadata: TypeAlias = tuple[tuple[str, str | bytes], ...]
@@ -82,7 +82,7 @@ def remaining(context: Context) -> float | None:
     return None if left is None else max(0.0, left)
 
 
-def forwarding_channel(settings: Settings, address: str) -> grpc.aio.Channel:
+def forwarding_channel(settings: CallSettings, address: str) -> grpc.aio.Channel:
     """A channel to the active instance at ``address``: no retries, no waiting for it."""
     initial, most = RECONNECT_BACKOFF_MS
     options: list[tuple[str, Any]] = [
@@ -116,7 +116,7 @@ class Forwarder:
     """Sends calls to the active instance (``point_at``), or refuses them UNAVAILABLE
     with the reason ``refuse`` gave (none known, taking over, stepped down)."""
 
-    def __init__(self, settings: Settings, holder: str) -> None:
+    def __init__(self, settings: CallSettings, holder: str) -> None:
         self.settings = settings
         self.holder = holder  # this instance's, sent with each forwarded call
         self.target: str | None = None  # the active instance's address

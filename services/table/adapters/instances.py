@@ -19,8 +19,8 @@ import structlog
 from ddz.adapters.messaging.bus import EventBus
 from ddz.adapters.messaging.lease import STANDBY_POLL, lease_bucket
 from ddz.application.tasks import cancel_and_wait
-from ddz.config import Settings
-from ddz.config.network import WILDCARD_HOSTS
+from ddz.config.game import TableSettings
+from ddz.config.network import WILDCARD_HOSTS, NetworkSettings
 from nats.js.kv import KeyValue
 
 LEASE = "table"
@@ -33,13 +33,13 @@ of taking over (it takes an expired lease within ``STANDBY_POLL`` of its end).""
 log = structlog.get_logger("ddz.table.instances")
 
 
-def advertised(settings: Settings) -> str:
+def advertised(table: TableSettings, network: NetworkSettings) -> str:
     """Where the other instances dial this one (``DDZ_TABLE_ADVERTISE``), else where it
     listens; for a wildcard host, the address this host's name resolves to (a container's
     or a pod's own IP; loopback on a machine whose name resolves there)."""
-    if settings.table.table_advertise:
-        return settings.table.table_advertise
-    host, _, port = settings.network.listen_address(NAME).rpartition(":")
+    if table.table_advertise:
+        return table.table_advertise
+    host, _, port = network.listen_address(NAME).rpartition(":")
     if host in WILDCARD_HOSTS:
         try:
             host = socket.gethostbyname(socket.gethostname())

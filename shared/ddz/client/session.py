@@ -27,7 +27,7 @@ from ddz.access.tokens import refresh_delay
 from ddz.adapters.rpc.bearer import bearer_channel, bearer_metadata
 from ddz.adapters.rpc.grpc_client import resumed
 from ddz.application.tasks import cancel_and_wait
-from ddz.config import Settings
+from ddz.config.calling import CallSettings
 from ddz.v1 import hand_events_pb2, table_pb2, table_pb2_grpc
 
 JOIN_TIMEOUT_MARGIN = 30.0
@@ -55,7 +55,7 @@ class Unreachable(Exception):
 
 
 class Session:
-    def __init__(self, settings: Settings, address: str, login_token: str) -> None:
+    def __init__(self, settings: CallSettings, address: str, login_token: str) -> None:
         self.settings = settings
         self.login_token = login_token
         self.seat_token = ""

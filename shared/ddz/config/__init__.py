@@ -4,7 +4,7 @@
 frozen part per concern, each read by its own function in its own module (``bus``,
 ``store``, ``network``, ``security``, ``rpc``, ``game``, ``telemetry``, ``fronts``).
 Entry points build the ``Settings``; everything else receives only the part it needs
-(``settings.bus``, ``settings.tls``...). Every variable is documented in
+(``settings.bus``, ``settings.tls``, ``settings.calling`` for gRPC...). Every variable is documented in
 ``docs/CONFIG.md``. A bad value raises ``ValueError`` naming the variable, so the CLI
 prints one clear line.
 """
@@ -18,6 +18,7 @@ from pathlib import Path
 from types import MappingProxyType
 
 from ddz.config.bus import BusSettings, bus_from_env
+from ddz.config.calling import CallSettings
 from ddz.config.fronts import (
     ConsoleSettings,
     PlaySettings,
@@ -95,6 +96,11 @@ class Settings:
             play=play_from_env(env),
             supervision=supervision_from_env(env),
         )
+
+    @property
+    def calling(self) -> CallSettings:
+        """The parts a gRPC channel or server reads (``ddz.config.calling``)."""
+        return CallSettings(self.network, self.tls, self.rpc, self.telemetry)
 
     def with_addresses(self, **targets: str) -> Settings:
         """A copy in which clients dial the given services at the given targets."""

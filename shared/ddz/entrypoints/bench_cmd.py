@@ -188,7 +188,7 @@ async def _bot_stats(settings: Settings, stack: Stack | None) -> bot_pb2.GetStat
     total = bot_pb2.GetStatsResponse()
     buckets: dict[int, int] = {}
     for target in targets:
-        channel = make_channel(settings, "bot", target=target)
+        channel = make_channel(settings.calling, "bot", target=target)
         try:
             stub = bot_pb2_grpc.BotServiceStub(channel)  # type: ignore[no-untyped-call]
             stats = await ask("bot", stub.GetStats, bot_pb2.GetStatsRequest())
@@ -217,10 +217,10 @@ async def _store_position(stub: recorder_pb2_grpc.RecorderServiceStub) -> int:
 async def e2e(settings: Settings, stack: Stack | None, variant: str, hands: int,
               tables: int, progress: Progress | None = None) -> E2EResult:  # fmt: skip
     result = E2EResult(variant, tables)
-    channel = make_channel(settings, "recorder")
+    channel = make_channel(settings.calling, "recorder")
     recorder = recorder_pb2_grpc.RecorderServiceStub(channel)  # type: ignore[no-untyped-call]
     try:
-        async with Driver(settings) as driver:
+        async with Driver(settings.calling, settings.keys) as driver:
             if progress is not None:
                 progress.stage(f"warming up {tables} tables", unit="")
             await driver.play(variant, tables, tables)  # warm up every table's path

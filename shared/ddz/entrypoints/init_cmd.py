@@ -42,7 +42,9 @@ def run(args: argparse.Namespace) -> int:
     settings = Settings.from_env()
     ensure_dir(settings.data_dir)
     ensure_keys(settings.keys)
-    files = ensure_certificates(settings.data_dir, hosts=suite_hosts(settings))
+    files = ensure_certificates(
+        settings.data_dir, hosts=suite_hosts(settings.network, settings.table.table_advertise)
+    )
     nats_config = nats_auth.write_config(settings.data_dir)
     # The producers' and the recorder's signing keys, which the services would make at
     # their start: made here, a data dir copied to several hosts gives them all the same.

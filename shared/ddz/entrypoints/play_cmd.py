@@ -94,7 +94,7 @@ async def _play(settings: Settings, address: str, name: str, token: str, room: s
     from ddz.client.session import Session, refusal
     from ddz.entrypoints.simulate_cmd import SUITE_FAILED
 
-    session = Session(settings, address, token)
+    session = Session(settings.calling, address, token)
     try:
         return await PlayApp(session, name, room_id=room, input_fd=sys.stdin.fileno()).run()
     except grpc.aio.AioRpcError as exc:

@@ -44,11 +44,11 @@ def answering_suite(settings: Settings) -> Settings | None:
     of this data dir runs (or one that does never serves within ``SUITE_PATIENCE``)."""
     live = stack_file.found(settings)
     table = live.network.address("table")
-    status = health_status(table, FIRST_ASK, settings=live)
+    status = health_status(table, FIRST_ASK, settings=live.calling)
     if status == SERVING:
         return live
     if status is None:
-        status = health_status(table, SECOND_ASK, settings=live)
+        status = health_status(table, SECOND_ASK, settings=live.calling)
         if status == SERVING:
             return live
     if status is None and stack_file.read(settings.data_dir) is None:
@@ -62,7 +62,7 @@ def answering_suite(settings: Settings) -> Settings | None:
     deadline = time.monotonic() + SUITE_PATIENCE
     while time.monotonic() < deadline:
         time.sleep(0.5)
-        if health_status(table, FIRST_ASK, settings=live) == SERVING:
+        if health_status(table, FIRST_ASK, settings=live.calling) == SERVING:
             return live
     return None
 

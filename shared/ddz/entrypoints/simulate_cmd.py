@@ -117,7 +117,7 @@ async def simulate(
 ) -> Report:
     """Play the hands, then read back what the recorder and settlement hold of them."""
     report = Report(variant, tables)
-    async with Driver(settings) as driver:
+    async with Driver(settings.calling, settings.keys) as driver:
         started = time.perf_counter()
         report.results = await driver.play(variant, hands, tables, on_hand)
         report.seconds = time.perf_counter() - started

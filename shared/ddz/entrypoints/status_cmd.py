@@ -36,15 +36,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run(args: argparse.Namespace) -> int:
-    from ddz.adapters.runtime import suite_status
+    from ddz.adapters.runtime import stack_file, suite_status
 
-    settings = Settings.from_env()
-    status = suite_status.read(settings)
+    live = stack_file.found(Settings.from_env())  # the running stack's addresses
+    status = suite_status.read(live.data_dir, live.calling, live.bus, live.store)
     if args.json:
         print(json.dumps(status.as_json(), indent=2))
     if not status.running:
         print(
-            f"ddz: no suite runs from {settings.data_dir} (no live stack.json there): "
+            f"ddz: no suite runs from {live.data_dir} (no live stack.json there): "
             "start one with `ddz up`, or set DDZ_DATA_DIR to its data dir",
             file=sys.stderr,
         )

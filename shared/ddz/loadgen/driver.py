@@ -2,7 +2,7 @@
 
 ``ddz simulate``, ``ddz demo``, ``ddz bench e2e`` and the end-to-end tests share this:
 
-    async with Driver(settings) as driver:
+    async with Driver(settings.calling, settings.keys) as driver:
         results = await driver.play("classic", hands=20, tables=4, on_hand=progress)
         stored = await driver.stored_events(results)      # read back from the recorder
         totals = await driver.settlement(results)         # ledgers from settlement
@@ -39,7 +39,8 @@ from ddz.adapters.messaging.hand_stream import hand_stream_id
 from ddz.adapters.rpc.bearer import bearer_channel
 from ddz.adapters.rpc.grpc_client import ask, make_channel, resumed
 from ddz.application.errors import Kind, Reason, Refusal
-from ddz.config import Settings
+from ddz.config.calling import CallSettings
+from ddz.config.security import KeySettings
 from ddz.v1 import (
     recorder_pb2,
     recorder_pb2_grpc,
@@ -94,9 +95,15 @@ class SettlementTotals:
 
 class Driver:
     def __init__(
-        self, settings: Settings, *, watch_timeout: float = 120.0, patience: float = PATIENCE
+        self,
+        settings: CallSettings,
+        keys: KeySettings,
+        *,
+        watch_timeout: float = 120.0,
+        patience: float = PATIENCE,
     ) -> None:
         self.settings = settings
+        self.keys = keys
         self.watch_timeout = watch_timeout
         self.patience = max(patience, settings.rpc.rpc_timeout)
         self.run_id = uuid.uuid4().hex[:8]
@@ -105,7 +112,7 @@ class Driver:
     def _channel(self, service: str) -> grpc.aio.Channel:
         if service not in self._channels:
             if service == "table":  # opening bot tables is the operator's
-                token = operator_token(self.settings.keys, "driver")
+                token = operator_token(self.keys, "driver")
                 self._channels[service] = bearer_channel(self.settings, token, service)
             else:
                 self._channels[service] = make_channel(self.settings, service)

@@ -25,7 +25,8 @@ from ddz.access.tokens import player_token
 from ddz.adapters.rpc.grpc_client import error_reason
 from ddz.application.errors import Refusal
 from ddz.client.session import Session, Unreachable
-from ddz.config import Settings
+from ddz.config.calling import CallSettings
+from ddz.config.security import KeySettings
 from ddz.domain.cards import CardNotationError, format_counts, parse_ranks
 from ddz.loadgen.behaviour import Behaviour, HandPlan
 from ddz.loadgen.tally import Tally
@@ -82,7 +83,8 @@ def reason_of(error: BaseException) -> str:
 
 class Person:
     def __init__(
-        self, settings: Settings, player_id: str, rooms: list[table_pb2.Room], first_room: int,
+        self, settings: CallSettings, keys: KeySettings, player_id: str,
+        rooms: list[table_pb2.Room], first_room: int,
         behaviour: Behaviour, tally: Tally, stopping: asyncio.Event,
     ) -> None:  # fmt: skip
         self.settings = settings
@@ -92,7 +94,7 @@ class Person:
         self.behaviour = behaviour
         self.tally = tally
         self.stopping = stopping
-        self.token = player_token(settings.keys, player_id)
+        self.token = player_token(keys, player_id)
         self.session: Session | None = None
         self.seated = False
         self.hand_id = ""  # the hand followed, and the last position seen of it

@@ -8,6 +8,9 @@ Person ``n`` (0, 1, 2, ...) lives in process ``n mod P``, is player
 new people evenly over S. Every ``TICK`` seconds each process sends what its people
 did (``tally.Delta``); on ``stop`` its people finish the hands in play and leave their
 tables, and the process sends its last delta and the CPU seconds it used.
+
+Each process is a composition root: it reads its ``Settings`` from the environment its
+parent gave it, and hands its people only the parts they call with.
 """
 
 from __future__ import annotations
@@ -61,7 +64,7 @@ async def _rooms(settings: Settings) -> list[table_pb2.Room]:
     from ddz.adapters.rpc.grpc_client import open_channel
 
     channel = open_channel(
-        settings, settings.network.address("table"), service="table", client_cert=False
+        settings.calling, settings.network.address("table"), service="table", client_cert=False
     )
     try:
         stub = table_pb2_grpc.TableServiceStub(channel)  # type: ignore[no-untyped-call]
@@ -89,8 +92,9 @@ async def _people(plan: PlanOfRun, index: int, conn: Connection) -> None:
         await asyncio.sleep(delay)
         if stopping.is_set():
             return
-        person = Person(settings, player_id(plan.run_id, number), rooms, number,
-                        Behaviour(person_seed(plan.seed, number)), tally, stopping)  # fmt: skip
+        person = Person(settings.calling, settings.keys, player_id(plan.run_id, number),
+                        rooms, number, Behaviour(person_seed(plan.seed, number)), tally,
+                        stopping)  # fmt: skip
         task = asyncio.create_task(person.live(), name=f"person-{number}")
         lives.add(task)
         task.add_done_callback(lives.discard)

@@ -7,6 +7,9 @@ the minutes asked after its ramp) until a step's p99 (the worse of "move shown" 
 "turn told") passes ``MAX_P99_MS`` or the suite uses more than ``MAX_CORES`` cores, or
 the suite seats no more of the people asked; the largest crowd seated within both is
 ``max_people``.
+
+A composition root: it keeps the whole ``Settings``, since it starts the crowd's
+processes with an environment written from it (``client_env``).
 """
 
 from __future__ import annotations
@@ -220,7 +223,7 @@ class CrowdRun:
         """Every hand dealt to the people, audited; one still incomplete after
         ``LOST_PATIENCE`` is lost."""
         report, hands = self.report, self.crowd.totals.hands
-        channel = make_channel(self.settings, "recorder")
+        channel = make_channel(self.settings.calling, "recorder")
         stub = audit_pb2_grpc.AuditServiceStub(channel)  # type: ignore[no-untyped-call]
         gate = asyncio.Semaphore(AUDITS_AT_ONCE)
         verdicts: dict[str, audit_pb2.AuditHandResponse] = {}

@@ -10,7 +10,7 @@ import grpc
 
 from ddz.access.tokens import AUTH_HEADER, SCHEME
 from ddz.adapters.rpc.grpc_client import open_channel
-from ddz.config import Settings
+from ddz.config.calling import CallSettings
 
 
 def _with_token(details: Any, token: str, timeout: float | None) -> Any:
@@ -45,7 +45,7 @@ class _StreamBearer(grpc.aio.UnaryStreamClientInterceptor):  # type: ignore[misc
 
 
 def bearer_channel(
-    settings: Settings,
+    settings: CallSettings,
     token: str | Callable[[], str],
     service: str | None = "table",
     *,

@@ -46,7 +46,7 @@ from ddz.adapters.security.certs import read_tls_file
 from ddz.adapters.telemetry.health import ACTIVE_TABLE
 from ddz.adapters.telemetry.tracing import client_interceptors, configure_tracing
 from ddz.application.errors import Kind, Reason, Refusal
-from ddz.config import Settings
+from ddz.config.calling import CallSettings
 from ddz.config.security import OPERATOR
 
 T = TypeVar("T")
@@ -259,7 +259,9 @@ KEEPALIVE: tuple[tuple[str, int], ...] = (
 )
 
 
-def channel_options(settings: Settings, health_name: str | None = None) -> list[tuple[str, Any]]:
+def channel_options(
+    settings: CallSettings, health_name: str | None = None
+) -> list[tuple[str, Any]]:
     """The options of every channel to a service of the suite (``make_channel``,
     ``bearer.bearer_channel``): message limits, waiting and retries, balancing by
     ``health_name``, reconnecting, keepalive."""
@@ -276,7 +278,7 @@ def channel_options(settings: Settings, health_name: str | None = None) -> list[
 
 
 def channel_credentials(
-    settings: Settings, *, client_cert: bool = True
+    settings: CallSettings, *, client_cert: bool = True
 ) -> grpc.ChannelCredentials | None:
     """TLS trusting ``DDZ_TLS_CA`` and, with ``client_cert``, presenting this process's
     certificate (``TlsSettings.tls_cert_path``); None under ``DDZ_INSECURE``. A player's
@@ -304,7 +306,7 @@ def tls_options(service: str | None) -> list[tuple[str, Any]]:
 
 
 def open_channel(
-    settings: Settings,
+    settings: CallSettings,
     target: str,
     *,
     interceptors: Sequence[Any] = (),
@@ -335,7 +337,7 @@ def open_channel(
     )
 
 
-def tool_name(settings: Settings) -> str:
+def tool_name(settings: CallSettings) -> str:
     """The traces' name of this process: its service, or ``cli`` for the operator's tools."""
     return "cli" if settings.tls.identity == OPERATOR else settings.tls.identity
 
@@ -350,7 +352,7 @@ def list_tls_options(target: str) -> list[tuple[str, Any]]:
 
 
 def make_channel(
-    settings: Settings, service: str | None = None, *, target: str | None = None
+    settings: CallSettings, service: str | None = None, *, target: str | None = None
 ) -> grpc.aio.Channel:
     """A channel to ``service`` (its configured address) or to ``target``, as this
     process's identity (``settings.tls.identity``)."""

@@ -53,7 +53,7 @@ from ddz.adapters.telemetry import metrics
 from ddz.adapters.telemetry.health import Check, HealthWatch
 from ddz.adapters.telemetry.tracing import server_interceptors
 from ddz.application.errors import Kind, Refusal
-from ddz.config import Settings
+from ddz.config.calling import CallSettings
 from ddz.config.security import TlsSettings
 
 ERROR_DOMAIN = "ddz.v1"
@@ -376,7 +376,7 @@ async def start_server(
     service_name: str,
     add_servicers: Callable[[grpc.aio.Server], None],
     service_full_names: Sequence[str],
-    settings: Settings,
+    settings: CallSettings,
     port: int | None = None,
     checks: Mapping[str, Check] | None = None,
     roles: Mapping[str, Check] | None = None,
@@ -453,7 +453,7 @@ async def serve(
     service_name: str,
     add_servicers: Callable[[grpc.aio.Server], None],
     service_full_names: Sequence[str],
-    settings: Settings,
+    settings: CallSettings,
     port: int | None = None,
     *,
     stop: asyncio.Event | None = None,

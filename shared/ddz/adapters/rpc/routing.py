@@ -1,7 +1,7 @@
 """Which instance of the rules service decides a hand: every command of one hand goes
 to one live instance, so that its cached copy of the hand stays the latest
 (docs/ARCHITECTURE.md, "Rules instances"). Every client of the rules service (the
-table's, the bot's) calls it through ``rules_service(settings)``.
+table's, the bot's) calls it through ``rules_service(settings.calling, partitions)``.
 
 ``DDZ_RULES_ADDR`` lists the instances (``NetworkSettings.targets``): ``host:port`` entries, and
 ``dns:///name:port`` entries standing for every address the name resolves to (a headless
@@ -61,7 +61,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from ddz.adapters.messaging.subjects import partition_of
 from ddz.adapters.rpc.grpc_client import CUT, REPEATS, error_reason, make_channel
 from ddz.application.tasks import cancel_and_wait
-from ddz.config import Settings
+from ddz.config.calling import CallSettings
 from ddz.v1 import rules_pb2, rules_pb2_grpc
 
 log = structlog.get_logger("ddz.routing")
@@ -121,15 +121,16 @@ class HandRouter:
 
     def __init__(
         self,
-        settings: Settings,
+        settings: CallSettings,
         service: str,
         stub: Callable[[grpc.aio.Channel], Any],
         full_name: str,
+        partitions: int = 1,
     ) -> None:
         self.settings = settings
         self.service = service
         self.full_name = full_name
-        self.partitions = settings.bot.bot_partitions  # > 1: hands routed by partition
+        self.partitions = partitions  # DDZ_BOT_PARTITIONS; > 1: hands routed by partition
         self._stub = stub
         self._ordered: list[str] = []  # the instances' targets, sorted (homes by index)
         entries = settings.network.targets(service)
@@ -363,10 +364,13 @@ _LOST = rules_pb2.DecideOutcome(
 )
 
 
-def rules_service(settings: Settings) -> RoutedRules:
-    """The rules service as its clients call it: each hand's calls to its instance.
-    Made inside the event loop (it watches the instances); ``close()`` it."""
-    return RoutedRules(HandRouter(settings, "rules", rules_pb2_grpc.RulesServiceStub, RULES))
+def rules_service(settings: CallSettings, partitions: int = 1) -> RoutedRules:
+    """The rules service as its clients call it: each hand's calls to its instance (by
+    partition when ``partitions`` > 1: ``BotSettings.bot_partitions``). Made inside the
+    event loop (it watches the instances); ``close()`` it."""
+    return RoutedRules(
+        HandRouter(settings, "rules", rules_pb2_grpc.RulesServiceStub, RULES, partitions)
+    )
 
 
 RulesStub: TypeAlias = rules_pb2_grpc.RulesServiceStub | RoutedRules

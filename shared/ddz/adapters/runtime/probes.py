@@ -8,12 +8,12 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from ddz.adapters.rpc.grpc_client import channel_credentials, channel_target, list_tls_options
 from ddz.adapters.security.certs import TlsSetupError
-from ddz.config import Settings
+from ddz.config.calling import CallSettings
 
 SERVING = health_pb2.HealthCheckResponse.SERVING
 
 
-def blocking_channel(address: str, settings: Settings) -> grpc.Channel:
+def blocking_channel(address: str, settings: CallSettings) -> grpc.Channel:
     """A synchronous channel to ``address`` (health checks, scripts): TLS with this
     process's certificate as ``grpc_client.channel_credentials`` says. A service's
     instances (a comma list, ``--scale``) are one target: the first that answers, its
@@ -26,12 +26,11 @@ def blocking_channel(address: str, settings: Settings) -> grpc.Channel:
 
 
 def health_status(
-    address: str, timeout: float = 1.0, service: str = "", *, settings: Settings | None = None
+    address: str, timeout: float = 1.0, service: str = "", *, settings: CallSettings
 ) -> int | None:
     """The health status at ``address`` (``SERVING`` = 1), or None if nothing answers;
-    asked over TLS as ``settings`` say (default: ``Settings.from_env()``), with this
-    process's certificate: the internal services let no one in without one."""
-    settings = Settings.from_env() if settings is None else settings
+    asked over TLS as ``settings`` say, with this process's certificate: the internal
+    services let no one in without one."""
     try:
         channel = blocking_channel(address, settings)
     except TlsSetupError:

@@ -17,6 +17,9 @@ process's Prometheus metrics beside it (``ddz.adapters.telemetry.metrics``, on
     main("rules")                                      # a process: settings, logging, serve
     running = await start_service("rules", settings, port=0)   # in-process, e.g. tests
     ...; await running.stop()
+
+A composition root: it reads ``Settings.from_env()`` and hands each service's ``build``
+the whole ``Settings``; the server and the bus get only their parts.
 """
 
 from __future__ import annotations
@@ -213,7 +216,7 @@ async def start_service(
     await service.start()
     try:
         server = await start_server(
-            name, service.add_to_server, service.full_names, settings, port,
+            name, service.add_to_server, service.full_names, settings.calling, port,
             checks_of(service), roles_of(service),
         )  # fmt: skip
     except BaseException:
@@ -271,7 +274,7 @@ async def run_service(
         exposition = serve_metrics(name, settings.network.metrics_address(name))
         try:
             await serve(
-                name, service.add_to_server, service.full_names, settings,
+                name, service.add_to_server, service.full_names, settings.calling,
                 stop=stop, checks=checks_of(service), roles=roles_of(service),
             )  # fmt: skip
         finally:

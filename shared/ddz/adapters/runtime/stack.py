@@ -1,23 +1,22 @@
 """The whole suite on one machine: a NATS server and the six services as child processes.
 
     with Stack(Settings.from_env()) as stack:      # ``ddz up``, simulate, bench, e2e tests
-        channel = make_channel(stack.settings, "table")
+        channel = make_channel(stack.settings.calling, "table")
 
 ``start()`` starts ``nats-server`` with JetStream under the data directory (unless
-``DDZ_NATS_URL`` names a server; on a random port when 4222 is taken), migrates the
-store and the services' tables once, makes what is missing of the token keys and of
-the local CA and certificates (``ddz.adapters.security.certs``), starts every service as ``python -m
-services.<name>`` with the environment rebuilt from the one ``Settings`` object, and
-returns when every service's health check answers SERVING. Each service logs (JSON
-lines, and anything it prints) to ``<data dir>/logs/<name>.log``.
+``DDZ_NATS_URL`` names a server; on a random port when 4222 is taken), migrates the store and
+the services' tables once, makes what is missing of the token keys and of the local CA and
+certificates (``ddz.adapters.security.certs``), starts every service as ``python -m
+services.<name>`` with the environment rebuilt from the one ``Settings`` object, and returns
+when every service's health check answers SERVING. Each service logs (JSON lines, and anything
+it prints) to ``<data dir>/logs/<name>.log``.
 
-``scale`` starts several instances of a service (``ddz up --scale rules=3``): the
-first is named after the service and has its port, the others ``rules-2``, ``rules-3``
-... on free ports; every client is given all of them (``DDZ_RULES_ADDR`` a comma list).
-``nats_cluster=3`` starts a JetStream cluster of three nodes (``nats-1`` ... on loopback
-routes) instead of one server, with every stream replicated three times. Once ready, the
-stack writes where everything is to ``<data dir>/stack.json`` (``stack_file``), where the
-tools find it; ``stop()`` removes it.
+``scale`` starts several instances of a service (``ddz up --scale rules=3``): the first is named
+after the service and has its port, the others ``rules-2``, ``rules-3`` ... on free ports; every
+client is given all of them (``DDZ_RULES_ADDR`` a comma list). ``nats_cluster=3`` starts a
+JetStream cluster of three nodes (``nats-1`` ... on loopback routes) instead of one server, with
+every stream replicated three times. Once ready, the stack writes where everything is to
+``<data dir>/stack.json`` (``stack_file``), where the tools find it; ``stop()`` removes it.
 
 Before anything starts (``claim``), the stack takes the data dir's lock
 (``suite_lock``: one suite per data dir) and checks that every port its settings name is
@@ -27,9 +26,9 @@ logs to ``logs/previous/``; a restart (``restart``) rewrites ``stack.json``.
 ``stop()`` sends SIGTERM to every service and waits (SIGKILL after ``grace`` seconds),
 then stops NATS: children first, so they can finish and ack what is in flight. Every
 child runs in its own session, so a terminal's Ctrl-C reaches only the supervisor,
-which then stops everything in that order.
-
-Its children are kept running by ``supervisor.Supervisor``.
+which then stops everything in that order. Its children are kept running by
+``supervisor.Supervisor``. It keeps the whole ``Settings`` (a composition root): every
+child's environment is rebuilt from it (``stack_env``), and it prepares every part's files.
 """
 
 from __future__ import annotations
@@ -203,11 +202,12 @@ class Stack:
         logged = dataclasses.replace(settings.telemetry, log_to_file=True)
         settings = self._place_instances(dataclasses.replace(settings, telemetry=logged))
         self.settings = settings
-        migrate(settings)
+        migrate(settings.store, settings.data_dir)
         ensure_keys(settings.keys)  # a fresh machine: each token key made before it is read
         if not settings.tls.insecure:
             # The CA and every identity's certificate, naming the hosts it runs on.
-            ensure_certificates(settings.data_dir, hosts=suite_hosts(settings))
+            hosts = suite_hosts(settings.network, settings.table.table_advertise)
+            ensure_certificates(settings.data_dir, hosts=hosts)
         self._env = self.child_env()
         for service in self.services:
             for name in self._instance_names(service):
@@ -366,7 +366,7 @@ class Stack:
                         f"service {name} exited with code {child.process.returncode} "
                         f"(log: {child.log_file}):\n{child.log_tail()}"
                     )
-                if health_status(child.address, timeout=0.5, settings=self.settings) == SERVING:
+                if health_status(child.address, 0.5, settings=self.settings.calling) == SERVING:
                     del waiting[name]
             if waiting and time.monotonic() > deadline:
                 names = ", ".join(sorted(waiting))
@@ -492,7 +492,7 @@ def main(argv: Sequence[str] | None = None) -> int:
               file=sys.stderr)  # fmt: skip
         return 2
     settings = Settings.from_env()
-    status = health_status(settings.network.address(args[1]), timeout=2.0, settings=settings)
+    status = health_status(settings.network.address(args[1]), 2.0, settings=settings.calling)
     return 0 if status == SERVING else 1
 
 

@@ -1,6 +1,7 @@
 """The settings of the stack's children: the services it runs, the ``DDZ_*`` environment
 that gives a child the stack's ``Settings``, the names a child has in its traces, the
-ports a service's settings name or get free."""
+ports a service's settings name or get free. It takes the whole ``Settings``: it writes
+every part of it into a child's environment."""
 
 from __future__ import annotations
 

@@ -10,6 +10,9 @@ stack writes it again after each restart of a child (its new pid, its restarts).
 It holds no secret: addresses, NATS URLs without credentials (the NATS users' seeds are
 files of the data dir, found by their names), and the pid of the process that started
 the stack, so that the file a killed ``ddz up`` left behind is ignored.
+
+It takes the whole ``Settings``: ``found`` amends a tool's own (its bus, store and
+network parts) and returns it whole, and ``describe`` reads a stack's.
 """
 
 from __future__ import annotations

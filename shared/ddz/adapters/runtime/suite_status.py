@@ -32,7 +32,9 @@ from ddz.adapters.messaging.subjects import STREAM_NAME
 from ddz.adapters.runtime import stack_file
 from ddz.adapters.runtime.probes import SERVING, health_status
 from ddz.adapters.telemetry.health import ACTIVE_TABLE
-from ddz.config import Settings
+from ddz.config.bus import BusSettings
+from ddz.config.calling import CallSettings
+from ddz.config.store import StoreSettings
 from ddz.urls import redacted_url
 
 TIMEOUT = 2.0  # seconds each part may take to answer
@@ -134,23 +136,22 @@ def alive(pid: int) -> bool:
     return state not in ("Z", "X")  # a zombie has exited, its parent not yet told
 
 
-def read(settings: Settings) -> Status:
-    """The status of the suite running from ``settings.data_dir`` (``running`` False:
-    none runs there)."""
-    record = stack_file.read(settings.data_dir)
-    status = Status(data_dir=str(settings.data_dir), running=record is not None)
+def read(data_dir: Path, calling: CallSettings, bus: BusSettings, store: StoreSettings) -> Status:
+    """The status of the suite running from ``data_dir`` (``running`` False: none runs
+    there), asked with the parts of the settings ``stack_file.found`` gives."""
+    record = stack_file.read(data_dir)
+    status = Status(data_dir=str(data_dir), running=record is not None)
     if record is None:
         return status
-    settings = stack_file.found(settings)
     status.pid = int(record.get("pid", 0))
     entries = record.get("instances", [])
     with ThreadPoolExecutor(max_workers=max(1, min(16, len(entries)))) as pool:
         # At once: a hung instance costs its timeout once, not once per instance.
-        status.instances = list(pool.map(lambda entry: _instance(entry, settings), entries))
+        status.instances = list(pool.map(lambda entry: _instance(entry, calling), entries))
     nats_nodes = record.get("nats", [])
-    nodes, status.stream, status.consumers = asyncio.run(_ask_nats(nats_nodes, settings))
+    nodes, status.stream, status.consumers = asyncio.run(_ask_nats(nats_nodes, bus))
     status.nats = nodes
-    status.store = _store(settings)
+    status.store = _store(store)
     for part in [*status.nats, *status.instances]:
         if part.health != UP:
             status.problems.append(f"{part.name} at {part.address}: {part.health}")
@@ -161,7 +162,7 @@ def read(settings: Settings) -> Status:
     return status
 
 
-def _instance(entry: dict[str, Any], settings: Settings) -> Part:
+def _instance(entry: dict[str, Any], calling: CallSettings) -> Part:
     pid = int(entry.get("pid", 0))
     address = str(entry.get("address", ""))
     service = str(entry.get("service", ""))
@@ -173,16 +174,16 @@ def _instance(entry: dict[str, Any], settings: Settings) -> Part:
     if not alive(pid):
         return part
     part.uptime_s = _rounded(uptime(pid))
-    answer = health_status(address, TIMEOUT, settings=settings)
+    answer = health_status(address, TIMEOUT, settings=calling)
     part.health = SILENT if answer is None else (UP if answer == SERVING else DOWN)
     if service == "table" and part.health == UP:
-        active = health_status(address, TIMEOUT, ACTIVE_TABLE, settings=settings)
+        active = health_status(address, TIMEOUT, ACTIVE_TABLE, settings=calling)
         part.role = "active" if active == SERVING else "standby"
     return part
 
 
 async def _ask_nats(
-    entries: list[dict[str, Any]], settings: Settings
+    entries: list[dict[str, Any]], bus: BusSettings
 ) -> tuple[list[Part], Stream | None, list[Consumer] | None]:
     """Each node on its own connection; the stream and its consumers through the first
     that serves it."""
@@ -190,7 +191,7 @@ async def _ask_nats(
     stream: Stream | None = None
     consumers: list[Consumer] | None = None
     if not entries:  # a NATS the stack did not start (DDZ_NATS_URL): ask it as one
-        entries = [{"name": "nats", "url": url, "pid": 0} for url in settings.bus.nats_servers]
+        entries = [{"name": "nats", "url": url, "pid": 0} for url in bus.nats_servers]
     for entry in entries:
         pid = int(entry.get("pid", 0))
         url = str(entry.get("url", ""))
@@ -203,7 +204,7 @@ async def _ask_nats(
             continue
         node.uptime_s = _rounded(uptime(pid)) if pid else None
         try:
-            found = await _ask_node(url, settings, want_stream=stream is None)
+            found = await _ask_node(url, bus, want_stream=stream is None)
         except (TimeoutError, OSError, nats.errors.Error):
             node.health = SILENT
             continue
@@ -218,9 +219,9 @@ async def _ask_nats(
 
 
 async def _ask_node(
-    url: str, settings: Settings, *, want_stream: bool
+    url: str, bus: BusSettings, *, want_stream: bool
 ) -> tuple[StreamInfo, list[Consumer] | None] | None:
-    options = nats_auth.connect_options(settings.bus, nats_auth.TOOLS)
+    options = nats_auth.connect_options(bus, nats_auth.TOOLS)
 
     async def quiet(exc: Exception) -> None:
         """The client's own errors: the caller says what failed, in one word."""
@@ -274,12 +275,12 @@ def _consumer(info: ConsumerInfo) -> Consumer:
     )  # fmt: skip
 
 
-def _store(settings: Settings) -> Store:
+def _store(settings: StoreSettings) -> Store:
     """The event store's size (bytes on disk) and its last event."""
     from ddz.adapters.store import make_engine
     from ddz.adapters.store.schema import events
 
-    url = settings.store.database_url
+    url = settings.database_url
     store = Store(url=redacted_url(url), size_bytes=None, last_position=0, last_event_time=None)
     engine = make_engine(url, connect_args={} if "sqlite" in url else {"connect_timeout": 3})
     try:

@@ -19,15 +19,21 @@ from ddz.adapters.runtime.nats_server import (
     NatsServerError,
 )
 from ddz.adapters.runtime.stopping import Stop
-from ddz.config import Settings
 from ddz.config.fronts import SupervisionSettings
+
+
+class Supervised(Protocol):
+    """The part of a stack's settings a supervisor reads (``Settings`` is one)."""
+
+    @property
+    def supervision(self) -> SupervisionSettings: ...
 
 
 class SupervisedStack(Protocol):
     """What a supervisor needs of a started stack (``Stack`` is one)."""
 
     @property
-    def settings(self) -> Settings: ...
+    def settings(self) -> Supervised: ...
 
     def children(self) -> list[ServiceProcess]: ...
 

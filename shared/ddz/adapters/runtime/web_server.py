@@ -2,7 +2,7 @@
 stack's certificate of the service's identity, inside the service's own process (the
 service runner owns the process, its signals and its gRPC health port).
 
-    server = await WebServer.start(app, settings, settings.network.console_web_address, "console")
+    server = await WebServer.start(app, settings.tls, address, "console")
     ...; server.running()  # a health check
     await server.stop()
 """
@@ -17,8 +17,8 @@ from typing import Any
 import structlog
 import uvicorn
 
-from ddz.config import Settings
 from ddz.config.network import WILDCARD_HOSTS
+from ddz.config.security import TlsSettings
 
 START_PATIENCE = 10.0  # seconds a web server has to bind its port
 
@@ -45,19 +45,19 @@ class WebServer:
         self.url = url
 
     @classmethod
-    async def start(cls, app: Any, settings: Settings, address: str, name: str) -> WebServer:
+    async def start(cls, app: Any, tls: TlsSettings, address: str, name: str) -> WebServer:
         """Serve ``app`` on ``address`` (``host:port``); returns once the port is bound,
         or raises ``OSError`` saying it could not be."""
         host, port = address.rsplit(":", 1)
-        tls: dict[str, str] = {}
-        if not settings.tls.insecure:
-            tls = {"ssl_certfile": str(settings.tls.tls_cert_path),
-                   "ssl_keyfile": str(settings.tls.tls_key_path)}  # fmt: skip
+        files: dict[str, str] = {}
+        if not tls.insecure:
+            files = {"ssl_certfile": str(tls.tls_cert_path),
+                     "ssl_keyfile": str(tls.tls_key_path)}  # fmt: skip
         else:
             log.warning(f"{name}_plaintext", why=f"DDZ_INSECURE: {name} serves plain HTTP")
         config = uvicorn.Config(
             app, host=host.strip("[]"), port=int(port), log_config=None, access_log=False,
-            lifespan="off", server_header=False, proxy_headers=False, **tls,  # type: ignore[arg-type]
+            lifespan="off", server_header=False, proxy_headers=False, **files,  # type: ignore[arg-type]
         )  # fmt: skip
         server = _Server(config)
         serving = asyncio.create_task(server.serve())
@@ -68,7 +68,7 @@ class WebServer:
                     raise OSError(f"{name} could not serve on {host}:{port}")
                 await asyncio.sleep(0.02)
         shown = "127.0.0.1" if host in WILDCARD_HOSTS else host
-        scheme = "http" if settings.tls.insecure else "https"
+        scheme = "http" if tls.insecure else "https"
         url = f"{scheme}://{shown}:{port}"
         log.info(f"{name}_serving", url=url)
         return cls(server, serving, url)

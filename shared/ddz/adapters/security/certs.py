@@ -38,8 +38,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from ddz.adapters.files.data_files import REMAKE, BadFile, ensure_dir, read_bytes
-from ddz.config import Settings
-from ddz.config.network import SERVICE_PORTS
+from ddz.config.network import SERVICE_PORTS, NetworkSettings
 from ddz.config.security import OPERATOR, TLS_DIR, TlsSettings
 
 IDENTITIES: tuple[str, ...] = (*SERVICE_PORTS, OPERATOR)
@@ -92,15 +91,12 @@ def spiffe_id(identity: str) -> str:
     return f"{SPIFFE_PREFIX}{identity}"
 
 
-def suite_hosts(settings: Settings) -> tuple[str, ...]:
-    """The hosts (addresses or names) the settings place the suite's services on, other
-    than loopback and wildcards: what its certificates must name besides 127.0.0.1."""
-    targets = [
-        settings.network.host,
-        settings.table.table_advertise,
-        *settings.network.listen.values(),
-    ]
-    for target in settings.network.addresses.values():
+def suite_hosts(network: NetworkSettings, table_advertise: str = "") -> tuple[str, ...]:
+    """The hosts (addresses or names) the settings place the suite's services on
+    (``network``, and ``TableSettings.table_advertise``), other than loopback and
+    wildcards: what its certificates must name besides 127.0.0.1."""
+    targets = [network.host, table_advertise, *network.listen.values()]
+    for target in network.addresses.values():
         targets += target.split(",")
     found: list[str] = []
     for target in targets:

@@ -1,7 +1,8 @@
 """The services' own tables (dealer seeds, settlement projection) and their migrations.
 
 upgrade_service_db(engine)   # idempotent; safe from several processes at once
-migrate(settings)            # the store's tables and these, once, before the services start
+migrate(settings.store, settings.data_dir)  # the store's tables and these, once,
+                                            # before the services start
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from sqlalchemy.engine import Engine
 
 from ddz.adapters.files.data_files import ensure_dir
 from ddz.adapters.service_db import schema
-from ddz.config import Settings
+from ddz.config.store import StoreSettings
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 VERSION_TABLE = "alembic_version_services"
@@ -38,13 +39,13 @@ def upgrade_service_db(engine: Engine, revision: str = "head") -> None:
         command.upgrade(config, revision)
 
 
-def migrate(settings: Settings) -> None:
+def migrate(store: StoreSettings, data_dir: Path) -> None:
     """Create or upgrade the store's and the services' tables once, before the services
     start, so they do not all race to do it."""
     from ddz.adapters.store import make_engine, upgrade_store
 
-    ensure_dir(settings.data_dir)
-    engine = make_engine(settings.store.database_url)
+    ensure_dir(data_dir)
+    engine = make_engine(store.database_url)
     try:
         upgrade_store(engine)
         upgrade_service_db(engine)
