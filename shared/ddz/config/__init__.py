@@ -5,8 +5,8 @@ frozen part per concern, each read by its own function in its own module (``bus`
 ``store``, ``network``, ``security``, ``rpc``, ``game``, ``telemetry``, ``fronts``).
 Entry points build the ``Settings``; everything else receives only the part it needs
 (``settings.bus``, ``settings.tls``, ``settings.calling`` for gRPC...). Every variable
-is documented in ``docs/CONFIG.md``. A bad value raises ``ValueError`` naming the variable, so the CLI
-prints one clear line.
+is documented in ``docs/CONFIG.md``. A bad value raises ``ValueError`` naming the
+variable, so the CLI prints one clear line.
 """
 
 from __future__ import annotations
