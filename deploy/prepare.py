@@ -41,9 +41,14 @@ def stream(settings: Settings) -> None:
     asyncio.run(nats_auth.provision_stream(settings.bus))
 
 
+def migrate_tables(settings: Settings) -> None:
+    """The store's and the services' tables, created or upgraded once."""
+    migrate(settings.store, settings.data_dir)
+
+
 STEPS: dict[str, Callable[[Settings], None]] = {
     "init": init,
-    "migrate": migrate,
+    "migrate": migrate_tables,
     "stream": stream,
 }
 
