@@ -172,7 +172,38 @@ class PullLost(BusError):
     server restarted). The next ``next_batch`` asks again."""
 
 
-class StreamingPull:
+class _InboxPull:
+    """What both pull readers share: the consumer's next-message subject, an inbox of
+    their own, and a subscription on it whose callback (``_on_message``) reads every
+    reply, message or status, as it comes."""
+
+    STATUS = "Status"
+    DESCRIPTION = "Description"
+
+    def __init__(self, bus: StreamUpkeep, durable: str) -> None:
+        self.bus = bus
+        self.durable = durable
+        self._next = f"$JS.API.CONSUMER.MSG.NEXT.{bus.stream}.{durable}"
+        self._inbox = bus.nc.new_inbox()
+        self._sub: Any = None
+        self._arrived: list[Msg] = []
+
+    async def start(self) -> None:
+        self._sub = await self.bus.nc.subscribe(
+            self._inbox, cb=self._on_message, pending_msgs_limit=-1, pending_bytes_limit=-1
+        )
+
+    async def stop(self) -> None:
+        if self._sub is not None:
+            with contextlib.suppress(Exception):
+                await self._sub.unsubscribe()
+            self._sub = None
+
+    async def _on_message(self, msg: Msg) -> None:
+        raise NotImplementedError
+
+
+class StreamingPull(_InboxPull):
     """A durable pull consumer read as a stream: messages arrive as they are stored,
     with no round trip per batch, and never more than ``window`` at once unread.
 
@@ -185,8 +216,6 @@ class StreamingPull:
     by one). Acks are the reader's.
     """
 
-    STATUS = "Status"
-    DESCRIPTION = "Description"
     PENDING = "Nats-Pending-Messages"
 
     def __init__(
@@ -198,30 +227,14 @@ class StreamingPull:
         expires: float = 30.0,
         heartbeat: float = 1.0,
     ) -> None:
-        self.bus = bus
-        self.durable = durable
+        super().__init__(bus, durable)
         self.window = window
         self.expires = expires
         self.heartbeat = heartbeat
-        self._next = f"$JS.API.CONSUMER.MSG.NEXT.{bus.stream}.{durable}"
-        self._inbox = bus.nc.new_inbox()
-        self._sub: Any = None
-        self._arrived: list[Msg] = []
         self._ready = asyncio.Event()
         self._outstanding = 0  # messages the requests still out may bring
         self._heard = 0.0  # loop time of the last message, heartbeat or request
         self._lost: str | None = None
-
-    async def start(self) -> None:
-        self._sub = await self.bus.nc.subscribe(
-            self._inbox, cb=self._on_message, pending_msgs_limit=-1, pending_bytes_limit=-1
-        )
-
-    async def stop(self) -> None:
-        if self._sub is not None:
-            with contextlib.suppress(Exception):
-                await self._sub.unsubscribe()
-            self._sub = None
 
     async def next_batch(self, timeout: float) -> list[Msg]:
         """What has arrived since the last call, waiting up to ``timeout`` for the first
@@ -277,7 +290,7 @@ class StreamingPull:
             self._ready.set()
 
 
-class BatchPull:
+class BatchPull(_InboxPull):
     """A durable pull consumer read a batch at a time, one pull request per batch: what
     is stored when it is asked for comes at once, in one burst (``no_wait``); when
     nothing is, the first that comes within ``timeout``. For a reader that lets
@@ -291,32 +304,14 @@ class BatchPull:
     answers that it cannot serve the request (no consumer, JetStream away): ``lost`` is
     then True until the next answer, for the reader to look at its consumer."""
 
-    STATUS = "Status"
-    DESCRIPTION = "Description"
     ENDED = ("404", "408", "409")  # no messages, expired, or ended by the server
     MARGIN = 0.5  # seconds past a waiting request's expiry before it counts as unanswered
 
     def __init__(self, bus: StreamUpkeep, durable: str) -> None:
-        self.bus = bus
-        self.durable = durable
+        super().__init__(bus, durable)
         self.lost = False
-        self._next = f"$JS.API.CONSUMER.MSG.NEXT.{bus.stream}.{durable}"
-        self._inbox = bus.nc.new_inbox()
-        self._sub: Any = None
-        self._arrived: list[Msg] = []
         self._wanted = 0  # messages the request in flight may still bring
         self._answered = asyncio.Event()  # the request in flight is over
-
-    async def start(self) -> None:
-        self._sub = await self.bus.nc.subscribe(
-            self._inbox, cb=self._on_message, pending_msgs_limit=-1, pending_bytes_limit=-1
-        )
-
-    async def stop(self) -> None:
-        if self._sub is not None:
-            with contextlib.suppress(Exception):
-                await self._sub.unsubscribe()
-            self._sub = None
 
     async def fetch(self, batch: int, timeout: float) -> list[Msg]:
         """Up to ``batch`` messages: those stored now, else those that come within
