@@ -32,14 +32,19 @@ def _listed(name: str) -> Any:
 def compiled_modules() -> list[Any]:
     if os.environ.get("DDZ_PURE_PYTHON", "") not in ("", "0"):
         return []
-    paths = ["shared/" + name.replace(".", "/") + ".py" for name in _listed("COMPILED_MODULES")]
+    groups = [
+        (["shared/" + name.replace(".", "/") + ".py" for name in names], group)
+        for group, names in _listed("COMPILED_GROUPS").items()
+    ]
 
     from mypyc.build import mypycify
 
-    extensions = mypycify(paths, opt_level="3", group_name=_listed("COMPILED_GROUP"))
+    paths = [path for group_paths, _group in groups for path in group_paths]
+    extensions = mypycify(paths, opt_level="3", separate=groups)
     for extension in extensions:
         extension.optional = True  # no C compiler: the modules stay plain Python
     return extensions
 
 
-setup(ext_modules=compiled_modules())
+# The groups' libraries compile in parallel (one compiler process per extension).
+setup(ext_modules=compiled_modules(), options={"build_ext": {"parallel": os.cpu_count() or 1}})

@@ -47,8 +47,8 @@ def install_hash() -> str:
     compiled = ROOT / "shared/ddz/compiled.py"
     names: list[str] = []
     for node in ast.parse(compiled.read_text()).body:
-        if isinstance(node, ast.Assign) and ast.unparse(node.targets[0]) == "COMPILED_MODULES":
-            names = list(ast.literal_eval(node.value))
+        if isinstance(node, ast.Assign) and ast.unparse(node.targets[0]) == "COMPILED_GROUPS":
+            names = [name for group in ast.literal_eval(node.value).values() for name in group]
     sources = [ROOT / "pyproject.toml", ROOT / "setup.py", compiled]
     sources += [ROOT / "shared" / (name.replace(".", "/") + ".py") for name in names]
     digest = hashlib.sha256(sys.version.encode())

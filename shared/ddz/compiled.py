@@ -6,8 +6,7 @@ code, slower. A compiled module is an extension file beside its source, and Pyth
 imports it in preference to the source, so one built from an older source would
 silently run old rules: ``engine_build`` finds such stale builds by comparing times.
 
-setup.py reads ``COMPILED_GROUP`` and ``COMPILED_MODULES`` from this file's text: keep them
-literals.
+setup.py reads ``COMPILED_GROUPS`` from this file's text: keep it a literal.
 """
 
 from __future__ import annotations
@@ -18,22 +17,35 @@ import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
 
-# One library holds the compiled code of every module (``<group>__mypyc``); each module's
-# own extension is a small shim that loads it, rebuilt only when its interface changes,
-# so the library's time is the build's time.
-COMPILED_GROUP = "ddz_rules"
-COMPILED_MODULES = (
-    "ddz.domain.lookup",
-    "ddz.domain.natural",
-    "ddz.domain.compare",
-    "ddz.domain.move",
-    "ddz.domain.wild_kickers",
-    "ddz.domain.wild_mixed",
-    "ddz.domain.wild",
-    "ddz.domain.natural_moves",
-    "ddz.domain.kicked_moves",
-    "ddz.domain.moves",
-)
+# Each group's modules share one library of compiled code (``<group>__mypyc``); each
+# module's own extension is a small shim that loads it, rebuilt only when its interface
+# changes, so the library's time is the build's time. Two groups, the rules engine and
+# the bot's planning, so that their libraries compile side by side, one a core.
+COMPILED_GROUPS = {
+    "ddz_rules": (
+        "ddz.domain.lookup",
+        "ddz.domain.natural",
+        "ddz.domain.compare",
+        "ddz.domain.move",
+        "ddz.domain.wild_kickers",
+        "ddz.domain.wild_mixed",
+        "ddz.domain.wild",
+        "ddz.domain.natural_moves",
+        "ddz.domain.kicked_moves",
+        "ddz.domain.moves",
+    ),
+    # What a bot's decision (and a person's hint) spends its time in: planning hands.
+    "ddz_bot": (
+        "ddz.bot.parts",
+        "ddz.bot.plan",
+        "ddz.bot.threats",
+        "ddz.bot.situation",
+        "ddz.bot.policy",
+        "ddz.bot.bidding",
+        "ddz.bot.endgame",
+    ),
+}
+COMPILED_MODULES = tuple(name for names in COMPILED_GROUPS.values() for name in names)
 
 
 @dataclass(frozen=True)
@@ -58,12 +70,13 @@ class EngineBuild:
 
 
 def engine_build() -> EngineBuild:
-    library = importlib.util.find_spec(f"{COMPILED_GROUP}__mypyc")
-    built = Path(library.origin).stat().st_mtime if library and library.origin else None
     found: dict[str, list[str]] = {"compiled": [], "interpreted": [], "stale": []}
-    for name in COMPILED_MODULES:
-        path = Path(importlib.import_module(name).__file__ or "")
-        found[build_of(path, built)].append(name)
+    for group, names in COMPILED_GROUPS.items():
+        library = importlib.util.find_spec(f"{group}__mypyc")
+        built = Path(library.origin).stat().st_mtime if library and library.origin else None
+        for name in names:
+            path = Path(importlib.import_module(name).__file__ or "")
+            found[build_of(path, built)].append(name)
     return EngineBuild(tuple(found["compiled"]), tuple(found["interpreted"]), tuple(found["stale"]))
 
 
