@@ -9,7 +9,10 @@ slower. ``DDZ_PURE_PYTHON=1`` skips compiling.
 from __future__ import annotations
 
 import ast
+import atexit
 import os
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +42,14 @@ def compiled_modules() -> list[Any]:
 
     from mypyc.build import mypycify
 
+    # A cache of its own each time: mypyc regenerates a group's C only when its cache
+    # says the group changed, and the cache of another build (or of the lint run's
+    # mypy, which shares .mypy_cache) can leave one group's header out of step with
+    # the other group that calls into it: a library that does not compile beside
+    # shims that do.
+    cache = tempfile.mkdtemp(prefix="ddz-mypyc-cache-")
+    atexit.register(shutil.rmtree, cache, ignore_errors=True)
+    os.environ["MYPY_CACHE_DIR"] = cache
     paths = [path for group_paths, _group in groups for path in group_paths]
     extensions = mypycify(paths, opt_level="3", separate=groups)
     for extension in extensions:

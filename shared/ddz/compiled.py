@@ -75,9 +75,16 @@ def engine_build() -> EngineBuild:
         library = importlib.util.find_spec(f"{group}__mypyc")
         built = Path(library.origin).stat().st_mtime if library and library.origin else None
         for name in names:
-            path = Path(importlib.import_module(name).__file__ or "")
-            found[build_of(path, built)].append(name)
+            found[build_of(loaded_from(name), built)].append(name)
     return EngineBuild(tuple(found["compiled"]), tuple(found["interpreted"]), tuple(found["stale"]))
+
+
+def loaded_from(name: str) -> Path:
+    """The file module ``name`` was loaded from, in its package's folder (a module of a
+    group that calls into another group's library names a folder of its own making in
+    its ``__file__``: only the file's name is taken from there)."""
+    package = importlib.import_module(name.rpartition(".")[0])
+    return Path(package.__path__[0]) / Path(importlib.import_module(name).__file__ or "").name
 
 
 def build_of(path: Path, built: float | None = None) -> str:
