@@ -12,6 +12,7 @@ import ast
 import atexit
 import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -32,8 +33,17 @@ def _listed(name: str) -> Any:
     )
 
 
+METADATA_ONLY = frozenset({"egg_info", "dist_info", "sdist", "--name", "--version"})
+"""setup.py commands that build nothing: pip runs two of them (the build's requirements,
+the project's metadata) before the one that builds, and mypyc's analysis of the modules
+(seconds) would be done for each."""
+
+
 def compiled_modules() -> list[Any]:
     if os.environ.get("DDZ_PURE_PYTHON", "") not in ("", "0"):
+        return []
+    commands = [arg for arg in sys.argv[1:] if not arg.startswith("-") or arg in METADATA_ONLY]
+    if commands and all(command in METADATA_ONLY for command in commands):
         return []
     groups = [
         (["shared/" + name.replace(".", "/") + ".py" for name in names], group)
