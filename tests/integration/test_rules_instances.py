@@ -10,8 +10,10 @@ process, one instance in a process of its own where it is killed).
   dead instance's hands are decided by the others.
 - two bot instances sharing the hands by partition, two rules instances: each bot
   instance's hands go to one rules instance, so each of its ``DecideBatch`` calls is one
-  call on the rules side (none split), and the calls per hand stay within 10% of those
-  of one bot instance and one rules instance playing the same hands.
+  call on the rules side (none split), and the calls per hand stay within a quarter of
+  those of one bot instance and one rules instance playing the same hands (split
+  batches made 2.4 times as many; kept whole, 1.01-1.11 times, by how many moves a
+  loaded machine lets pile up behind a call in flight).
 """
 
 from __future__ import annotations
@@ -392,4 +394,4 @@ async def test_two_bot_and_two_rules_instances_keep_the_calls_per_hand_of_one_of
     finally:
         second.stop()
     assert [app.autoplay.moves.max_in_flight for app in bots] == [1, 1]  # two, shared
-    assert two <= 1.1 * one, (one, two)
+    assert two <= 1.25 * one, (one, two)
