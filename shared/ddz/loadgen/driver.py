@@ -52,8 +52,10 @@ from ddz.v1 import (
 )
 
 SIDE_LANDLORD = 1  # ddz.v1.Side.SIDE_LANDLORD
-READ_BACK_TIMEOUT = 30.0
-"""Longest wait for the recorder and settlement to catch up with the last hand."""
+READ_BACK_TIMEOUT = 60.0
+"""Longest wait for the recorder and settlement to catch up with the last hand: a NATS
+node cut off and back costs the cluster elections of its stream and consumer leaders
+(seen to take 30 s on loopback hosts), during which nothing new is delivered."""
 PATIENCE = 30.0
 """Longest wait for a service that went away (a restart) to answer again: each call's
 deadline, and the wait of a cut stream."""
