@@ -33,17 +33,24 @@ def _listed(name: str) -> Any:
     )
 
 
-METADATA_ONLY = frozenset({"egg_info", "dist_info", "sdist", "--name", "--version"})
+METADATA_ONLY = frozenset({"egg_info", "dist_info", "sdist"})
 """setup.py commands that build nothing: pip runs two of them (the build's requirements,
 the project's metadata) before the one that builds, and mypyc's analysis of the modules
 (seconds) would be done for each."""
 
 
+def builds_nothing(args: list[str]) -> bool:
+    """setup.py was asked for metadata only: its command (the first argument that is not
+    an option; what follows may be an option's value, as in ``dist_info --output-dir
+    DIR``) builds nothing, or there is none and it was asked for ``--name``/``--version``."""
+    command = next((arg for arg in args if not arg.startswith("-")), None)
+    if command is None:
+        return bool({"--name", "--version"} & set(args))
+    return command in METADATA_ONLY
+
+
 def compiled_modules() -> list[Any]:
-    if os.environ.get("DDZ_PURE_PYTHON", "") not in ("", "0"):
-        return []
-    commands = [arg for arg in sys.argv[1:] if not arg.startswith("-") or arg in METADATA_ONLY]
-    if commands and all(command in METADATA_ONLY for command in commands):
+    if os.environ.get("DDZ_PURE_PYTHON", "") not in ("", "0") or builds_nothing(sys.argv[1:]):
         return []
     groups = [
         (["shared/" + name.replace(".", "/") + ".py" for name in names], group)
