@@ -19,10 +19,10 @@ the machine with the other workers' tests without a word when it takes what it n
 fresh: ports from ``free_port`` or port 0, directories from ``tmp_path``, its own stream
 (``bus``) and schema, environment changes through ``monkeypatch`` (a worker's
 environment is its own). A test that cannot share the machine (a fixed port such as the
-suite's defaults, network namespaces, kills by process name, files in ``$HOME``, a clock
-read to the second off a real terminal) asks for it with ``@pytest.mark.alone`` (a whole
-module: ``pytestmark = pytest.mark.alone``): it then runs while no other test of the run
-does (``taking_turns``).
+suite's defaults, kills by process name, files in ``$HOME``, a clock read to the second
+off a real terminal) asks for it with ``@pytest.mark.alone`` (a whole module:
+``pytestmark = pytest.mark.alone``): it then runs while no other test of the run does
+(``taking_turns``). Fixed ports inside network namespaces of a test's own are its own.
 """
 
 from __future__ import annotations

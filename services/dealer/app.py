@@ -15,7 +15,8 @@ from ddz.adapters.runtime.service_runner import connect_bus, producer_name
 from ddz.adapters.security.event_signing import ensure_signer, event_keyring
 from ddz.adapters.service_db import upgrade_service_db
 from ddz.adapters.store import make_engine
-from ddz.adapters.telemetry.health import Check, database_reachable
+from ddz.adapters.store.reachable import database_reachable
+from ddz.adapters.telemetry.health import Check
 from ddz.config import Settings
 from ddz.v1 import dealer_pb2, dealer_pb2_grpc
 from sqlalchemy import Engine

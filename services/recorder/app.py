@@ -26,7 +26,8 @@ from ddz.adapters.service_db import upgrade_service_db
 from ddz.adapters.service_db.hand_index import HandIndex
 from ddz.adapters.store import SqlEventStore, create_store
 from ddz.adapters.store.keys import Ed25519Signer, Keyring, ensure_signing_key
-from ddz.adapters.telemetry.health import Check, database_reachable
+from ddz.adapters.store.reachable import database_reachable
+from ddz.adapters.telemetry.health import Check
 from ddz.audit.evidence.file import Evidence, build_evidence
 from ddz.audit.evidence.keys import NoAuditKeys, auditor_keyring
 from ddz.audit.store.source import hand_stream_id, load_hand

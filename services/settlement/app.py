@@ -15,7 +15,8 @@ from ddz.adapters.security.event_signing import event_keyring
 from ddz.adapters.service_db import upgrade_service_db
 from ddz.adapters.service_db.balances import BalanceProjection
 from ddz.adapters.store import SqlEventStore, make_engine
-from ddz.adapters.telemetry.health import Check, database_reachable
+from ddz.adapters.store.reachable import database_reachable
+from ddz.adapters.telemetry.health import Check
 from ddz.config import Settings
 from ddz.v1 import settlement_pb2, settlement_pb2_grpc
 from sqlalchemy import Engine

@@ -40,8 +40,9 @@ from hosts_kit import Hosts, netns_unavailable, new_tag
 SEED_VARIABLE = "DDZ_HOSTS_SEED"
 SEED = int(os.environ.get(SEED_VARIABLE, "20261204"))
 NATS_PORT, ROUTE_PORT = 4222, 6222
-# Three hosts' suites and a NATS cluster on a 2-core machine, timed by link cuts: by itself.
-pytestmark = pytest.mark.alone
+# Mostly waiting (the cluster's elections after a cut, bots' hands), in namespaces of its
+# own (its fixed ports and addresses meet no other test's): started first in a parallel run.
+pytestmark = pytest.mark.early
 SERVICES = ("dealer", "rules", "recorder", "settlement", "bot", "table")
 
 

@@ -12,14 +12,8 @@ from cryptography import x509
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID
 from ddz.adapters.runtime.stack_env import settings_env
-from ddz.adapters.security.certs import (
-    IDENTITIES,
-    TlsSetupError,
-    ensure_certificates,
-    grpcurl_flags,
-    read_tls_file,
-    suite_hosts,
-)
+from ddz.adapters.security.certs import IDENTITIES, ensure_certificates, suite_hosts
+from ddz.adapters.security.tls_files import TlsSetupError, grpcurl_flags, read_tls_file
 from ddz.config import Settings
 from ddz.config.network import SERVICE_PORTS
 from ddz.config.security import TlsSettings

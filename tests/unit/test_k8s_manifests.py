@@ -20,11 +20,10 @@ import yaml
 from ddz.access.rights import RIGHTS, TABLE_FRONTS
 from ddz.adapters.messaging import nats_auth
 from ddz.adapters.messaging.server import MIN_SERVER_VERSION
-from ddz.adapters.security.certs import SPIFFE_PREFIX
 from ddz.adapters.telemetry import metrics
 from ddz.config import RETIRED, Settings
 from ddz.config.network import SERVICE_PORTS
-from ddz.config.security import OPERATOR
+from ddz.config.security import OPERATOR, SPIFFE_PREFIX
 from ddz.entrypoints import serve_cmd
 from prometheus_client.metrics import MetricWrapperBase
 from settings_kit import Recording

@@ -31,7 +31,7 @@ from typing import Any, NoReturn, TypeAlias
 import grpc
 import structlog
 from ddz.adapters.rpc.grpc_client import KEEPALIVE, RECONNECT_BACKOFF_MS, error_info
-from ddz.adapters.security.certs import read_tls_file
+from ddz.adapters.security.tls_files import read_tls_file
 from ddz.adapters.telemetry import metrics
 from ddz.adapters.telemetry.tracing import client_interceptors
 from ddz.application.errors import Refusal

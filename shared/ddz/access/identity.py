@@ -10,7 +10,7 @@ from typing import Any
 
 import grpc
 
-from ddz.adapters.security.certs import SPIFFE_PREFIX
+from ddz.config.security import SPIFFE_PREFIX
 
 SAN = "x509_subject_alternative_name"
 """The auth property gRPC names a TLS peer by when its certificate has alternative names

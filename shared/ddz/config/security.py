@@ -17,6 +17,8 @@ OPERATOR = "operator"
 to the services: their certificate's name (``ddz.adapters.security.certs``)."""
 TLS_DIR = "tls"
 """Where under the data dir each identity's certificate and key are by default."""
+SPIFFE_PREFIX = "spiffe://ddz/"
+"""A certificate's identity is its URI SAN ``spiffe://ddz/<name>``."""
 AUDIT_KEY_FILE = "audit.key"
 
 

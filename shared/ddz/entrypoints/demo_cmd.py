@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 
 from ddz.adapters.messaging.hand_stream import hand_stream_id
-from ddz.adapters.security.certs import grpcurl_flags
+from ddz.adapters.security.tls_files import grpcurl_flags
 from ddz.config import Settings
 from ddz.domain.ruleset import VARIANTS
 from ddz.entrypoints.arguments import whole

@@ -37,7 +37,7 @@ from ddz.adapters.runtime.children import SetupRefused, StackError
 from ddz.adapters.runtime.stack import Stack
 from ddz.adapters.runtime.stopping import SignalStop
 from ddz.adapters.runtime.supervisor import CrashLoop, Supervisor
-from ddz.adapters.security.certs import grpcurl_flags
+from ddz.adapters.security.tls_files import grpcurl_flags
 from ddz.config import Settings
 from ddz.config.network import SERVICE_PORTS, WILDCARD_HOSTS
 from ddz.urls import redacted_url

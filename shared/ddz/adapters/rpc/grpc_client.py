@@ -42,7 +42,7 @@ from grpc_status import rpc_status
 
 from ddz.access.rights import PLAYER_FACING
 from ddz.adapters.rpc.grpc_server import ERROR_DOMAIN, REQUEST_ID_HEADER, STATUS_OF
-from ddz.adapters.security.certs import read_tls_file
+from ddz.adapters.security.tls_files import read_tls_file
 from ddz.adapters.telemetry.health import ACTIVE_TABLE
 from ddz.adapters.telemetry.tracing import client_interceptors, configure_tracing
 from ddz.application.errors import Kind, Reason, Refusal

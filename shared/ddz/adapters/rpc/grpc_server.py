@@ -48,7 +48,7 @@ from grpc_status import rpc_status
 from ddz.access.identity import peer_identity
 from ddz.access.rights import PLAYER_FACING, Right, right_of
 from ddz.adapters.messaging.election import UNANSWERED
-from ddz.adapters.security.certs import read_tls_file
+from ddz.adapters.security.tls_files import read_tls_file
 from ddz.adapters.telemetry import metrics
 from ddz.adapters.telemetry.health import Check, HealthWatch
 from ddz.adapters.telemetry.tracing import server_interceptors

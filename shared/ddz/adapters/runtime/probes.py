@@ -7,7 +7,7 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from ddz.adapters.rpc.grpc_client import channel_credentials, channel_target, list_tls_options
-from ddz.adapters.security.certs import TlsSetupError
+from ddz.adapters.security.tls_files import TlsSetupError
 from ddz.config.calling import CallSettings
 
 SERVING = health_pb2.HealthCheckResponse.SERVING

@@ -39,12 +39,10 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from ddz.adapters.files.data_files import REMAKE, BadFile, ensure_dir, read_bytes
 from ddz.config.network import SERVICE_PORTS, NetworkSettings
-from ddz.config.security import OPERATOR, TLS_DIR, TlsSettings
+from ddz.config.security import OPERATOR, SPIFFE_PREFIX, TLS_DIR
 
 IDENTITIES: tuple[str, ...] = (*SERVICE_PORTS, OPERATOR)
 """Everyone that gets a certificate: the six services and the operator's tools."""
-SPIFFE_PREFIX = "spiffe://ddz/"
-"""A certificate's identity is its URI SAN ``spiffe://ddz/<name>``."""
 CA_CERT_FILE = "ca.crt"
 CA_KEY_FILE = "ca.key"  # under <data dir>/keys/, beside the other private keys
 KEYS_DIR = "keys"
@@ -297,37 +295,3 @@ def _replace(path: Path, data: bytes, mode: int = 0o600) -> None:
         os.replace(temp, path)
     finally:
         temp.unlink(missing_ok=True)
-
-
-class TlsSetupError(ValueError):
-    """A TLS file a process needs is missing or unreadable (the message says how to
-    make it); a ``ValueError``, so the CLI and the service runner print one line."""
-
-
-def read_tls_file(path: Path, what: str) -> bytes:
-    """The PEM bytes of one of this process's TLS files (``what``: certificate, key, CA)."""
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise TlsSetupError(
-            f"no TLS {what} at {path}: run `ddz init` (or `ddz up`) with this DDZ_DATA_DIR, "
-            "set DDZ_TLS_CA/DDZ_TLS_CERT/DDZ_TLS_KEY, or DDZ_INSECURE=1 for plaintext "
-            "local development"
-        ) from None
-    except OSError as exc:
-        raise TlsSetupError(f"cannot read the TLS {what} at {path}: {exc.strerror}") from None
-    if b"-----BEGIN " not in data:
-        raise TlsSetupError(f"the TLS {what} at {path} is not PEM")
-    return data
-
-
-def grpcurl_flags(settings: TlsSettings, *, client_cert: bool = True) -> str:
-    """``grpcurl``'s TLS flags for this process's files: the CA and, with
-    ``client_cert``, its certificate (the tools': the operator's); ``-plaintext`` under
-    ``DDZ_INSECURE``."""
-    if settings.insecure:
-        return "-plaintext"
-    flags = f"-cacert {settings.tls_ca_path}"
-    if client_cert:
-        flags += f" -cert {settings.tls_cert_path} -key {settings.tls_key_path}"
-    return flags

@@ -3,11 +3,11 @@ depends on answers, NOT_SERVING while anything does not.
 
 A service names what it depends on (``Service.checks()``): each check is a callable
 answering True while that part works, plain (a flag: the NATS connection is up, a
-consumer loop runs) or awaitable (a probe: the database answers ``SELECT 1``). A
-``HealthWatch`` asks every check about once a second and sets the status of ""
-and each of the service's names when the answer changes, with one log line per change
-naming what is down. A check that raises, or a probe that does not answer within
-``PROBE_TIMEOUT``, counts as down.
+consumer loop runs) or awaitable (a probe: the database answers ``SELECT 1``,
+``ddz.adapters.store.reachable``). A ``HealthWatch`` asks every check about once a
+second and sets the status of "" and each of the service's names when the answer
+changes, with one log line per change naming what is down. A check that raises, or a
+probe that does not answer within ``PROBE_TIMEOUT``, counts as down.
 
 A service may also name roles (``Service.roles()``): a health name of its own for each,
 SERVING while the service serves and the role's check holds (the active one of several
@@ -23,8 +23,6 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 import structlog
 from grpc_health.v1 import health_pb2
 from grpc_health.v1._async import HealthServicer
-from sqlalchemy import Engine
-from sqlalchemy.pool import StaticPool
 
 from ddz.adapters.telemetry import metrics
 from ddz.application.tasks import cancel_and_wait
@@ -127,30 +125,3 @@ class HealthWatch:
         while True:
             await asyncio.sleep(self.interval)
             await self.update()
-
-
-def database_reachable(engine: Engine) -> Check:
-    """A probe: the database at ``engine`` answers ``SELECT 1``.
-
-    The query runs in a worker thread; a probe still waiting for an earlier one (a
-    database that accepts connections but never answers) waits on that one instead of
-    starting another, so a hung database holds one thread, not one per round. A
-    database in memory is always there (and its one shared connection must not be
-    checked out beside its users: returning it would roll their transaction back)."""
-    if isinstance(engine.pool, StaticPool):
-        return lambda: True
-    pending: asyncio.Future[None] | None = None
-
-    def select_one() -> None:
-        with engine.connect() as connection:
-            connection.exec_driver_sql("SELECT 1")
-
-    async def probe() -> bool:
-        nonlocal pending
-        if pending is None:
-            pending = asyncio.ensure_future(asyncio.to_thread(select_one))
-        await asyncio.wait((pending,))  # the caller's timeout interrupts the wait only
-        done, pending = pending, None
-        return done.exception() is None
-
-    return probe
