@@ -103,8 +103,8 @@ class CrowdRun:
                 self._find_max()
             else:
                 self._steady(self.options.people)
-            self.say("people finishing their hands and leaving", 0, None, "")
-            self.crowd.stop(self.options.drain, on_wait=self._minute_tick)
+            self._draining()
+            self.crowd.stop(self.options.drain, on_wait=self._draining)
         except BaseException:
             self.crowd.kill()
             raise
@@ -144,6 +144,18 @@ class CrowdRun:
                 int(seconds),
                 "s",
             )
+
+    def _draining(self) -> None:
+        """While the people finish their hands: how many are still at the tables, in how
+        many hands (a hand at human pace with turns left to the clock takes minutes)."""
+        self._minute_tick()
+        totals = self.crowd.totals
+        in_play = sum(1 for s in totals.hands.values() if s == "started")
+        self.say(
+            f"people finishing their hands and leaving: {totals.people_now} still playing, "
+            f"{in_play} hands in play",
+            0, None, "",
+        )  # fmt: skip
 
     def _minute_tick(self) -> None:
         now = time.monotonic()
