@@ -132,7 +132,7 @@ def pytest_runs(args: list[str]) -> list[list[str | Path]]:
     as asked. (Not ``--dist loadgroup``: pytest-xdist 3.8 marks a group by rewriting a
     test's id, which pytest 9 no longer lets it do.)"""
     workers = os.environ.get("DDZ_TEST_WORKERS", TEST_WORKERS)
-    pytest = [BIN / "pytest", "-q", "--durations=30"]
+    pytest: list[str | Path] = [BIN / "pytest", "-q", "--durations=30"]
     parallel = ["-n", workers, "--dist", "loadfile", "--no-loadscope-reorder"]
     if workers == "0" or "-m" in args:
         return [[*pytest, *parallel, *args]]
@@ -169,7 +169,7 @@ def test(args: list[str]) -> None:
         stamp(extras)
     sh(PY, "tools/gen_protos.py", "--check")
     sh(BIN / "ruff", "check", ".")
-    sh(BIN / "mypy", "shared/ddz", "services")
+    sh(BIN / "mypy", "shared/ddz", "services", "scripts/dev.py")
     sh(BIN / "lint-imports")  # the layering contracts of pyproject.toml
     run_tests(args)
 
