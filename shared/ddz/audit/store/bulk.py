@@ -15,6 +15,7 @@ import datetime as dt
 import gc
 import multiprocessing
 import os
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -227,9 +228,20 @@ def _audit_batch(stream_ids: Sequence[str]) -> list[HandVerdict]:
 
 
 def _context() -> multiprocessing.context.BaseContext:
-    # fork is the cheapest start (nothing to re-import) where the platform has it
-    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
-    return multiprocessing.get_context(method)
+    """fork, the cheapest start (nothing to re-import), only from a process of one
+    thread: a child forked while another thread holds a lock (SQLite's allocator, seen in
+    a process with a recorder's writer thread) waits for it forever. Else spawn."""
+    forkable = "fork" in multiprocessing.get_all_start_methods() and _threads() == 1
+    return multiprocessing.get_context("fork" if forkable else "spawn")
+
+
+def _threads() -> int:
+    """This process's threads, gRPC's and other native ones included where the system
+    lists them."""
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return threading.active_count()
 
 
 def default_workers() -> int:
