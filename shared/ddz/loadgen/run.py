@@ -136,7 +136,7 @@ class CrowdRun:
             self.crowd.gather(min(1.0, left))
             self._minute_tick()
             totals = self.crowd.totals
-            ended = sum(1 for s in totals.hands.values() if s != "started")
+            ended = len(totals.hands) - totals.hands_in_play
             self.say(
                 f"{what}: {totals.seated_now}/{self.crowd.people} people seated, "
                 f"{ended} hands ended",
@@ -146,14 +146,13 @@ class CrowdRun:
             )
 
     def _draining(self) -> None:
-        """While the people finish their hands: how many are still at the tables, in how
-        many hands (a hand at human pace with turns left to the clock takes minutes)."""
+        """While the people finish their hands: how many are still playing, in how many
+        hands (a hand at human pace with turns left to the clock takes minutes)."""
         self._minute_tick()
         totals = self.crowd.totals
-        in_play = sum(1 for s in totals.hands.values() if s == "started")
         self.say(
             f"people finishing their hands and leaving: {totals.people_now} still playing, "
-            f"{in_play} hands in play",
+            f"{totals.hands_in_play} hands in play",
             0, None, "",
         )  # fmt: skip
 

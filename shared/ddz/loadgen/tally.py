@@ -120,6 +120,11 @@ class Totals:
     def people_now(self) -> int:
         return sum(self.people.values())
 
+    @property
+    def hands_in_play(self) -> int:
+        """Hands started that have not ended (settled or otherwise) yet."""
+        return sum(1 for state in self.hands.values() if state == "started")
+
     def window(self, since: float, until: float) -> Window:
         return Window(
             [ms for when, ms in self.move if since <= when < until],

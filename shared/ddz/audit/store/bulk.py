@@ -214,10 +214,11 @@ def _init_worker(database_url: str, keys: PlainKeys) -> None:
     global _worker_store, _worker_keys
     _worker_store = create_store(database_url)
     _worker_keys = Keyring.from_plain(keys)
-    # The worker's heap so far (the parent's, by fork: modules, no garbage) is frozen out
-    # of the cycle collector, which would otherwise trace all of it again and again
-    # (~6% of a worker's time). The audit makes many short-lived acyclic values, so
-    # young collections run less often too: each found nearly nothing to free.
+    # The worker's heap so far (modules, no garbage: the parent's by fork, its own imports
+    # by spawn) is frozen out of the cycle collector, which would otherwise trace all of
+    # it again and again (~6% of a worker's time). The audit makes many short-lived
+    # acyclic values, so young collections run less often too: each found nearly nothing
+    # to free.
     gc.freeze()
     gc.set_threshold(_YOUNG_COLLECTION_EVERY, *gc.get_threshold()[1:])
 
