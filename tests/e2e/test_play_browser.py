@@ -126,6 +126,10 @@ def take_turn(page: Page) -> bool:
 
 
 def click_move(page: Page, text: str) -> None:
+    # Showing one's hand (§6) may be hinted while the bids are offered too: its own button.
+    if text.startswith("show"):
+        page.get_by_role("button", name="Show cards").click()
+        return
     bids = page.locator("#bids button")
     if bids.count():
         words = {"pass": "No bid", "grab": "Grab the landlord"}
@@ -134,9 +138,6 @@ def click_move(page: Page, text: str) -> None:
         return
     if text.startswith("pass"):
         page.locator("#pass-button").click()
-        return
-    if text.startswith("show"):  # show one's hand to everyone (§6)
-        page.get_by_role("button", name="Show cards").click()
         return
     match = re.match(r"play (\S+)", text)
     assert match, text
