@@ -4,7 +4,8 @@
 Errors that come from bad input are reported as one line on stderr with exit code 2:
 a ``ValueError`` (a flag, a setting, a file of the data dir: ``data_files.BadFile``),
 or an ``OSError`` on a file that no reader turned into one. A command whose reader went
-away (a closed pipe) ends quietly with exit code 0.
+away (a closed pipe) ends quietly with exit code 0. Ctrl-C ends a command with exit code
+130, SIGTERM with 143, each after it stopped what it started.
 """
 
 from __future__ import annotations
@@ -12,8 +13,10 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import signal
 import sys
 from collections.abc import Sequence
+from types import FrameType
 
 from ddz.adapters.files.data_files import file_error
 from ddz.adapters.telemetry.tracing import shutdown_tracing
@@ -47,6 +50,17 @@ COMMAND_MODULES = tuple(dict.fromkeys(COMMANDS.values()))
 
 class UsageError(Exception):
     """Bad input from the user: printed as one line, exit code 2."""
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM: the command stops as on Ctrl-C, stopping what it started (a stack of its
+    own, the crowd's processes) on the way out, and exits 143."""
+
+
+def _on_sigterm(signum: int, frame: FrameType | None) -> None:
+    # Once: a second SIGTERM must not cut short the stopping the first one began.
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    raise Terminated
 
 
 class _Version(argparse.Action):
@@ -95,6 +109,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if build.stale:
         print(f"ddz: warning: {build.describe()}", file=sys.stderr)
     stdout_before = _stdout_file()
+    # Left alone when ignored (a parent's choice) or already taken; ``ddz up`` and a
+    # service's runner set their own while they run.
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         return _run(args, stdout_before)
     finally:
@@ -121,8 +139,8 @@ def _run(args: argparse.Namespace, stdout_before: tuple[int, int] | None) -> int
             raise
         print(f"ddz: error: {bad}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        return 130
+    except KeyboardInterrupt as exc:
+        return 143 if isinstance(exc, Terminated) else 130
     try:
         sys.stdout.flush()  # what is still buffered: the reader may be gone by now
     except BrokenPipeError:

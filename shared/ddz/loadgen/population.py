@@ -16,6 +16,7 @@ parent gave it, and hands its people only the parts they call with.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import multiprocessing
 import multiprocessing.connection
 import time
@@ -56,7 +57,8 @@ def process_main(plan: PlanOfRun, index: int, conn: Connection) -> None:
     try:
         asyncio.run(_people(plan, index, conn))
     finally:
-        conn.send(("cpu", time.process_time() - started))
+        with contextlib.suppress(OSError):  # the parent gone: nobody to tell
+            conn.send(("cpu", time.process_time() - started))
         conn.close()
 
 
@@ -86,7 +88,15 @@ async def _people(plan: PlanOfRun, index: int, conn: Connection) -> None:
     made = 0  # people of this process so far (numbers index, index + P, ...)
     loop = asyncio.get_running_loop()
     orders: asyncio.Queue[Any] = asyncio.Queue()
-    loop.add_reader(conn.fileno(), lambda: orders.put_nowait(conn.recv()))
+
+    def take_order() -> None:
+        try:
+            orders.put_nowait(conn.recv())
+        except (EOFError, OSError):  # the parent is gone (killed): nobody to play for
+            loop.remove_reader(conn.fileno())
+            orders.put_nowait(("gone",))
+
+    loop.add_reader(conn.fileno(), take_order)
 
     async def arrive(number: int, delay: float) -> None:
         await asyncio.sleep(delay)
@@ -102,7 +112,10 @@ async def _people(plan: PlanOfRun, index: int, conn: Connection) -> None:
     async def report() -> None:
         while True:
             await asyncio.sleep(TICK)
-            conn.send(("delta", tally.take()))
+            try:
+                conn.send(("delta", tally.take()))
+            except OSError:  # the parent is gone: the order loop hears it too
+                return
 
     reporting = asyncio.create_task(report())
     try:
@@ -115,12 +128,14 @@ async def _people(plan: PlanOfRun, index: int, conn: Connection) -> None:
                     delay = ramp * k / max(1, len(mine))
                     arrivals.append(asyncio.create_task(arrive(number, delay)))
                 made += len(mine)
-            elif order[0] == "stop":
+            elif order[0] in ("stop", "gone"):
+                # "gone": the parent died without a word; its people leave at once.
+                drain = order[1] if order[0] == "stop" else 0.0
                 stopping.set()
                 for task in arrivals:
                     task.cancel()
-                if lives:
-                    await asyncio.wait(set(lives), timeout=order[1])
+                if lives and drain > 0:
+                    await asyncio.wait(set(lives), timeout=drain)
                 for task in list(lives):  # past the drain: gone, mid-hand
                     task.cancel()
                 await asyncio.gather(*lives, return_exceptions=True)
@@ -128,7 +143,8 @@ async def _people(plan: PlanOfRun, index: int, conn: Connection) -> None:
     finally:
         loop.remove_reader(conn.fileno())
         reporting.cancel()
-        conn.send(("delta", tally.take()))
+        with contextlib.suppress(OSError):  # the parent gone: nobody to tell
+            conn.send(("delta", tally.take()))
 
 
 # -- the parent's side ---------------------------------------------------------------
