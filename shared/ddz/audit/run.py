@@ -144,7 +144,11 @@ _RECURRING = frozenset(
     {"passed", "bid_made", "play_made", "player_disconnected", "player_reconnected",
      "wildcard_drawn"}
 )  # fmt: skip
-_DECODED_MAX = 50_000
+_DECODED_MAX = 8192
+"""Emptied when full. The common events (passes, bids, low singles and pairs) are back
+within a hand; a crowd's plays add about six new ones a hand, so a bound of 50,000 took
+a recorder auditing every hand over an hour to reach, its memory growing all the while,
+for no audit measurably faster."""
 
 
 def _decode(type_: str, type_version: int, payload: bytes) -> Recorded:

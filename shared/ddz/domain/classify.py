@@ -81,7 +81,15 @@ def choose_reading(
     return None
 
 
-@lru_cache(maxsize=1 << 16)
+READINGS_KEPT = 4096
+"""Plays whose readings are kept (least recently used first out). Common plays recur
+(three in four look-ups hit with 4,096 kept, 0.78 with 30,000); a larger cache filled
+for tens of minutes under a steady crowd, growing the memory of every service that
+reads plays, and cost more than it saved: the collector walks every kept tuple, and
+strong self-play of all four variants was 7-10% slower with 65,536 kept than with 4,096."""
+
+
+@lru_cache(maxsize=READINGS_KEPT)
 def _classify(
     play: RankCounts,
     rules: RuleSet,

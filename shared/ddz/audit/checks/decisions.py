@@ -97,7 +97,7 @@ def _as_recorded(expected: Event, actual: Recorded) -> Event:
 # ``checks``), so their commands are made once: keyed by the event's identity, with the
 # event kept alive beside it so that the identity cannot be reused.
 _COMMANDS: dict[int, tuple[Recorded, Command | None]] = {}
-_COMMANDS_MAX = 50_000
+_COMMANDS_MAX = 8192  # emptied when full, as the decode cache (``run._DECODED_MAX``)
 
 
 def _command_for(event: Recorded) -> Command | None:
