@@ -16,7 +16,6 @@ from ddz.domain.cards import parse_ranks
 from ddz.domain.hand import (
     Escape,
     Pass,
-    Phase,
     Play,
     RejectReason,
     SeatInfo,
@@ -215,31 +214,6 @@ async def test_start_hand_while_one_is_in_play_is_wrong_phase(world: World) -> N
     assert refused(excinfo) == (Kind.PRECONDITION, Reason.WRONG_PHASE)
     assert started.hand_id in excinfo.value.message
     assert len(world.dealer.orders) == 1 and shown.table.hand_ids == [started.hand_id]
-
-
-def end(world: World, hand_id: str) -> None:
-    fold = world.hands.folds[hand_id]
-    fold.state = dataclasses.replace(fold.state, phase=Phase.ENDED, seed=b"s" * 32)
-    assert fold.over
-
-
-async def test_a_tables_previous_hand_leaves_memory_a_while_after_the_next_is_dealt(
-    world: World, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # Kept for people who dropped as it ended, then read back from the bus when asked:
-    # an ended hand no longer stays in memory among the feed's last thousand.
-    monkeypatch.setattr(dealing, "PREVIOUS_HAND_KEPT", 0.05)
-    world.handlers.dealing.open_table("op", TableSpec("t9", "classic", None, None, PEOPLE))
-    first = await world.handlers.dealing.start_hand("op", "t9", (), ())
-    end(world, first.hand_id)
-    second = await world.handlers.dealing.start_hand("op", "t9", (), ())
-    assert first.hand_id in world.hands.folds  # at once: still served from memory
-    await asyncio.sleep(0.2)
-    assert first.hand_id not in world.hands.folds
-    assert second.hand_id in world.hands.folds  # the hand in play stays, of course
-    end(world, second.hand_id)
-    await asyncio.sleep(0.2)
-    assert second.hand_id in world.hands.folds  # the table's last hand: until the next
 
 
 async def test_opening_tables_is_the_operators(world: World) -> None:
