@@ -99,5 +99,5 @@ def test_the_crowds_people_leave_when_the_command_is_killed(tmp_path: Path) -> N
         crowd.process.kill()
         crowd.process.wait(timeout=30)
         wait_until(lambda: all(gone(pid) for pid in people), f"the people gone; {crowd.said()}")
-        crowd._reader.join(timeout=30)  # their stderr closed with them
+        crowd.close()  # reads their stderr to its end: it closed with them
         assert "Traceback" not in "".join(crowd.err), crowd.said()
