@@ -14,6 +14,7 @@ from ddz.domain.hand import (
     Command,
     Event,
     Hand,
+    HandState,
     Rejection,
     RejectReason,
     SeatInfo,
@@ -154,3 +155,17 @@ def cards_in(value: object) -> set[Card]:
         elif isinstance(item, dict):
             stack.extend(item.values())
     return found
+
+
+def hidden_from(state: HandState, seat: int) -> set[Card]:
+    """What ``seat`` must not see: other seats' unshown cards, and the bottom cards until
+    the landlord has them (then they are public, §1). The golden card is dealt face up
+    (§2): public."""
+    shown = {s.seat for s in state.shown}
+    hidden = {c for s in range(3) if s != seat and s not in shown for c in state.cards[s]}
+    if state.landlord is None:
+        hidden |= set(state.bottom)
+    else:
+        hidden -= set(state.bottom)  # shown to everyone once the landlord has them (§1)
+    hidden.discard(state.golden_card)  # type: ignore[arg-type]
+    return hidden

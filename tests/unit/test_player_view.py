@@ -7,7 +7,6 @@ import dataclasses
 import random
 
 import pytest
-from ddz.domain.cards import Card
 from ddz.domain.hand import (
     Disconnect,
     Hand,
@@ -24,21 +23,7 @@ from ddz.domain.hand.events import BidMade, CardsDealt, MoveBy, PlayMade, Redeal
 from ddz.domain.players import RandomPlayer
 from ddz.domain.ruleset import CLASSIC, CT, LAIZI, TIANDI
 from ddz.domain.settlement import RoomSettings
-from hand_kit import bids, cards_in, ok, rigged, start
-
-
-def hidden_from(state: HandState, seat: int) -> set[Card]:
-    """What ``seat`` must not see: other seats' unshown cards, and the bottom cards until
-    the landlord has them (then they are public, §1). The golden card is dealt face up
-    (§2): public."""
-    shown = {s.seat for s in state.shown}
-    hidden = {c for s in range(3) if s != seat and s not in shown for c in state.cards[s]}
-    if state.landlord is None:
-        hidden |= set(state.bottom)
-    else:
-        hidden -= set(state.bottom)  # shown to everyone once the landlord has them (§1)
-    hidden.discard(state.golden_card)  # type: ignore[arg-type]
-    return hidden
+from hand_kit import bids, cards_in, hidden_from, ok, rigged, start
 
 
 def check_views(state: HandState) -> None:

@@ -13,7 +13,7 @@ import time
 from functools import lru_cache
 
 from ddz.application.turns import TurnDeadline
-from ddz.domain.cards import Card, Rank, format_counts
+from ddz.domain.cards import Card, Rank, counts_of, format_counts
 from ddz.domain.hand import (
     Bid,
     BidAction,
@@ -65,8 +65,11 @@ def _room_bytes(room: RoomSettings) -> bytes:
 
 @lru_cache(maxsize=4096)
 def _cards_bytes(cards: tuple[Card, ...]) -> bytes:
-    """``PlayerView.cards`` of ``cards``, encoded (merged into a view, it sets them)."""
-    return bytes(table_pb2.PlayerView(cards=[card_to_pb(c) for c in cards]).SerializeToString())
+    """``PlayerView.cards`` and ``cards_text`` of ``cards``, encoded (merged into a
+    view, it sets them)."""
+    text = format_counts(counts_of(card.rank for card in cards))
+    message = table_pb2.PlayerView(cards=[card_to_pb(c) for c in cards], cards_text=text)
+    return bytes(message.SerializeToString())
 
 
 @lru_cache(maxsize=1024)
@@ -80,13 +83,76 @@ def view_to_pb(
 ) -> table_pb2.PlayerView:  # fmt: skip
     """The ``PlayerView`` message of ``view`` at stream version ``version``; with
     ``clock``, the turn's deadline and seconds, and what is left at ``now`` (Unix s)."""
+    msg = table_pb2.PlayerView()
+    msg.MergeFromString(_public_part(view, version, table_id))
+    # What only this seat sees, or sees differently: its seat, its own cards, its turn.
+    msg.MergeFromString(_own_cards_part(view))
+    msg.seat = view.seat
+    if view.turn == view.seat:
+        msg.my_turn = True
+        msg.can_pass = view.can_pass
+        msg.legal_bids.extend(_bid_command(bid) for bid in view.legal_bids())
+    msg.can_show = view.can_show
+    at = time.time() if now is None else now
+    msg.server_time.FromNanoseconds(round(at * 1e9))
+    if clock is not None:
+        msg.turn_deadline.FromNanoseconds(round(clock.deadline * 1e9))
+        msg.turn_seconds = clock.seconds
+        msg.turn_seconds_left = max(0.0, clock.deadline - at)
+    return msg
+
+
+_own_cards: dict[tuple[str, int], tuple[tuple[Card, ...], bytes]] = {}
+
+
+def _own_cards_part(view: PlayerView) -> bytes:
+    """``cards`` and ``cards_text`` of ``view``, encoded. A seat's cards change only when
+    it plays, and a stream sends its view after every event: the encoding is kept per
+    seat and used again while the view holds the very same cards (the state's own tuple,
+    not looked at card by card); other cards are looked up by value."""
+    key = (view.hand_id, view.seat)
+    kept = _own_cards.get(key)
+    if kept is not None and kept[0] is view.cards:
+        return kept[1]
+    part = _cards_bytes(view.cards)
+    if len(_own_cards) >= PUBLIC_PARTS_KEPT:
+        del _own_cards[next(iter(_own_cards))]  # the oldest
+    _own_cards[key] = (view.cards, part)
+    return part
+
+
+PUBLIC_PARTS_KEPT = 512
+"""Encoded public parts of views kept (a few positions of each table in play)."""
+
+_public_parts: dict[tuple[str, int, str], tuple[tuple[ev.Event, ...], bytes]] = {}
+
+
+def _public_part(view: PlayerView, version: int, table_id: str) -> bytes:
+    """The fields of ``view`` that every seat sees alike at this position, encoded.
+
+    A table sends each of its three seats a view after every event: the seats' views
+    differ only in what ``view_to_pb`` sets itself, so the rest is encoded once per
+    position. An entry is used only for a view of the very state it was made from: the
+    same hand, version and table, and the same public log (the object every seat's
+    view of one state shares; a state folded again has a log of its own)."""
+    key = (view.hand_id, version, table_id)
+    kept = _public_parts.get(key)
+    if kept is not None and kept[0] is view.history:
+        return kept[1]
+    part = bytes(_public_message(view, version, table_id).SerializeToString())
+    if len(_public_parts) >= PUBLIC_PARTS_KEPT:
+        del _public_parts[next(iter(_public_parts))]  # the oldest
+    _public_parts[key] = (view.history, part)
+    return part
+
+
+def _public_message(view: PlayerView, version: int, table_id: str) -> table_pb2.PlayerView:
+    """No field of this message may depend on ``view.seat`` (``_public_part``)."""
     msg = table_pb2.PlayerView(
         hand_id=view.hand_id,
         table_id=table_id,
-        seat=view.seat,
         version=version,
         phase=PHASES[view.phase],
-        cards_text=format_counts(view.counts),
         card_counts=list(view.card_counts),
         bids=[event_to_pb(bid) for bid in view.bids],
         base=view.base,
@@ -107,16 +173,8 @@ def view_to_pb(
         bombs_made=list(view.bombs_made),
         disconnected=sorted(view.disconnected),
         auto_play=sorted(view.auto_play),
-        my_turn=view.my_turn,
-        can_pass=view.can_pass,
-        can_show=view.can_show,
-        legal_bids=[_bid_command(bid) for bid in view.legal_bids()],
     )
-    # A seat's cards change only when it plays, and a stream sends its view after every
-    # event: their encoding is looked up by the cards themselves (the seat's own, in
-    # this view), not built card by card each time.
-    msg.MergeFromString(_cards_bytes(view.cards))
-    if view.bottom:
+    if view.bottom:  # public once the landlord has them (§1)
         msg.MergeFromString(_bottom_bytes(view.bottom))
     if view.phase is not Phase.NOT_STARTED:
         msg.rules.MergeFromString(_rules_bytes(view.rules))
@@ -133,12 +191,6 @@ def view_to_pb(
     if view.trick is not None:
         msg.trick.CopyFrom(event_to_pb(view.trick))
     _public_history(view, msg)
-    at = time.time() if now is None else now
-    msg.server_time.FromNanoseconds(round(at * 1e9))
-    if clock is not None:
-        msg.turn_deadline.FromNanoseconds(round(clock.deadline * 1e9))
-        msg.turn_seconds = clock.seconds
-        msg.turn_seconds_left = max(0.0, clock.deadline - at)
     return msg
 
 

@@ -41,6 +41,7 @@ from ddz.adapters.files.data_files import file_error
 from ddz.adapters.messaging.bus import EventBus
 from ddz.adapters.messaging.nats_auth import connect_options
 from ddz.adapters.rpc.grpc_server import RunningServer, serve, start_server
+from ddz.adapters.runtime.memory import settle_collector
 from ddz.adapters.telemetry import metrics
 from ddz.adapters.telemetry.health import Check
 from ddz.adapters.telemetry.logging import configure_logging
@@ -270,6 +271,7 @@ async def run_service(
     settings = settings.as_identity(name)
     service = await factory_for(name)(settings, **overrides)
     await service.start()
+    settle_collector()
     try:
         exposition = serve_metrics(name, settings.network.metrics_address(name))
         try:
