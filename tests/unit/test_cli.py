@@ -29,3 +29,20 @@ def test_a_rules_query_does_not_import_the_adapters() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_a_command_run_in_a_thread_of_a_program_leaves_signals_to_it() -> None:
+    """Only a process's main thread takes signals: ``main`` called in another thread
+    (a program that runs ``ddz audit`` off its event loop) runs the command all the same,
+    and sets no SIGTERM handler of its own."""
+    code = (
+        "import signal, threading; from ddz.entrypoints import cli\n"
+        "codes = []\n"
+        "thread = threading.Thread(target=lambda: codes.append(cli.main(\n"
+        "    ['rules', 'classify', '--variant', 'classic', '33'])))\n"
+        "thread.start(); thread.join()\n"
+        "print(codes, signal.getsignal(signal.SIGTERM) is signal.SIG_DFL)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "[0] True"

@@ -15,6 +15,7 @@ import importlib
 import os
 import signal
 import sys
+import threading
 from collections.abc import Sequence
 from types import FrameType
 
@@ -110,8 +111,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"ddz: warning: {build.describe()}", file=sys.stderr)
     stdout_before = _stdout_file()
     # Left alone when ignored (a parent's choice) or already taken; ``ddz up`` and a
-    # service's runner set their own while they run.
-    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+    # service's runner set their own while they run. Only the main thread takes signals
+    # (``main`` called in a thread of a program, as a test does, leaves them to it).
+    if (
+        threading.current_thread() is threading.main_thread()
+        and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    ):
         signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         return _run(args, stdout_before)
