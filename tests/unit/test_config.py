@@ -291,3 +291,18 @@ def test_calling_is_the_four_parts_a_channel_reads(tmp_path: Path) -> None:
     moved = calling.with_addresses(rules="10.0.0.8:2")
     assert moved == settings.with_addresses(rules="10.0.0.8:2").calling
     assert moved.network.address("rules") == "10.0.0.8:2"
+
+
+def test_the_table_takes_a_call_open_for_each_person_it_seats(tmp_path: Path) -> None:
+    """Calls in flight at once: each seated person holds a stream open at the table, so
+    its own default is higher than the other services'; ``DDZ_MAX_CONCURRENT_RPCS`` set
+    applies to every server, and reaches the stack's children as it was (set or not)."""
+    from ddz.adapters.runtime.stack_env import settings_env
+
+    unset = Settings.from_env({"DDZ_DATA_DIR": str(tmp_path)})
+    assert unset.rpc.concurrent_rpcs_of("table") == 5000
+    assert {unset.rpc.concurrent_rpcs_of(s) for s in ("rules", "bot", "recorder")} == {2000}
+    assert Settings.from_env(settings_env(unset)) == unset
+    set_ = Settings.from_env({"DDZ_DATA_DIR": str(tmp_path), "DDZ_MAX_CONCURRENT_RPCS": "300"})
+    assert {set_.rpc.concurrent_rpcs_of(s) for s in ("table", "rules")} == {300}
+    assert Settings.from_env(settings_env(set_)) == set_

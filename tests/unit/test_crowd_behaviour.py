@@ -9,6 +9,7 @@ import statistics
 
 from ddz.loadgen.behaviour import Behaviour, person_seed
 from ddz.loadgen.person import lowest_rank
+from ddz.loadgen.run import within_limits
 from ddz.loadgen.tally import percentile
 
 DRAWS = 40_000
@@ -62,3 +63,16 @@ def test_percentiles_are_nearest_rank() -> None:
     assert percentile(samples, 0.99) == 99.0
     assert percentile(samples, 1.0) == 100.0
     assert percentile([], 0.99) == 0.0
+
+
+def test_a_find_max_step_is_within_the_limits_only_if_its_people_were_served() -> None:
+    """Fast answers to the few let in are not a crowd seated: a step whose people were
+    refused at the door or whose turns were missed is past the limits, as one whose
+    p99 or cores are."""
+    served = dict(p99_ms=180.0, cores=1.4, people=1800, seated=1794, told=20_000, missed=3)
+    assert within_limits(**served)
+    assert not within_limits(**{**served, "p99_ms": 251.0})
+    assert not within_limits(**{**served, "cores": 1.7})
+    assert within_limits(**{**served, "cores": None})  # not read: the other limits decide
+    assert not within_limits(**{**served, "people": 2400, "seated": 2037})  # turned away
+    assert not within_limits(**{**served, "missed": 6_535})  # their moves refused

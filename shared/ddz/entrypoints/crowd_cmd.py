@@ -44,8 +44,9 @@ def register(kinds: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="minutes measured after the ramp (--find-max: each step's; default 1)")  # fmt: skip
     add("--ramp", default="30", help="seconds over which people arrive (default 30)")
     add("--find-max", action="store_true",
-        help=f"add --people people a step until the p99 passes {MAX_P99_MS:g} ms or the "
-        f"suite uses {MAX_CORES:g} cores")  # fmt: skip
+        help=f"add --people people a step until the p99 passes {MAX_P99_MS:g} ms, the "
+        f"suite uses {MAX_CORES:g} cores, or its people are not served (turned away, "
+        "their turns missed)")  # fmt: skip
     add("--json", action="store_true", help="print one JSON object last")
     add("--seed", default=None, help="the people's seed (default: a new one, printed)")
     add("--processes", default="2", help="processes of the crowd (default 2)")

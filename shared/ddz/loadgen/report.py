@@ -39,6 +39,7 @@ class Step:
     suite_cores: float | None
     hands_per_s: float
     within: bool
+    turns_missed: int = 0  # in the step, ramp and window
 
 
 @dataclass
@@ -182,6 +183,7 @@ class CrowdReport:
                 f"find-max: {step.people} people",
                 f"seated {step.seated}, p99 {step.move_p99_ms:.0f} / "
                 f"{step.turn_notice_p99_ms:.0f} ms, {cores} cores, "
+                f"{step.turns_missed} turns missed, "
                 f"{'within' if step.within else 'past the limits'}",
             ))  # fmt: skip
         if self.max_people is not None:

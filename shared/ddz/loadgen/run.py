@@ -3,10 +3,11 @@ their hands and leave; then every hand they were dealt is audited by the recorde
 (``AuditService.AuditHand``), which also says which hands never ended (lost).
 
 ``--find-max`` grows the crowd step by step (``people`` more each step, each held for
-the minutes asked after its ramp) until a step's p99 (the worse of "move shown" and
-"turn told") passes ``MAX_P99_MS`` or the suite uses more than ``MAX_CORES`` cores, or
-the suite seats no more of the people asked; the largest crowd seated within both is
-``max_people``.
+the minutes asked after its ramp) until a step is past the limits (``within_limits``):
+its p99 (the worse of "move shown" and "turn told") passes ``MAX_P99_MS``, the suite
+uses more than ``MAX_CORES`` cores, or the people are not served (fewer than
+``SEATED_ENOUGH`` of them seated, or more than ``MISSED_ENOUGH`` of their turns missed:
+refused, for one); the largest crowd seated within them is ``max_people``.
 
 A composition root: it keeps the whole ``Settings``, since it starts the crowd's
 processes with an environment written from it (``client_env``).
@@ -36,12 +37,30 @@ INCOMPLETE = audit_pb2.AUDIT_VERDICT_INCOMPLETE
 MAX_P99_MS = 250.0
 MAX_CORES = 1.6
 SEATED_ENOUGH = 0.9
-"""A find-max step that seats less than this share of its people ends the search."""
+"""A find-max step that seats less than this share of its people is past the limits."""
+MISSED_ENOUGH = 0.001
+"""A find-max step in which more than this share of the turns told were missed (the
+person meant to move and their move did not count) is past the limits."""
 MAX_STEPS = 40
 AUDITS_AT_ONCE = 4
 LOST_PATIENCE = 60.0
 """Seconds a hand may stay incomplete after the people left before it counts as lost
 (the recorder catching up, a hand the bot plays on for an escapee)."""
+
+
+def within_limits(
+    p99_ms: float, cores: float | None, people: int, seated: int, told: int, missed: int
+) -> bool:
+    """Whether a find-max step's crowd was served within the limits: its p99 and the
+    suite's cores (None: not read) within theirs, and its people seated and their
+    turns answered (a suite that refuses people at its door or their moves once seated
+    has not seated them, however fast it answers the rest)."""
+    return (
+        p99_ms <= MAX_P99_MS
+        and (cores is None or cores <= MAX_CORES)
+        and seated >= SEATED_ENOUGH * people
+        and missed <= MISSED_ENOUGH * told
+    )
 
 
 @dataclass(frozen=True)
@@ -205,25 +224,26 @@ class CrowdRun:
     def _find_max(self) -> None:
         report = self.report
         step_people = self.options.people
+        counts = self.crowd.totals.counts
         for k in range(1, MAX_STEPS + 1):
             people = step_people * k
+            told, missed = counts["told"], counts["missed"]
             window, before, after, seated, crowd_cpu = self._measure(people)
+            told, missed = counts["told"] - told, counts["missed"] - missed
             cores = None
             if before is not None and after is not None:
                 cores = (after.suite_cpu - before.suite_cpu) / max(1e-9, window.seconds)
-            p99 = window.worst_p99
-            within = p99 <= MAX_P99_MS and (cores is None or cores <= MAX_CORES)
+            within = within_limits(window.worst_p99, cores, people, seated, told, missed)
             report.steps.append(Step(
                 people, seated, window.move(0.99), window.notice(0.99),
                 None if cores is None else round(cores, 3),
-                round(window.hands_ended / max(1e-9, window.seconds), 3), within,
+                round(window.hands_ended / max(1e-9, window.seconds), 3), within, missed,
             ))  # fmt: skip
             if within or k == 1:
                 self._record(window, before, after, seated, crowd_cpu)
-            if within:
-                report.max_people = seated
-            if not within or seated < SEATED_ENOUGH * people:
+            if not within:
                 break
+            report.max_people = seated
         report.people = self.crowd.people
         if report.max_people is None:
             report.max_people = 0

@@ -404,7 +404,7 @@ async def start_server(
             ("grpc.so_reuseport", 0),
             *KEEPALIVE,
         ],
-        maximum_concurrent_rpcs=settings.rpc.max_concurrent_rpcs,
+        maximum_concurrent_rpcs=settings.rpc.concurrent_rpcs_of(service_name),
     )
     add_servicers(server)
     health = HealthServicer()

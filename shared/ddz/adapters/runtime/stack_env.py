@@ -72,7 +72,7 @@ def settings_env(settings: Settings) -> dict[str, str]:
         "DDZ_STREAM_MAX_AGE": repr(settings.bus.stream_max_age or 0),
         "DDZ_STREAM_MAX_BYTES": str(settings.bus.stream_max_bytes or 0),
         "DDZ_INSECURE": "1" if settings.tls.insecure else "0",
-        "DDZ_MAX_CONCURRENT_RPCS": str(settings.rpc.max_concurrent_rpcs),
+        "DDZ_MAX_CONCURRENT_RPCS": str(settings.rpc.max_concurrent_rpcs or ""),
         "DDZ_SEAT_TOKEN_TTL": repr(settings.table.seat_token_ttl),
         "DDZ_JOIN_RATE": repr(settings.table.join_rate),
         "DDZ_JOIN_BURST": str(settings.table.join_burst),
