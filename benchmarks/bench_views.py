@@ -60,8 +60,7 @@ def alone(seats: list[list[PlayerView]], base: int) -> float:
     started = time.process_time()
     for version, trio in enumerate(seats, base):
         for view in trio:
-            views._public_parts.clear()
-            views._own_cards.clear()
+            views.forget_encodings()
             views.view_to_pb(view, version=version, table_id="t", now=1.0)
     return time.process_time() - started
 

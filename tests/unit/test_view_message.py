@@ -5,14 +5,16 @@ built in (the part every seat sees alike is encoded once per position and shared
 from __future__ import annotations
 
 import random
+from itertools import accumulate
 
 import pytest
 from ddz.adapters.codec import views
 from ddz.adapters.codec.values import card_from_pb
 from ddz.domain.cards import Card, format_counts
-from ddz.domain.hand import Hand, HandState, Phase, Rejection, SeatInfo, StartHand, view_for
+from ddz.domain.hand import HandState, Phase, evolve, view_for
 from ddz.domain.players import RandomPlayer
 from ddz.domain.ruleset import CLASSIC, CT, LAIZI, TIANDI
+from ddz.domain.selfplay import play_hand
 from ddz.domain.settlement import RoomSettings
 from ddz.v1 import table_pb2
 from hand_kit import hidden_from
@@ -20,18 +22,9 @@ from hand_kit import hidden_from
 
 def positions(rules, seed: int) -> list[HandState]:
     """Every state of a random hand with shown cards (§6), one per event."""
-    rng = random.Random(seed)
-    players = [RandomPlayer(rng, show_rate=0.3) for _ in range(3)]
-    hand = Hand()
-    seats = (SeatInfo("a"), SeatInfo("b"), SeatInfo("c"))
-    hand.execute(StartHand(f"w{seed}", rules, RoomSettings(), seats, bytes([seed]) * 32))
-    states = [hand.state]
-    while hand.state.phase is not Phase.ENDED:
-        seat = hand.state.turn
-        result = hand.execute(players[seat].act(view_for(hand.state, seat)))
-        assert not isinstance(result, Rejection), result
-        states.append(hand.state)
-    return states
+    players = [RandomPlayer(random.Random(seed * 3 + i), show_rate=0.3) for i in range(3)]
+    events, _ = play_hand(rules, RoomSettings(), players, bytes([seed]) * 32, hand_id=f"w{seed}")
+    return list(accumulate(events, evolve, initial=HandState()))[1:]
 
 
 def cards_on_the_wire(message: table_pb2.PlayerView) -> set[Card]:
@@ -53,14 +46,9 @@ def cards_on_the_wire(message: table_pb2.PlayerView) -> set[Card]:
     return found
 
 
-def forget_encodings() -> None:
-    views._public_parts.clear()
-    views._own_cards.clear()
-
-
 @pytest.mark.parametrize("rules", [CLASSIC, CT, LAIZI, TIANDI], ids=lambda r: r.name)
 def test_each_seat_is_sent_its_own_cards_and_turn_and_nothing_hidden(rules) -> None:
-    forget_encodings()
+    views.forget_encodings()
     for seed in range(3):
         for version, state in enumerate(positions(rules, seed), 1):
             for seat in (2, 0, 1):  # another seat's view is built first, then this one
@@ -80,12 +68,12 @@ def test_each_seat_is_sent_its_own_cards_and_turn_and_nothing_hidden(rules) -> N
 def test_a_view_is_the_same_message_whether_its_position_was_encoded_before(rules) -> None:
     states = positions(rules, 7)
     first_seen = {}
-    forget_encodings()
+    views.forget_encodings()
     for version, state in enumerate(states, 1):
         for seat in range(3):
             view = view_for(state, seat)
             first_seen[version, seat] = views.view_to_pb(view, version=version, now=1.0)
-    forget_encodings()
+    views.forget_encodings()
     for version, state in reversed(list(enumerate(states, 1))):
         for seat in (1, 2, 0):
             view = view_for(state, seat)
@@ -96,7 +84,7 @@ def test_a_view_is_the_same_message_whether_its_position_was_encoded_before(rule
 def test_a_position_encoded_for_one_state_is_not_used_for_another() -> None:
     """The same hand id and version from a state that is not the one encoded (its log
     is another object, as when a hand is folded again): encoded anew from its own."""
-    forget_encodings()
+    views.forget_encodings()
     states = positions(CLASSIC, 3)
     earlier, later = states[5], states[20]
     encoded = views.view_to_pb(view_for(earlier, 0), version=21, now=1.0)

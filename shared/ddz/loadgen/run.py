@@ -227,9 +227,9 @@ class CrowdRun:
         counts = self.crowd.totals.counts
         for k in range(1, MAX_STEPS + 1):
             people = step_people * k
-            told, missed = counts["told"], counts["missed"]
+            told_before, missed_before = counts["told"], counts["missed"]
             window, before, after, seated, crowd_cpu = self._measure(people)
-            told, missed = counts["told"] - told, counts["missed"] - missed
+            told, missed = counts["told"] - told_before, counts["missed"] - missed_before
             cores = None
             if before is not None and after is not None:
                 cores = (after.suite_cpu - before.suite_cpu) / max(1e-9, window.seconds)

@@ -10,6 +10,7 @@ builds cannot carry more than the seat may see.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Hashable
 from functools import lru_cache
 
 from ddz.application.turns import TurnDeadline
@@ -84,11 +85,20 @@ def view_to_pb(
     """The ``PlayerView`` message of ``view`` at stream version ``version``; with
     ``clock``, the turn's deadline and seconds, and what is left at ``now`` (Unix s)."""
     msg = table_pb2.PlayerView()
-    msg.MergeFromString(_public_part(view, version, table_id))
-    # What only this seat sees, or sees differently: its seat, its own cards, its turn.
-    msg.MergeFromString(_own_cards_part(view))
+    # What every seat sees alike at this position, encoded once for the three of them
+    # (used again only for a view of the very state it was made from: the same public
+    # log object, which a state folded again does not share).
+    msg.MergeFromString(_public_parts.get(
+        (view.hand_id, version, table_id), view.history,
+        lambda: bytes(_public_message(view, version, table_id).SerializeToString()),
+    ))  # fmt: skip
+    # What only this seat sees, or sees differently: its own cards (they change only
+    # when it plays: kept while they are the very same tuple), its seat, its turn.
+    msg.MergeFromString(
+        _own_cards.get((view.hand_id, view.seat), view.cards, lambda: _cards_bytes(view.cards))
+    )
     msg.seat = view.seat
-    if view.turn == view.seat:
+    if view.my_turn:
         msg.my_turn = True
         msg.can_pass = view.can_pass
         msg.legal_bids.extend(_bid_command(bid) for bid in view.legal_bids())
@@ -102,52 +112,44 @@ def view_to_pb(
     return msg
 
 
-_own_cards: dict[tuple[str, int], tuple[tuple[Card, ...], bytes]] = {}
+ENCODINGS_KEPT = 512
+"""Encoded parts of views kept of each kind (a few positions of each table in play)."""
 
 
-def _own_cards_part(view: PlayerView) -> bytes:
-    """``cards`` and ``cards_text`` of ``view``, encoded. A seat's cards change only when
-    it plays, and a stream sends its view after every event: the encoding is kept per
-    seat and used again while the view holds the very same cards (the state's own tuple,
-    not looked at card by card); other cards are looked up by value."""
-    key = (view.hand_id, view.seat)
-    kept = _own_cards.get(key)
-    if kept is not None and kept[0] is view.cards:
-        return kept[1]
-    part = _cards_bytes(view.cards)
-    if len(_own_cards) >= PUBLIC_PARTS_KEPT:
-        del _own_cards[next(iter(_own_cards))]  # the oldest
-    _own_cards[key] = (view.cards, part)
-    return part
+class _Encodings:
+    """Encoded parts of views by key, each used again only for the very object it was
+    made from (identity: a look-up by value would hash every card and event); the
+    oldest out past ``ENCODINGS_KEPT``."""
+
+    def __init__(self) -> None:
+        self._kept: dict[Hashable, tuple[object, bytes]] = {}
+
+    def get(self, key: Hashable, source: object, encode: Callable[[], bytes]) -> bytes:
+        kept = self._kept.get(key)
+        if kept is not None and kept[0] is source:
+            return kept[1]
+        part = encode()
+        if len(self._kept) >= ENCODINGS_KEPT:
+            del self._kept[next(iter(self._kept))]
+        self._kept[key] = (source, part)
+        return part
+
+    def clear(self) -> None:
+        self._kept.clear()
 
 
-PUBLIC_PARTS_KEPT = 512
-"""Encoded public parts of views kept (a few positions of each table in play)."""
-
-_public_parts: dict[tuple[str, int, str], tuple[tuple[ev.Event, ...], bytes]] = {}
+_public_parts = _Encodings()  # by (hand, version, table), of the state's public log
+_own_cards = _Encodings()  # by (hand, seat), of the seat's cards
 
 
-def _public_part(view: PlayerView, version: int, table_id: str) -> bytes:
-    """The fields of ``view`` that every seat sees alike at this position, encoded.
-
-    A table sends each of its three seats a view after every event: the seats' views
-    differ only in what ``view_to_pb`` sets itself, so the rest is encoded once per
-    position. An entry is used only for a view of the very state it was made from: the
-    same hand, version and table, and the same public log (the object every seat's
-    view of one state shares; a state folded again has a log of its own)."""
-    key = (view.hand_id, version, table_id)
-    kept = _public_parts.get(key)
-    if kept is not None and kept[0] is view.history:
-        return kept[1]
-    part = bytes(_public_message(view, version, table_id).SerializeToString())
-    if len(_public_parts) >= PUBLIC_PARTS_KEPT:
-        del _public_parts[next(iter(_public_parts))]  # the oldest
-    _public_parts[key] = (view.history, part)
-    return part
+def forget_encodings() -> None:
+    """Drop every encoded part kept (each view is then encoded whole once more)."""
+    _public_parts.clear()
+    _own_cards.clear()
 
 
 def _public_message(view: PlayerView, version: int, table_id: str) -> table_pb2.PlayerView:
-    """No field of this message may depend on ``view.seat`` (``_public_part``)."""
+    """No field of this message may depend on ``view.seat``: it is every seat's."""
     msg = table_pb2.PlayerView(
         hand_id=view.hand_id,
         table_id=table_id,
