@@ -291,6 +291,11 @@ def test_insecure_mode_serves_plaintext_and_says_so(
                 break
             time.sleep(0.1)
         else:
+            if process.poll() is not None:  # it ended: say how, in its own words
+                raise AssertionError(
+                    f"the insecure settlement service exited {process.returncode} "
+                    f"before answering: {process.communicate()[1].decode()[-2000:]}"
+                )
             raise AssertionError("the insecure settlement service never answered")
         process.send_signal(signal.SIGTERM)
         _, stderr = process.communicate(timeout=30)
